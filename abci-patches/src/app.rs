@@ -1,0 +1,159 @@
+//! The ABCI 2.0 face of the node: tendermint-abci's [`Application`] trait,
+//! mapped onto [`Node`].
+//!
+//! A failure to persist or a broken invariant stops the process (after logging
+//! why): CometBFT then replays the uncommitted block when both restart, which
+//! is the only safe recovery for a state machine.
+
+use std::sync::Arc;
+
+use alloy_primitives::Bytes;
+use tendermint_abci::Application;
+use tendermint_proto::v0_38::abci::{
+    Event, EventAttribute, ExecTxResult, RequestCheckTx, RequestFinalizeBlock, RequestInfo,
+    RequestInitChain, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock, ResponseInfo,
+    ResponseInitChain,
+};
+
+use crate::error::CODESPACE;
+use crate::exec::{BlockInput, TxOutcome};
+use crate::node::{Node, NodeError};
+
+/// abcid's ABCI application; cloned once per ABCI connection.
+#[derive(Clone)]
+pub struct AbciApp {
+    node: Arc<Node>,
+}
+
+impl AbciApp {
+    /// Serves `node` over ABCI.
+    pub fn new(node: Arc<Node>) -> Self {
+        Self { node }
+    }
+}
+
+/// Logs a fatal error and exits: the node must not go on with state it could
+/// not persist or read.
+fn fatal(during: &str, error: NodeError) -> ! {
+    tracing::error!(%error, "fatal error during {during}; stopping so that CometBFT replays the block on restart");
+    std::process::exit(1)
+}
+
+impl Application for AbciApp {
+    fn info(&self, _request: RequestInfo) -> ResponseInfo {
+        let (height, app_hash) = self.node.info().unwrap_or_else(|e| fatal("Info", e));
+        ResponseInfo {
+            data: "abcid".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            app_version: 1,
+            last_block_height: height as i64,
+            last_block_app_hash: if height == 0 {
+                Default::default()
+            } else {
+                app_hash.to_vec().into()
+            },
+        }
+    }
+
+    fn init_chain(&self, request: RequestInitChain) -> ResponseInitChain {
+        let time = request.time.map_or(0, |t| t.seconds.max(0) as u64);
+        let app_hash = self
+            .node
+            .init_chain(
+                &request.app_state_bytes,
+                request.initial_height.max(1) as u64,
+                time,
+            )
+            .unwrap_or_else(|e| fatal("InitChain", e));
+        tracing::info!(chain_id = %request.chain_id, %app_hash, "chain initialised");
+        ResponseInitChain {
+            app_hash: app_hash.to_vec().into(),
+            ..Default::default()
+        }
+    }
+
+    fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
+        match self.node.check_tx(&request.tx) {
+            Ok(Ok(tx)) => ResponseCheckTx {
+                code: 0,
+                gas_wanted: alloy_consensus::Transaction::gas_limit(&tx.envelope) as i64,
+                ..Default::default()
+            },
+            Ok(Err(e)) => ResponseCheckTx {
+                code: e.code(),
+                log: e.to_string(),
+                codespace: CODESPACE.to_string(),
+                ..Default::default()
+            },
+            Err(e) => fatal("CheckTx", e),
+        }
+    }
+
+    fn finalize_block(&self, request: RequestFinalizeBlock) -> ResponseFinalizeBlock {
+        let time = request.time.unwrap_or_default();
+        let txs: Vec<Bytes> = request.txs.into_iter().map(Bytes).collect();
+        let input = BlockInput {
+            height: request.height.max(0) as u64,
+            hash: alloy_primitives::B256::try_from(request.hash.as_ref()).unwrap_or_default(),
+            time_secs: time.seconds.max(0) as u64,
+            time_nanos: time.nanos.max(0) as u32,
+            txs: &txs,
+        };
+        let (outcomes, app_hash) = self
+            .node
+            .finalize_block(&input)
+            .unwrap_or_else(|e| fatal("FinalizeBlock", e));
+        ResponseFinalizeBlock {
+            tx_results: outcomes.iter().map(tx_result).collect(),
+            app_hash: app_hash.to_vec().into(),
+            ..Default::default()
+        }
+    }
+
+    fn commit(&self) -> ResponseCommit {
+        let line = self.node.commit().unwrap_or_else(|e| fatal("Commit", e));
+        line.emit();
+        ResponseCommit { retain_height: 0 }
+    }
+}
+
+fn tx_result(outcome: &TxOutcome) -> ExecTxResult {
+    match outcome {
+        TxOutcome::Executed {
+            hash,
+            sender,
+            gas_used,
+            success,
+        } => ExecTxResult {
+            code: 0,
+            gas_used: *gas_used as i64,
+            events: vec![Event {
+                r#type: "ethereum_tx".to_string(),
+                attributes: vec![
+                    attribute("hash", hash.to_string()),
+                    attribute("from", sender.to_string()),
+                    attribute("status", u8::from(*success).to_string()),
+                ],
+            }],
+            ..Default::default()
+        },
+        TxOutcome::Rejected { hash, error } => ExecTxResult {
+            code: error.code(),
+            log: error.to_string(),
+            codespace: CODESPACE.to_string(),
+            events: vec![Event {
+                r#type: "ethereum_tx".to_string(),
+                attributes: vec![attribute("hash", hash.to_string())],
+            }],
+            ..Default::default()
+        },
+    }
+}
+
+fn attribute(key: &str, value: String) -> EventAttribute {
+    EventAttribute {
+        key: key.to_string(),
+        value,
+        index: true,
+    }
+}

@@ -1,0 +1,169 @@
+//! Rejection reasons of transactions, each with its own stable ABCI code.
+//!
+//! The messages follow go-ethereum's wording so that standard clients and
+//! load tools classify them the same way they do for geth. The table is part
+//! of abcid's documented interface (README, "CheckTx codes").
+
+use alloy_primitives::U256;
+
+/// ABCI codespace of every non-zero code abcid returns.
+pub const CODESPACE: &str = "abcid";
+
+/// Why a transaction was refused by CheckTx or not executed by FinalizeBlock.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxError {
+    /// The bytes are not a valid EIP-2718 transaction.
+    #[error("invalid transaction encoding: {0}")]
+    Decode(String),
+    /// The EIP-155 chain id is missing or belongs to another chain.
+    #[error("invalid chain id: have {}, want {expected}", got.map_or("none".to_string(), |g| g.to_string()))]
+    WrongChainId {
+        /// This chain's id.
+        expected: u64,
+        /// The id the transaction carries, if any.
+        got: Option<u64>,
+    },
+    /// The signature does not recover to a public key, or is malleable.
+    #[error("invalid sender: bad signature")]
+    BadSignature,
+    /// The nonce was already used.
+    #[error("nonce too low: next nonce {expected}, tx nonce {got}")]
+    NonceTooLow {
+        /// The nonce the account expects next.
+        expected: u64,
+        /// The transaction's nonce.
+        got: u64,
+    },
+    /// The nonce leaves a gap after the account's next nonce.
+    #[error("nonce too high: next nonce {expected}, tx nonce {got}")]
+    NonceTooHigh {
+        /// The nonce the account expects next.
+        expected: u64,
+        /// The transaction's nonce.
+        got: u64,
+    },
+    /// The sender cannot pay `value + gas_limit × max_fee`.
+    #[error("insufficient funds for gas * price + value: balance {balance}, tx cost {cost}")]
+    InsufficientFunds {
+        /// What the sender holds (pending state).
+        balance: U256,
+        /// What the transaction may cost at most.
+        cost: U256,
+    },
+    /// The raw transaction is larger than allowed.
+    #[error("oversized data: transaction size {size}, limit {max}")]
+    Oversized {
+        /// Raw size in bytes.
+        size: usize,
+        /// Limit in bytes.
+        max: usize,
+    },
+    /// The gas limit does not cover the intrinsic gas.
+    #[error("intrinsic gas too low: gas {gas}, minimum needed {needed}")]
+    IntrinsicGas {
+        /// The transaction's gas limit.
+        gas: u64,
+        /// The intrinsic gas it needs.
+        needed: u64,
+    },
+    /// The gas limit exceeds the per-transaction cap.
+    #[error("exceeds block gas limit: gas {gas}, limit {max}")]
+    GasLimitTooHigh {
+        /// The transaction's gas limit.
+        gas: u64,
+        /// The cap.
+        max: u64,
+    },
+    /// The fee cap is below the base fee.
+    #[error(
+        "max fee per gas less than block base fee: maxFeePerGas: {max_fee}, baseFee: {base_fee}"
+    )]
+    FeeCapTooLow {
+        /// The transaction's fee cap.
+        max_fee: u128,
+        /// The chain's base fee.
+        base_fee: u64,
+    },
+    /// The priority fee is above the fee cap.
+    #[error("max priority fee per gas higher than max fee per gas")]
+    TipAboveFeeCap,
+    /// Blob and set-code transactions are not accepted.
+    #[error("transaction type not supported: type {0}")]
+    UnsupportedType(u8),
+    /// revm refused the transaction when executing the block.
+    #[error("execution rejected: {0}")]
+    Execution(String),
+}
+
+impl TxError {
+    /// The stable, non-zero ABCI result code of this reason.
+    pub fn code(&self) -> u32 {
+        match self {
+            Self::Decode(_) => 1,
+            Self::WrongChainId { .. } => 2,
+            Self::BadSignature => 3,
+            Self::NonceTooLow { .. } => 4,
+            Self::NonceTooHigh { .. } => 5,
+            Self::InsufficientFunds { .. } => 6,
+            Self::Oversized { .. } => 7,
+            Self::IntrinsicGas { .. } => 8,
+            Self::GasLimitTooHigh { .. } => 9,
+            Self::FeeCapTooLow { .. } => 10,
+            Self::TipAboveFeeCap => 11,
+            Self::UnsupportedType(_) => 12,
+            Self::Execution(_) => 13,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_non_zero() {
+        let all = [
+            TxError::Decode(String::new()),
+            TxError::WrongChainId {
+                expected: 1,
+                got: None,
+            },
+            TxError::BadSignature,
+            TxError::NonceTooLow {
+                expected: 1,
+                got: 0,
+            },
+            TxError::NonceTooHigh {
+                expected: 1,
+                got: 2,
+            },
+            TxError::InsufficientFunds {
+                balance: U256::ZERO,
+                cost: U256::from(1),
+            },
+            TxError::Oversized { size: 2, max: 1 },
+            TxError::IntrinsicGas { gas: 1, needed: 2 },
+            TxError::GasLimitTooHigh { gas: 2, max: 1 },
+            TxError::FeeCapTooLow {
+                max_fee: 1,
+                base_fee: 2,
+            },
+            TxError::TipAboveFeeCap,
+            TxError::UnsupportedType(3),
+            TxError::Execution(String::new()),
+        ];
+        let mut codes: Vec<u32> = all.iter().map(TxError::code).collect();
+        assert!(codes.iter().all(|c| *c != 0));
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(
+            TxError::WrongChainId {
+                expected: 9000,
+                got: Some(1)
+            }
+            .to_string(),
+            "invalid chain id: have 1, want 9000"
+        );
+    }
+}

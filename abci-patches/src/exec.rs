@@ -1,0 +1,285 @@
+//! Block execution with revm: every transaction of a finalized block is
+//! checked against the block's running state and executed; each gets exactly
+//! one result, and the block's changes come out as a [`BlockBatch`].
+
+use alloy_consensus::{Transaction, Typed2718};
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use revm::{
+    context::{BlockEnv, CfgEnv, TxEnv},
+    primitives::hardfork::SpecId,
+    Context, ExecuteCommitEvm, MainBuilder, MainContext,
+};
+
+use crate::error::TxError;
+use crate::genesis::Genesis;
+use crate::state::{AccountRecord, BlockOverlay, WorldState};
+use crate::store::{BlockBatch, BlockRecord, ReceiptRecord, TxRecord};
+use crate::tx::{self, TxRules, VerifiedTx};
+
+/// The EVM hard fork abcid executes.
+pub const SPEC: SpecId = SpecId::PRAGUE;
+
+/// What FinalizeBlock hands to execution.
+#[derive(Debug, Clone)]
+pub struct BlockInput<'a> {
+    /// Height.
+    pub height: u64,
+    /// CometBFT block hash.
+    pub hash: B256,
+    /// Header time: seconds since the epoch.
+    pub time_secs: u64,
+    /// Header time: nanoseconds within the second.
+    pub time_nanos: u32,
+    /// The block's raw transactions, in order.
+    pub txs: &'a [Bytes],
+}
+
+/// The result of one transaction, as reported to CometBFT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxOutcome {
+    /// Executed (code 0); `success` is false for a revert or halt.
+    Executed {
+        /// Transaction hash.
+        hash: B256,
+        /// Sender.
+        sender: Address,
+        /// Gas charged.
+        gas_used: u64,
+        /// Whether execution succeeded.
+        success: bool,
+    },
+    /// Not executed (non-zero code).
+    Rejected {
+        /// Hash of the raw bytes.
+        hash: B256,
+        /// Why.
+        error: TxError,
+    },
+}
+
+/// A block executed but not yet committed.
+#[derive(Debug, Clone)]
+pub struct ExecutedBlock {
+    /// One outcome per transaction, in block order.
+    pub outcomes: Vec<TxOutcome>,
+    /// What Commit persists.
+    pub batch: BlockBatch,
+}
+
+impl ExecutedBlock {
+    /// Number of executed (code 0) transactions.
+    pub fn valid(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o, TxOutcome::Executed { .. }))
+            .count()
+    }
+}
+
+/// The stateless rules a genesis implies.
+pub fn rules(genesis: &Genesis) -> TxRules {
+    TxRules {
+        chain_id: genesis.chain_id,
+        max_tx_bytes: genesis.max_tx_bytes,
+        max_tx_gas: genesis.max_tx_gas,
+        base_fee: genesis.base_fee,
+    }
+}
+
+/// Checks nonce and funds of `tx` against the sender's current account.
+pub fn check_account(tx: &VerifiedTx, account: Option<AccountRecord>) -> Result<(), TxError> {
+    let account = account.unwrap_or_default();
+    let nonce = tx.envelope.nonce();
+    if nonce < account.nonce {
+        return Err(TxError::NonceTooLow {
+            expected: account.nonce,
+            got: nonce,
+        });
+    }
+    if nonce > account.nonce {
+        return Err(TxError::NonceTooHigh {
+            expected: account.nonce,
+            got: nonce,
+        });
+    }
+    let cost = tx.max_cost();
+    if account.balance < cost {
+        return Err(TxError::InsufficientFunds {
+            balance: account.balance,
+            cost,
+        });
+    }
+    Ok(())
+}
+
+/// Builds revm's transaction environment from a verified transaction.
+pub fn tx_env(tx: &VerifiedTx) -> TxEnv {
+    let env = &tx.envelope;
+    TxEnv {
+        tx_type: env.ty(),
+        caller: tx.sender,
+        gas_limit: env.gas_limit(),
+        gas_price: env.max_fee_per_gas(),
+        kind: env.kind(),
+        value: env.value(),
+        data: env.input().clone(),
+        nonce: env.nonce(),
+        chain_id: env.chain_id(),
+        access_list: env.access_list().cloned().unwrap_or_default(),
+        gas_priority_fee: env.max_priority_fee_per_gas(),
+        ..Default::default()
+    }
+}
+
+/// revm's block environment for `height` at `time_secs`.
+pub fn block_env(genesis: &Genesis, height: u64, time_secs: u64, randao: B256) -> BlockEnv {
+    BlockEnv {
+        number: U256::from(height),
+        beneficiary: genesis.fee_recipient,
+        timestamp: U256::from(time_secs),
+        gas_limit: genesis.block_gas_limit,
+        basefee: genesis.base_fee,
+        prevrandao: Some(randao),
+        ..Default::default()
+    }
+}
+
+/// revm's configuration for this chain.
+pub fn cfg_env(genesis: &Genesis) -> CfgEnv {
+    let mut cfg = CfgEnv::new_with_spec(SPEC);
+    cfg.chain_id = genesis.chain_id;
+    cfg.tx_gas_limit_cap = Some(genesis.max_tx_gas);
+    cfg
+}
+
+/// Executes one block on top of `world`, whose last block is `parent`.
+pub fn execute_block(
+    world: &WorldState,
+    genesis: &Genesis,
+    parent: &BlockRecord,
+    input: &BlockInput<'_>,
+) -> ExecutedBlock {
+    let rules = rules(genesis);
+    let mut evm = Context::mainnet()
+        .with_db(BlockOverlay::new(world))
+        .with_cfg(cfg_env(genesis))
+        .with_block(block_env(
+            genesis,
+            input.height,
+            input.time_secs,
+            input.hash,
+        ))
+        .build_mainnet();
+
+    let mut outcomes = Vec::with_capacity(input.txs.len());
+    let mut txs = Vec::with_capacity(input.txs.len());
+    let mut tx_hashes = Vec::with_capacity(input.txs.len());
+    let mut cumulative_gas = 0u64;
+    let mut size = 0u64;
+    for raw in input.txs {
+        size += raw.len() as u64;
+        let verified = match tx::verify(raw, &rules) {
+            Ok(v) => v,
+            Err(error) => {
+                outcomes.push(TxOutcome::Rejected {
+                    hash: keccak256(raw),
+                    error,
+                });
+                continue;
+            }
+        };
+        let account = evm.ctx.journaled_state.database.account(&verified.sender);
+        if let Err(error) = check_account(&verified, account) {
+            outcomes.push(TxOutcome::Rejected {
+                hash: verified.hash,
+                error,
+            });
+            continue;
+        }
+        match evm.transact_commit(tx_env(&verified)) {
+            Ok(result) => {
+                let gas_used = result.tx_gas_used();
+                cumulative_gas += gas_used;
+                let success = result.is_success();
+                let contract_address = result.created_address();
+                let receipt = ReceiptRecord {
+                    status: success,
+                    gas_used,
+                    cumulative_gas_used: cumulative_gas,
+                    effective_gas_price: verified.effective_gas_price(genesis.base_fee),
+                    logs: result.into_logs(),
+                    contract_address,
+                };
+                outcomes.push(TxOutcome::Executed {
+                    hash: verified.hash,
+                    sender: verified.sender,
+                    gas_used,
+                    success,
+                });
+                tx_hashes.push(verified.hash);
+                txs.push((
+                    verified.hash,
+                    TxRecord {
+                        raw: raw.clone(),
+                        sender: verified.sender,
+                        block_number: input.height,
+                        block_hash: input.hash,
+                        index: txs.len() as u64,
+                        receipt,
+                    },
+                ));
+            }
+            Err(e) => outcomes.push(TxOutcome::Rejected {
+                hash: verified.hash,
+                error: TxError::Execution(e.to_string()),
+            }),
+        }
+    }
+    let diff = evm.ctx.journaled_state.database.into_diff();
+    let app_hash = next_app_hash(parent.app_hash, input.height, diff.digest(), &outcomes);
+    let invalid_txs = (outcomes.len() - tx_hashes.len()) as u32;
+    let block = BlockRecord {
+        number: input.height,
+        hash: input.hash,
+        parent_hash: parent.hash,
+        timestamp: input.time_secs,
+        timestamp_nanos: input.time_nanos,
+        gas_used: cumulative_gas,
+        gas_limit: genesis.block_gas_limit,
+        base_fee: genesis.base_fee,
+        miner: genesis.fee_recipient,
+        app_hash,
+        tx_hashes,
+        invalid_txs,
+        size,
+    };
+    ExecutedBlock {
+        outcomes,
+        batch: BlockBatch { block, txs, diff },
+    }
+}
+
+/// Chains the app hash: `keccak(prev ‖ height ‖ state digest ‖ results digest)`.
+fn next_app_hash(prev: B256, height: u64, state: B256, outcomes: &[TxOutcome]) -> B256 {
+    let mut results = Vec::with_capacity(outcomes.len() * 37);
+    for outcome in outcomes {
+        match outcome {
+            TxOutcome::Executed { hash, success, .. } => {
+                results.extend_from_slice(&0u32.to_be_bytes());
+                results.push(u8::from(*success));
+                results.extend_from_slice(hash.as_slice());
+            }
+            TxOutcome::Rejected { hash, error } => {
+                results.extend_from_slice(&error.code().to_be_bytes());
+                results.push(0);
+                results.extend_from_slice(hash.as_slice());
+            }
+        }
+    }
+    let mut buf = Vec::with_capacity(32 + 8 + 64);
+    buf.extend_from_slice(prev.as_slice());
+    buf.extend_from_slice(&height.to_be_bytes());
+    buf.extend_from_slice(state.as_slice());
+    buf.extend_from_slice(keccak256(&results).as_slice());
+    keccak256(&buf)
+}

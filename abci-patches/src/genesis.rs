@@ -1,0 +1,112 @@
+//! The application genesis, carried in CometBFT's `genesis.json` as `app_state`.
+
+use std::collections::BTreeMap;
+
+use alloy_primitives::{Address, U256};
+use serde::{Deserialize, Serialize};
+
+/// Default EIP-155 chain id of a devnet.
+pub const DEFAULT_CHAIN_ID: u64 = 9000;
+/// Default (constant) base fee: 1 gwei.
+pub const DEFAULT_BASE_FEE: u64 = 1_000_000_000;
+/// Default block gas limit: high enough that CometBFT's block size, not gas,
+/// bounds a block of transfers.
+pub const DEFAULT_BLOCK_GAS_LIMIT: u64 = 10_000_000_000;
+/// Default per-transaction gas cap.
+pub const DEFAULT_MAX_TX_GAS: u64 = 30_000_000;
+/// Default largest raw transaction: 128 KiB, as geth's pool.
+pub const DEFAULT_MAX_TX_BYTES: usize = 128 * 1024;
+
+/// One genesis account.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GenesisAccount {
+    /// Initial balance in wei.
+    pub balance: U256,
+}
+
+/// Chain parameters and initial allocation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Genesis {
+    /// EIP-155 chain id.
+    #[serde(default = "default_chain_id")]
+    pub chain_id: u64,
+    /// Constant base fee per gas, in wei.
+    #[serde(default = "default_base_fee")]
+    pub base_fee: u64,
+    /// Block gas limit reported to the EVM and to clients.
+    #[serde(default = "default_block_gas_limit")]
+    pub block_gas_limit: u64,
+    /// Largest gas limit one transaction may set.
+    #[serde(default = "default_max_tx_gas")]
+    pub max_tx_gas: u64,
+    /// Largest raw transaction, in bytes.
+    #[serde(default = "default_max_tx_bytes")]
+    pub max_tx_bytes: usize,
+    /// Receives priority fees (the base fee is burnt).
+    #[serde(default)]
+    pub fee_recipient: Address,
+    /// Funded accounts.
+    #[serde(default)]
+    pub alloc: BTreeMap<Address, GenesisAccount>,
+}
+
+fn default_chain_id() -> u64 {
+    DEFAULT_CHAIN_ID
+}
+fn default_base_fee() -> u64 {
+    DEFAULT_BASE_FEE
+}
+fn default_block_gas_limit() -> u64 {
+    DEFAULT_BLOCK_GAS_LIMIT
+}
+fn default_max_tx_gas() -> u64 {
+    DEFAULT_MAX_TX_GAS
+}
+fn default_max_tx_bytes() -> usize {
+    DEFAULT_MAX_TX_BYTES
+}
+
+impl Genesis {
+    /// A genesis with default parameters and the given allocation.
+    pub fn new(chain_id: u64, alloc: BTreeMap<Address, GenesisAccount>) -> Self {
+        Self {
+            chain_id,
+            base_fee: DEFAULT_BASE_FEE,
+            block_gas_limit: DEFAULT_BLOCK_GAS_LIMIT,
+            max_tx_gas: DEFAULT_MAX_TX_GAS,
+            max_tx_bytes: DEFAULT_MAX_TX_BYTES,
+            fee_recipient: Address::ZERO,
+            alloc,
+        }
+    }
+
+    /// Parses CometBFT's `app_state_bytes`; empty means all defaults.
+    pub fn from_app_state(bytes: &[u8]) -> Result<Self, serde_json::Error> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self::new(DEFAULT_CHAIN_ID, BTreeMap::new()));
+        }
+        serde_json::from_slice(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_defaults_and_alloc() {
+        let g = Genesis::from_app_state(
+            br#"{"chain_id": 42, "alloc": {"0x1111111111111111111111111111111111111111": {"balance": "0x10"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(g.chain_id, 42);
+        assert_eq!(g.base_fee, DEFAULT_BASE_FEE);
+        assert_eq!(g.alloc.values().next().unwrap().balance, U256::from(16));
+        assert!(Genesis::from_app_state(br#"{"chain_idd": 1}"#).is_err());
+        assert_eq!(
+            Genesis::from_app_state(b"").unwrap().chain_id,
+            DEFAULT_CHAIN_ID
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! `abcid`: the reference EVM fullnode of feth.
+//!
+//! An ABCI 2.0 application (tendermint-abci 0.41, CometBFT 0.38) that executes
+//! Ethereum transactions with revm, keeps its state in redb and serves a web3
+//! JSON-RPC API with jsonrpsee. Its job is to be a realistic, measurable
+//! target: signed transfers and contract calls with geth's semantics and
+//! error messages, one result per transaction, crash-safe commits.
+//!
+//! - [`tx`]: decoding and sender recovery (libsecp256k1).
+//! - [`exec`]: block execution with revm.
+//! - [`mempool`]: CheckTx's pending nonces and balances.
+//! - [`state`], [`store`]: in-memory world state and its redb persistence.
+//! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping.
+//! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line.
+
+pub mod app;
+pub mod blocklog;
+pub mod error;
+pub mod exec;
+pub mod genesis;
+pub mod mempool;
+pub mod node;
+pub mod rpc;
+pub mod state;
+pub mod store;
+pub mod tx;

@@ -1,0 +1,113 @@
+//! The `abcid` binary: opens the node's state, serves ABCI to CometBFT and
+//! web3 JSON-RPC to clients.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::{Parser, ValueEnum};
+use tendermint_abci::ServerBuilder;
+
+use abcid::{app::AbciApp, node::Node};
+
+/// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Directory of abcid's state (created if absent).
+    #[arg(long)]
+    home: PathBuf,
+    /// Address CometBFT connects to (its `proxy_app`, without `tcp://`).
+    #[arg(long, default_value = "127.0.0.1:26658")]
+    abci: SocketAddr,
+    /// Address of the web3 JSON-RPC server (HTTP and WebSocket).
+    #[arg(long, default_value = "127.0.0.1:8545")]
+    web3: SocketAddr,
+    /// CometBFT's RPC, where eth_sendRawTransaction forwards transactions.
+    #[arg(long, default_value = "http://127.0.0.1:26657")]
+    cometbft_rpc: String,
+    /// Log layout.
+    #[arg(long, value_enum, default_value_t = LogFormat::Plain)]
+    log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Plain,
+    Json,
+}
+
+fn main() {
+    let args = Args::parse();
+    init_tracing(args.log_format);
+    if let Err(e) = run(args) {
+        tracing::error!("{e:#}");
+        eprintln!("abcid: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Plain => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(false).init(),
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.home)
+        .with_context(|| format!("cannot create home directory {}", args.home.display()))?;
+    let node = Arc::new(Node::open(&args.home).context("cannot open abcid's state")?);
+    let (height, app_hash) = node.info()?;
+    tracing::info!(height, %app_hash, home = %args.home.display(), "state loaded");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("web3")
+        .build()
+        .context("cannot start the async runtime")?;
+    let (web3_addr, web3_handle) = runtime
+        .block_on(abcid::rpc::serve(
+            node.clone(),
+            args.web3,
+            &args.cometbft_rpc,
+        ))
+        .context("cannot start the web3 server")?;
+    tracing::info!(addr = %web3_addr, "web3 JSON-RPC listening");
+
+    let server = ServerBuilder::default()
+        .bind(args.abci, AbciApp::new(node))
+        .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
+    tracing::info!(addr = %args.abci, "ABCI listening");
+    let abci = std::thread::Builder::new()
+        .name("abci-accept".to_string())
+        .spawn(move || {
+            if let Err(e) = server.listen() {
+                tracing::error!(error = %e, "the ABCI server stopped; exiting");
+                std::process::exit(1);
+            }
+        })
+        .context("cannot start the ABCI thread")?;
+
+    runtime.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    tracing::info!("stopping");
+    let _ = web3_handle.stop();
+    // The ABCI accept loop has no shutdown hook; every commit is already
+    // durable, so leaving the process now loses nothing.
+    drop(abci);
+    Ok(())
+}

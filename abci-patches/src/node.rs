@@ -1,0 +1,508 @@
+//! The node: committed state, the block in flight between FinalizeBlock and
+//! Commit, and the mempool's check state, shared by the ABCI connections and
+//! the web3 server.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use revm::{
+    context::{result::ExecutionResult, TxEnv},
+    Context, ExecuteEvm, MainBuilder, MainContext,
+};
+
+use crate::blocklog::BlockLine;
+use crate::error::TxError;
+use crate::exec::{self, BlockInput, ExecutedBlock, TxOutcome};
+use crate::genesis::Genesis;
+use crate::mempool::CheckState;
+use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
+use crate::store::{BlockBatch, BlockRecord, Store, StoreError, TxRecord};
+use crate::tx::{self, VerifiedTx};
+
+/// Why the node could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// Persistence failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The genesis in CometBFT's genesis.json is not valid.
+    #[error("invalid app_state in genesis: {0}")]
+    Genesis(#[from] serde_json::Error),
+    /// A block was delivered before InitChain.
+    #[error("the chain is not initialised (no InitChain yet)")]
+    NotInitialised,
+    /// Commit without a FinalizeBlock before it.
+    #[error("commit without a finalized block")]
+    NothingToCommit,
+    /// A lock was poisoned by a panic elsewhere.
+    #[error("internal state lock poisoned")]
+    Poisoned,
+}
+
+struct Pending {
+    block: ExecutedBlock,
+    finalize: Duration,
+}
+
+/// The chain parameters once known.
+struct Chain {
+    genesis: Genesis,
+    head: BlockRecord,
+}
+
+/// Shared node state.
+pub struct Node {
+    store: Store,
+    world: RwLock<WorldState>,
+    chain: RwLock<Option<Chain>>,
+    pending: Mutex<Option<Pending>>,
+    check: Mutex<CheckState>,
+}
+
+/// A read-only call (eth_call / eth_estimateGas).
+#[derive(Debug, Clone, Default)]
+pub struct CallRequest {
+    /// Caller (zero address when absent).
+    pub from: Option<Address>,
+    /// Callee; `None` deploys.
+    pub to: Option<Address>,
+    /// Gas limit (the per-transaction cap when absent).
+    pub gas: Option<u64>,
+    /// Gas price (zero when absent).
+    pub gas_price: Option<u128>,
+    /// Value.
+    pub value: Option<U256>,
+    /// Calldata.
+    pub input: Bytes,
+}
+
+/// The outcome of a read-only call.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    /// Gas used.
+    pub gas_used: u64,
+    /// `Ok(output)` on success, `Err(revert data or halt reason)` otherwise.
+    pub output: Result<Bytes, CallFailure>,
+}
+
+/// Why a call did not succeed.
+#[derive(Debug, Clone)]
+pub enum CallFailure {
+    /// The callee reverted with this data.
+    Revert(Bytes),
+    /// Execution halted (out of gas, invalid opcode…).
+    Halt(String),
+}
+
+impl Node {
+    /// Opens the node's state in `home`.
+    pub fn open(home: &Path) -> Result<Self, NodeError> {
+        let store = Store::open(&home.join("state.redb"))?;
+        let (world, chain) = match (store.genesis()?, store.head()?) {
+            (Some(genesis), Some(head)) => {
+                let head = store.block(head.height)?.ok_or(NodeError::NotInitialised)?;
+                (store.load_world()?, Some(Chain { genesis, head }))
+            }
+            _ => (WorldState::default(), None),
+        };
+        Ok(Self {
+            store,
+            world: RwLock::new(world),
+            chain: RwLock::new(chain),
+            pending: Mutex::new(None),
+            check: Mutex::new(CheckState::default()),
+        })
+    }
+
+    fn world(&self) -> Result<RwLockReadGuard<'_, WorldState>, NodeError> {
+        self.world.read().map_err(|_| NodeError::Poisoned)
+    }
+
+    fn world_mut(&self) -> Result<RwLockWriteGuard<'_, WorldState>, NodeError> {
+        self.world.write().map_err(|_| NodeError::Poisoned)
+    }
+
+    fn check(&self) -> Result<MutexGuard<'_, CheckState>, NodeError> {
+        self.check.lock().map_err(|_| NodeError::Poisoned)
+    }
+
+    fn with_chain<T>(&self, f: impl FnOnce(&Chain) -> T) -> Result<T, NodeError> {
+        let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
+        chain.as_ref().map(f).ok_or(NodeError::NotInitialised)
+    }
+
+    /// The genesis, once InitChain has run.
+    pub fn genesis(&self) -> Result<Genesis, NodeError> {
+        self.with_chain(|c| c.genesis.clone())
+    }
+
+    /// The last committed block.
+    pub fn head(&self) -> Result<BlockRecord, NodeError> {
+        self.with_chain(|c| c.head.clone())
+    }
+
+    /// Last committed height and app hash, for Info (`(0, empty)` before InitChain).
+    pub fn info(&self) -> Result<(u64, B256), NodeError> {
+        let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
+        Ok(chain
+            .as_ref()
+            .map_or((0, B256::ZERO), |c| (c.head.number, c.head.app_hash)))
+    }
+
+    /// InitChain: applies the genesis allocation and stores block `initial_height - 1`.
+    /// Idempotent: a second InitChain (after a crash before block 1) returns
+    /// the stored genesis app hash.
+    pub fn init_chain(
+        &self,
+        app_state: &[u8],
+        initial_height: u64,
+        time_secs: u64,
+    ) -> Result<B256, NodeError> {
+        let existing = self
+            .chain
+            .read()
+            .map_err(|_| NodeError::Poisoned)?
+            .as_ref()
+            .map(|c| c.head.app_hash);
+        if let Some(app_hash) = existing {
+            return Ok(app_hash);
+        }
+        let genesis = Genesis::from_app_state(app_state)?;
+        let mut diff = StateDiff::default();
+        for (address, account) in &genesis.alloc {
+            diff.accounts.insert(
+                *address,
+                Some(AccountRecord {
+                    balance: account.balance,
+                    ..Default::default()
+                }),
+            );
+        }
+        let genesis_json = serde_json::to_vec(&genesis)?;
+        let app_hash = keccak256(
+            [
+                keccak256(&genesis_json).as_slice(),
+                diff.digest().as_slice(),
+            ]
+            .concat(),
+        );
+        let number = initial_height.saturating_sub(1);
+        let block = BlockRecord {
+            number,
+            hash: keccak256(app_hash),
+            parent_hash: B256::ZERO,
+            timestamp: time_secs,
+            timestamp_nanos: 0,
+            gas_used: 0,
+            gas_limit: genesis.block_gas_limit,
+            base_fee: genesis.base_fee,
+            miner: genesis.fee_recipient,
+            app_hash,
+            tx_hashes: Vec::new(),
+            invalid_txs: 0,
+            size: 0,
+        };
+        self.store.init(
+            &genesis,
+            BlockBatch {
+                block: block.clone(),
+                txs: Vec::new(),
+                diff: diff.clone(),
+            },
+        )?;
+        self.world_mut()?.apply(&diff);
+        *self.chain.write().map_err(|_| NodeError::Poisoned)? = Some(Chain {
+            genesis,
+            head: block,
+        });
+        Ok(app_hash)
+    }
+
+    /// Verifies a raw transaction without touching any state.
+    pub fn verify(&self, raw: &[u8]) -> Result<Result<VerifiedTx, TxError>, NodeError> {
+        let rules = self.with_chain(|c| exec::rules(&c.genesis))?;
+        Ok(tx::verify(raw, &rules))
+    }
+
+    /// CheckTx: verifies `raw` and admits it into the check state.
+    pub fn check_tx(&self, raw: &[u8]) -> Result<Result<VerifiedTx, TxError>, NodeError> {
+        let verified = match self.verify(raw)? {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut check = self.check()?;
+        let committed = self.world()?.account(&verified.sender);
+        Ok(check.admit(&verified, committed).map(|()| verified))
+    }
+
+    /// FinalizeBlock: executes the block and keeps it until Commit.
+    /// Returns each transaction's outcome and the new app hash.
+    pub fn finalize_block(
+        &self,
+        input: &BlockInput<'_>,
+    ) -> Result<(Vec<TxOutcome>, B256), NodeError> {
+        let started = Instant::now();
+        let executed = {
+            let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
+            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let world = self.world()?;
+            exec::execute_block(&world, &chain.genesis, &chain.head, input)
+        };
+        let result = (executed.outcomes.clone(), executed.batch.block.app_hash);
+        *self.pending.lock().map_err(|_| NodeError::Poisoned)? = Some(Pending {
+            block: executed,
+            finalize: started.elapsed(),
+        });
+        Ok(result)
+    }
+
+    /// Commit: persists the pending block atomically, then makes it visible.
+    pub fn commit(&self) -> Result<BlockLine, NodeError> {
+        let started = Instant::now();
+        let pending = self
+            .pending
+            .lock()
+            .map_err(|_| NodeError::Poisoned)?
+            .take()
+            .ok_or(NodeError::NothingToCommit)?;
+        let Pending { block, finalize } = pending;
+        let valid = block.valid();
+        let invalid = block.outcomes.len() - valid;
+        let batch = block.batch;
+        self.store.commit(batch.clone())?;
+        {
+            let mut check = self.check()?;
+            self.world_mut()?.apply(&batch.diff);
+            check.reset();
+        }
+        let record = batch.block;
+        let line = BlockLine {
+            height: record.number,
+            valid,
+            invalid,
+            finalize,
+            commit: started.elapsed(),
+            time_secs: record.timestamp,
+            time_nanos: record.timestamp_nanos,
+            app_hash: record.app_hash,
+        };
+        let mut chain = self.chain.write().map_err(|_| NodeError::Poisoned)?;
+        if let Some(chain) = chain.as_mut() {
+            chain.head = record;
+        }
+        Ok(line)
+    }
+
+    /// Committed account, or as the mempool sees it when `pending`.
+    pub fn account(
+        &self,
+        address: &Address,
+        pending: bool,
+    ) -> Result<Option<AccountRecord>, NodeError> {
+        if pending {
+            let check = self.check()?;
+            let committed = self.world()?.account(address);
+            Ok(check.view(address, committed))
+        } else {
+            Ok(self.world()?.account(address))
+        }
+    }
+
+    /// Committed code of `address`.
+    pub fn code(&self, address: &Address) -> Result<Bytes, NodeError> {
+        let world = self.world()?;
+        Ok(world
+            .account(address)
+            .and_then(|a| world.code(&a.code_hash).map(|c| c.original_bytes()))
+            .unwrap_or_default())
+    }
+
+    /// Committed storage slot of `address`.
+    pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, NodeError> {
+        Ok(self.world()?.storage(address, slot))
+    }
+
+    /// The block at `number`.
+    pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, NodeError> {
+        Ok(self.store.block(number)?)
+    }
+
+    /// The block with hash `hash`.
+    pub fn block_by_hash(&self, hash: &B256) -> Result<Option<BlockRecord>, NodeError> {
+        match self.store.block_number(hash)? {
+            Some(n) => self.block(n),
+            None => Ok(None),
+        }
+    }
+
+    /// The executed transaction with hash `hash`.
+    pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, NodeError> {
+        Ok(self.store.tx(hash)?)
+    }
+
+    /// The app hash recorded after `height`.
+    pub fn app_hash_at(&self, height: u64) -> Result<Option<B256>, NodeError> {
+        Ok(self.store.app_hash_at(height)?)
+    }
+
+    /// Runs `request` on the committed state without changing it.
+    pub fn call(&self, request: &CallRequest) -> Result<Result<CallOutcome, String>, NodeError> {
+        let (genesis, head) = self.with_chain(|c| (c.genesis.clone(), c.head.clone()))?;
+        let world = self.world()?;
+        let mut cfg = exec::cfg_env(&genesis);
+        cfg.disable_nonce_check = true;
+        let mut block = exec::block_env(&genesis, head.number + 1, head.timestamp, head.hash);
+        // eth_call semantics: an unpriced call pays nothing.
+        block.basefee = 0;
+        let from = request.from.unwrap_or_default();
+        let tx = TxEnv {
+            caller: from,
+            gas_limit: request
+                .gas
+                .unwrap_or(genesis.max_tx_gas)
+                .min(genesis.max_tx_gas),
+            gas_price: request.gas_price.unwrap_or(0),
+            kind: request.to.map_or(
+                alloy_primitives::TxKind::Create,
+                alloy_primitives::TxKind::Call,
+            ),
+            value: request.value.unwrap_or_default(),
+            data: request.input.clone(),
+            nonce: world.account(&from).map_or(0, |a| a.nonce),
+            chain_id: Some(genesis.chain_id),
+            ..Default::default()
+        };
+        let mut evm = Context::mainnet()
+            .with_db(BlockOverlay::new(&world))
+            .with_cfg(cfg)
+            .with_block(block)
+            .build_mainnet();
+        Ok(match evm.transact(tx) {
+            Ok(done) => {
+                let gas_used = done.result.tx_gas_used();
+                let output = match done.result {
+                    ExecutionResult::Success { output, .. } => Ok(output.into_data()),
+                    ExecutionResult::Revert { output, .. } => Err(CallFailure::Revert(output)),
+                    ExecutionResult::Halt { reason, .. } => {
+                        Err(CallFailure::Halt(format!("{reason:?}")))
+                    }
+                };
+                Ok(CallOutcome { gas_used, output })
+            }
+            Err(e) => Err(e.to_string()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+    use alloy_eips::eip2718::Encodable2718;
+    use alloy_primitives::{Signature, TxKind};
+    use secp256k1::{Message, SecretKey, SECP256K1};
+
+    const STORE_INIT: &str =
+        "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
+
+    fn signed(key: &SecretKey, nonce: u64, to: TxKind, input: Bytes) -> Bytes {
+        let tx = TxEip1559 {
+            chain_id: 9000,
+            nonce,
+            gas_limit: 1_000_000,
+            max_fee_per_gas: 2_000_000_000,
+            max_priority_fee_per_gas: 0,
+            to,
+            input,
+            ..Default::default()
+        };
+        let (recid, compact) = SECP256K1
+            .sign_ecdsa_recoverable(Message::from_digest(tx.signature_hash().0), key)
+            .serialize_compact();
+        let sig = Signature::new(
+            U256::from_be_slice(&compact[..32]),
+            U256::from_be_slice(&compact[32..]),
+            i32::from(recid) == 1,
+        );
+        TxEnvelope::from(tx.into_signed(sig)).encoded_2718().into()
+    }
+
+    fn block(node: &Node, height: u64, txs: &[Bytes]) -> Vec<TxOutcome> {
+        let input = BlockInput {
+            height,
+            hash: keccak256(height.to_be_bytes()),
+            time_secs: 1_800_000_000 + height,
+            time_nanos: 0,
+            txs,
+        };
+        let (outcomes, _) = node.finalize_block(&input).unwrap();
+        node.commit().unwrap();
+        outcomes
+    }
+
+    #[test]
+    fn deploy_store_call_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SecretKey::from_byte_array([5u8; 32]).unwrap();
+        let public = key.public_key(SECP256K1).serialize_uncompressed();
+        let me = Address::from_slice(&keccak256(&public[1..])[12..]);
+        let node = Node::open(dir.path()).unwrap();
+        let app_state = format!(
+            r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
+        );
+        node.init_chain(app_state.as_bytes(), 1, 0).unwrap();
+
+        let init = Bytes::from(hex::decode(STORE_INIT).unwrap());
+        let out = block(&node, 1, &[signed(&key, 0, TxKind::Create, init)]);
+        assert!(
+            matches!(out[0], TxOutcome::Executed { success: true, .. }),
+            "{out:?}"
+        );
+        let contract = me.create(0);
+        assert_eq!(node.code(&contract).unwrap().len(), 23);
+
+        let word = Bytes::from(U256::from(0xfeed_u64).to_be_bytes::<32>().to_vec());
+        let call = CallRequest {
+            from: Some(me),
+            to: Some(contract),
+            input: word.clone(),
+            ..Default::default()
+        };
+        let outcome = node.call(&call).unwrap().unwrap();
+        assert!(
+            outcome.gas_used > 21_000 + 22_100,
+            "SSTORE is charged: {outcome:?}"
+        );
+
+        let out = block(&node, 2, &[signed(&key, 1, TxKind::Call(contract), word)]);
+        assert!(
+            matches!(out[0], TxOutcome::Executed { success: true, .. }),
+            "{out:?}"
+        );
+        assert_eq!(
+            node.storage(&contract, &U256::ZERO).unwrap(),
+            U256::from(0xfeed_u64)
+        );
+        let (height, app_hash) = node.info().unwrap();
+        drop(node);
+
+        // Everything survives a reopen.
+        let node = Node::open(dir.path()).unwrap();
+        assert_eq!(node.info().unwrap(), (height, app_hash));
+        assert_eq!(
+            node.storage(&contract, &U256::ZERO).unwrap(),
+            U256::from(0xfeed_u64)
+        );
+        let read = CallRequest {
+            to: Some(contract),
+            ..Default::default()
+        };
+        let outcome = node.call(&read).unwrap().unwrap();
+        assert_eq!(
+            U256::from_be_slice(&outcome.output.unwrap()),
+            U256::from(0xfeed_u64)
+        );
+    }
+}

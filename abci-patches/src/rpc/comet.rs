@@ -1,0 +1,133 @@
+//! The one call abcid makes to CometBFT: `broadcast_tx_sync`, which runs
+//! CheckTx and puts the transaction in the mempool.
+
+use std::time::Duration;
+
+use base64::Engine;
+use serde::Deserialize;
+
+/// Why CometBFT did not take a transaction.
+#[derive(Debug, thiserror::Error)]
+pub enum BroadcastError {
+    /// CheckTx refused it.
+    #[error("{log}")]
+    Rejected {
+        /// abcid's code.
+        code: u32,
+        /// abcid's message.
+        log: String,
+    },
+    /// The mempool holds as many transactions or bytes as it may.
+    #[error("txpool is full")]
+    MempoolFull(String),
+    /// The same bytes are already in the mempool (or its cache).
+    #[error("already known")]
+    AlreadyKnown,
+    /// CometBFT could not be reached or answered something unexpected.
+    #[error("consensus node unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A keep-alive HTTP client of CometBFT's RPC.
+#[derive(Debug, Clone)]
+pub struct CometClient {
+    http: reqwest::Client,
+    url: String,
+}
+
+#[derive(Deserialize)]
+struct RpcReply {
+    result: Option<BroadcastResult>,
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct BroadcastResult {
+    code: u32,
+    #[serde(default)]
+    log: String,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    data: String,
+}
+
+impl CometClient {
+    /// A client of the CometBFT RPC at `url` (for example `http://127.0.0.1:26657`).
+    pub fn new(url: &str) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Self {
+            http,
+            url: url.trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// Submits `raw` through CheckTx.
+    pub async fn broadcast_tx_sync(&self, raw: &[u8]) -> Result<(), BroadcastError> {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "broadcast_tx_sync",
+            "params": { "tx": base64::engine::general_purpose::STANDARD.encode(raw) },
+        });
+        let reply: RpcReply = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| BroadcastError::Unavailable(e.to_string()))?
+            .json()
+            .await
+            .map_err(|e| BroadcastError::Unavailable(e.to_string()))?;
+        match (reply.result, reply.error) {
+            (Some(r), _) if r.code == 0 => Ok(()),
+            (Some(r), _) => Err(BroadcastError::Rejected {
+                code: r.code,
+                log: r.log,
+            }),
+            (None, Some(e)) => Err(classify(&format!("{} {}", e.message, e.data))),
+            (None, None) => Err(BroadcastError::Unavailable(
+                "empty reply from broadcast_tx_sync".to_string(),
+            )),
+        }
+    }
+}
+
+fn classify(text: &str) -> BroadcastError {
+    if text.contains("mempool is full") {
+        BroadcastError::MempoolFull(text.trim().to_string())
+    } else if text.contains("already exists in cache") {
+        BroadcastError::AlreadyKnown
+    } else {
+        BroadcastError::Unavailable(text.trim().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_cometbft_errors() {
+        assert!(matches!(
+            classify("Internal error mempool is full: number of txs 10 (max: 10), total txs bytes 1000 (max: 1073741824)"),
+            BroadcastError::MempoolFull(_)
+        ));
+        assert!(matches!(
+            classify("Internal error tx already exists in cache"),
+            BroadcastError::AlreadyKnown
+        ));
+        assert!(matches!(
+            classify("something else"),
+            BroadcastError::Unavailable(_)
+        ));
+    }
+}

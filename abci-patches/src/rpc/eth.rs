@@ -1,0 +1,341 @@
+//! The `eth_*`, `net_*` and `web3_*` methods.
+
+use alloy_eips::{BlockId, BlockNumberOrTag};
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256, U64};
+use alloy_rpc_types_eth::{Block, FeeHistory, Transaction, TransactionReceipt, TransactionRequest};
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use jsonrpsee::RpcModule;
+
+use super::comet::BroadcastError;
+use super::{convert, Web3};
+use crate::node::{CallFailure, CallRequest, NodeError};
+use crate::store::BlockRecord;
+
+type RpcResult<T> = Result<T, ErrorObjectOwned>;
+
+/// geth's code for transaction and execution errors.
+const SERVER_ERROR: i32 = -32000;
+/// geth's code for a reverted call.
+const REVERT_ERROR: i32 = 3;
+const INVALID_PARAMS: i32 = -32602;
+const INTERNAL_ERROR: i32 = -32603;
+
+fn server_error(message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(SERVER_ERROR, message.into(), None::<()>)
+}
+
+fn invalid_params(message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(INVALID_PARAMS, message.into(), None::<()>)
+}
+
+fn internal(e: NodeError) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(INTERNAL_ERROR, e.to_string(), None::<()>)
+}
+
+/// Registers every method on a module.
+pub fn module(web3: Web3) -> anyhow::Result<RpcModule<Web3>> {
+    let mut m = RpcModule::new(web3);
+    m.register_method("web3_clientVersion", |_, _, _| {
+        RpcResult::Ok(format!("abcid/v{}", env!("CARGO_PKG_VERSION")))
+    })?;
+    m.register_method("net_version", |_, w, _| {
+        RpcResult::Ok(w.node.genesis().map_err(internal)?.chain_id.to_string())
+    })?;
+    m.register_method("net_listening", |_, _, _| RpcResult::Ok(true))?;
+    m.register_method("eth_chainId", |_, w, _| {
+        RpcResult::Ok(U64::from(w.node.genesis().map_err(internal)?.chain_id))
+    })?;
+    m.register_method("eth_syncing", |_, _, _| RpcResult::Ok(false))?;
+    m.register_method("eth_accounts", |_, _, _| {
+        RpcResult::Ok(Vec::<Address>::new())
+    })?;
+    m.register_method("eth_blockNumber", |_, w, _| {
+        RpcResult::Ok(U64::from(w.node.head().map_err(internal)?.number))
+    })?;
+    m.register_method("eth_gasPrice", |_, w, _| {
+        RpcResult::Ok(U256::from(w.node.genesis().map_err(internal)?.base_fee))
+    })?;
+    m.register_method("eth_maxPriorityFeePerGas", |_, _, _| {
+        RpcResult::Ok(U256::ZERO)
+    })?;
+    m.register_method("eth_feeHistory", fee_history)?;
+    m.register_method("eth_getBalance", |p, w, _| {
+        let (address, pending) = address_at(&p, w)?;
+        let account = w.node.account(&address, pending).map_err(internal)?;
+        RpcResult::Ok(account.map_or(U256::ZERO, |a| a.balance))
+    })?;
+    m.register_method("eth_getTransactionCount", |p, w, _| {
+        let (address, pending) = address_at(&p, w)?;
+        let account = w.node.account(&address, pending).map_err(internal)?;
+        RpcResult::Ok(U64::from(account.map_or(0, |a| a.nonce)))
+    })?;
+    m.register_method("eth_getCode", |p, w, _| {
+        let (address, _) = address_at(&p, w)?;
+        w.node.code(&address).map_err(internal)
+    })?;
+    m.register_method("eth_getStorageAt", |p, w, _| {
+        let mut seq = p.sequence();
+        let address: Address = seq.next()?;
+        let slot: U256 = seq.next()?;
+        let block: Option<BlockId> = seq.optional_next()?;
+        latest_only(w, block)?;
+        RpcResult::Ok(B256::from(
+            w.node.storage(&address, &slot).map_err(internal)?,
+        ))
+    })?;
+    m.register_method("eth_call", |p, w, _| {
+        let (request, block) = call_params(&p)?;
+        latest_only(w, block)?;
+        let outcome = run_call(w, &request)?;
+        match outcome.output {
+            Ok(data) => Ok(data),
+            Err(failure) => Err(call_error(failure)),
+        }
+    })?;
+    m.register_method("eth_estimateGas", |p, w, _| {
+        let (request, block) = call_params(&p)?;
+        latest_only(w, block)?;
+        estimate_gas(w, request).map(U64::from)
+    })?;
+    m.register_async_method("eth_sendRawTransaction", |p, w, _| async move {
+        let raw: Bytes = p.one()?;
+        w.comet.broadcast_tx_sync(&raw).await.map_err(|e| match e {
+            BroadcastError::Rejected { code, log } => ErrorObjectOwned::owned(
+                SERVER_ERROR,
+                log,
+                Some(serde_json::json!({ "abci_code": code })),
+            ),
+            other => server_error(other.to_string()),
+        })?;
+        RpcResult::Ok(keccak256(&raw))
+    })?;
+    m.register_method("eth_getBlockByNumber", |p, w, _| {
+        let mut seq = p.sequence();
+        let tag: BlockNumberOrTag = seq.next()?;
+        let full: bool = seq.optional_next()?.unwrap_or(false);
+        let record = match resolve_number(w, tag)? {
+            Some(n) => w.node.block(n).map_err(internal)?,
+            None => None,
+        };
+        record.map(|r| rpc_block(w, &r, full)).transpose()
+    })?;
+    m.register_method("eth_getBlockByHash", |p, w, _| {
+        let mut seq = p.sequence();
+        let hash: B256 = seq.next()?;
+        let full: bool = seq.optional_next()?.unwrap_or(false);
+        let record = w.node.block_by_hash(&hash).map_err(internal)?;
+        record.map(|r| rpc_block(w, &r, full)).transpose()
+    })?;
+    m.register_method("eth_getBlockTransactionCountByNumber", |p, w, _| {
+        let tag: BlockNumberOrTag = p.one()?;
+        let record = match resolve_number(w, tag)? {
+            Some(n) => w.node.block(n).map_err(internal)?,
+            None => None,
+        };
+        RpcResult::Ok(record.map(|r| U64::from(r.tx_hashes.len())))
+    })?;
+    m.register_method("eth_getTransactionByHash", |p, w, _| {
+        let hash: B256 = p.one()?;
+        let Some(record) = w.node.tx(&hash).map_err(internal)? else {
+            return RpcResult::Ok(None::<Transaction>);
+        };
+        let ts = w
+            .node
+            .block(record.block_number)
+            .map_err(internal)?
+            .map(|b| b.timestamp);
+        RpcResult::Ok(convert::transaction(&record, ts))
+    })?;
+    m.register_method("eth_getTransactionReceipt", |p, w, _| {
+        let hash: B256 = p.one()?;
+        transaction_receipt(w, &hash)
+    })?;
+    Ok(m)
+}
+
+/// `(address, block)` parameters; `true` when the block is `pending`.
+fn address_at(p: &Params<'_>, w: &Web3) -> RpcResult<(Address, bool)> {
+    let mut seq = p.sequence();
+    let address: Address = seq.next()?;
+    let block: Option<BlockId> = seq.optional_next()?;
+    let pending = matches!(block, Some(BlockId::Number(BlockNumberOrTag::Pending)));
+    if !pending {
+        latest_only(w, block)?;
+    }
+    Ok((address, pending))
+}
+
+/// abcid keeps only the latest state: any other block is refused clearly.
+fn latest_only(w: &Web3, block: Option<BlockId>) -> RpcResult<()> {
+    let head = w.node.head().map_err(internal)?.number;
+    let ok = match block {
+        None => true,
+        Some(BlockId::Number(tag)) => match tag {
+            BlockNumberOrTag::Number(n) => n == head,
+            BlockNumberOrTag::Earliest => head == 0,
+            _ => true,
+        },
+        Some(BlockId::Hash(h)) => {
+            w.node
+                .block_by_hash(&h.block_hash)
+                .map_err(internal)?
+                .map(|b| b.number)
+                == Some(head)
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(server_error(format!(
+            "historical state is not available: abcid keeps only the latest state (block {head})"
+        )))
+    }
+}
+
+/// The height a tag names, `None` when it is in the future.
+fn resolve_number(w: &Web3, tag: BlockNumberOrTag) -> RpcResult<Option<u64>> {
+    let head = w.node.head().map_err(internal)?.number;
+    Ok(match tag {
+        BlockNumberOrTag::Number(n) if n > head => None,
+        BlockNumberOrTag::Number(n) => Some(n),
+        BlockNumberOrTag::Earliest => Some(0),
+        _ => Some(head),
+    })
+}
+
+fn rpc_block(w: &Web3, record: &BlockRecord, full: bool) -> RpcResult<Block> {
+    let txs = if full {
+        let mut txs = Vec::with_capacity(record.tx_hashes.len());
+        for hash in &record.tx_hashes {
+            if let Some(tx) = w.node.tx(hash).map_err(internal)? {
+                if let Some(t) = convert::transaction(&tx, Some(record.timestamp)) {
+                    txs.push(t);
+                }
+            }
+        }
+        Some(txs)
+    } else {
+        None
+    };
+    Ok(convert::block(record, txs))
+}
+
+fn transaction_receipt(w: &Web3, hash: &B256) -> RpcResult<Option<TransactionReceipt>> {
+    let Some(record) = w.node.tx(hash).map_err(internal)? else {
+        return Ok(None);
+    };
+    let Some(block) = w.node.block(record.block_number).map_err(internal)? else {
+        return Ok(None);
+    };
+    // Log indices count the logs of the transactions before this one.
+    let mut first_log_index = 0u64;
+    for earlier in block.tx_hashes.iter().take(record.index as usize) {
+        if let Some(tx) = w.node.tx(earlier).map_err(internal)? {
+            first_log_index += tx.receipt.logs.len() as u64;
+        }
+    }
+    Ok(convert::receipt(&record, block.timestamp, first_log_index))
+}
+
+fn fee_history(p: Params<'_>, w: &Web3, _: &jsonrpsee::Extensions) -> RpcResult<FeeHistory> {
+    let mut seq = p.sequence();
+    let count: U64 = seq.next()?;
+    let newest: BlockNumberOrTag = seq.next()?;
+    let percentiles: Option<Vec<f64>> = seq.optional_next()?;
+    let count = count.to::<u64>().clamp(1, 1024);
+    let head = w.node.head().map_err(internal)?.number;
+    let newest = resolve_number(w, newest)?.unwrap_or(head).min(head);
+    let oldest = newest.saturating_sub(count - 1);
+    let base_fee = u128::from(w.node.genesis().map_err(internal)?.base_fee);
+    let mut ratios = Vec::new();
+    for n in oldest..=newest {
+        let ratio = w
+            .node
+            .block(n)
+            .map_err(internal)?
+            .map_or(0.0, |b| b.gas_used as f64 / b.gas_limit.max(1) as f64);
+        ratios.push(ratio);
+    }
+    let blocks = ratios.len();
+    Ok(FeeHistory {
+        base_fee_per_gas: vec![base_fee; blocks + 1],
+        gas_used_ratio: ratios,
+        base_fee_per_blob_gas: vec![0; blocks + 1],
+        blob_gas_used_ratio: vec![0.0; blocks],
+        oldest_block: oldest,
+        reward: percentiles.map(|ps| vec![vec![0u128; ps.len()]; blocks]),
+    })
+}
+
+fn call_params(p: &Params<'_>) -> RpcResult<(TransactionRequest, Option<BlockId>)> {
+    let mut seq = p.sequence();
+    let request: TransactionRequest = seq.next()?;
+    let block: Option<BlockId> = seq.optional_next()?;
+    Ok((request, block))
+}
+
+fn to_call(request: &TransactionRequest) -> RpcResult<CallRequest> {
+    let to = match request.to {
+        Some(alloy_primitives::TxKind::Call(a)) => Some(a),
+        _ => None,
+    };
+    if request.input.input.is_some()
+        && request.input.data.is_some()
+        && request.input.input != request.input.data
+    {
+        return Err(invalid_params(
+            "both \"data\" and \"input\" are set and not equal",
+        ));
+    }
+    Ok(CallRequest {
+        from: request.from,
+        to,
+        gas: request.gas,
+        gas_price: request.gas_price.or(request.max_fee_per_gas),
+        value: request.value,
+        input: request.input.input().cloned().unwrap_or_default(),
+    })
+}
+
+fn run_call(w: &Web3, request: &TransactionRequest) -> RpcResult<crate::node::CallOutcome> {
+    let call = to_call(request)?;
+    w.node.call(&call).map_err(internal)?.map_err(server_error)
+}
+
+fn call_error(failure: CallFailure) -> ErrorObjectOwned {
+    match failure {
+        CallFailure::Revert(data) => {
+            ErrorObjectOwned::owned(REVERT_ERROR, "execution reverted", Some(data))
+        }
+        CallFailure::Halt(reason) => server_error(format!("execution halted: {reason}")),
+    }
+}
+
+/// Binary search of the smallest gas limit at which the call succeeds.
+fn estimate_gas(w: &Web3, request: TransactionRequest) -> RpcResult<u64> {
+    let cap = w.node.genesis().map_err(internal)?.max_tx_gas;
+    let mut hi = request.gas.unwrap_or(cap).min(cap);
+    let mut probe = request;
+    probe.gas = Some(hi);
+    let first = run_call(w, &probe)?;
+    if let Err(failure) = first.output {
+        return Err(call_error(failure));
+    }
+    let mut lo = first.gas_used.saturating_sub(1);
+    // Plain transfers and most calls succeed at exactly the gas they used.
+    probe.gas = Some(first.gas_used);
+    if run_call(w, &probe)?.output.is_ok() {
+        return Ok(first.gas_used);
+    }
+    lo = lo.max(first.gas_used);
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        probe.gas = Some(mid);
+        if run_call(w, &probe)?.output.is_ok() {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}

@@ -1,0 +1,47 @@
+//! abcid's web3 JSON-RPC server (jsonrpsee, HTTP and WebSocket on one port).
+//!
+//! The shapes are geth's, built from alloy's RPC types. Errors use code
+//! `-32000` with go-ethereum's messages for transaction-pool errors, and the
+//! standard JSON-RPC codes for malformed requests (README, "web3 errors").
+
+mod comet;
+mod convert;
+mod eth;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use jsonrpsee::server::{Server, ServerConfig, ServerHandle};
+
+pub use comet::{BroadcastError, CometClient};
+
+use crate::node::Node;
+
+/// What the web3 handlers share.
+pub struct Web3 {
+    node: Arc<Node>,
+    comet: CometClient,
+}
+
+/// Starts the web3 server on `addr`, forwarding transactions to CometBFT's
+/// RPC at `comet_url`.
+pub async fn serve(
+    node: Arc<Node>,
+    addr: SocketAddr,
+    comet_url: &str,
+) -> anyhow::Result<(SocketAddr, ServerHandle)> {
+    let comet = CometClient::new(comet_url)?;
+    let module = eth::module(Web3 { node, comet })?;
+    let config = ServerConfig::builder()
+        .max_connections(10_000)
+        .max_request_body_size(16 * 1024 * 1024)
+        .max_response_body_size(64 * 1024 * 1024)
+        .build();
+    let server = Server::builder()
+        .set_config(config)
+        .build(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot bind the web3 server to {addr}: {e}"))?;
+    let local = server.local_addr()?;
+    Ok((local, server.start(module)))
+}

@@ -1,0 +1,430 @@
+//! Persistent state in redb: accounts, storage, code, blocks, transactions,
+//! receipts and the app-hash history. Each block is written in one write
+//! transaction at Commit, so a crash leaves either the whole block or none of it.
+
+use std::path::Path;
+
+use alloy_primitives::{Address, Bytes, Log, B256, U256};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use revm::bytecode::Bytecode;
+use serde::{Deserialize, Serialize};
+
+use crate::genesis::Genesis;
+use crate::state::{AccountRecord, StateDiff, WorldState};
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const ACCOUNTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("accounts");
+const STORAGE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("storage");
+const CODE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("code");
+const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
+const BLOCK_HASHES: TableDefinition<&[u8], u64> = TableDefinition::new("block_hashes");
+const TXS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("txs");
+const APP_HASHES: TableDefinition<u64, &[u8]> = TableDefinition::new("app_hashes");
+
+const META_HEIGHT: &str = "height";
+const META_APP_HASH: &str = "app_hash";
+const META_GENESIS: &str = "genesis";
+
+/// A storage failure, with what was being done.
+#[derive(Debug, thiserror::Error)]
+#[error("state store: {context}: {source}")]
+pub struct StoreError {
+    context: &'static str,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+fn ctx<E: std::error::Error + Send + Sync + 'static>(
+    context: &'static str,
+) -> impl FnOnce(E) -> StoreError {
+    move |e| StoreError {
+        context,
+        source: Box::new(e),
+    }
+}
+
+/// A block as the web3 API serves it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BlockRecord {
+    /// Height.
+    pub number: u64,
+    /// CometBFT block hash (also the EVM block hash).
+    pub hash: B256,
+    /// Hash of the previous block.
+    pub parent_hash: B256,
+    /// Header time, seconds since the epoch.
+    pub timestamp: u64,
+    /// Header time, nanoseconds within the second.
+    pub timestamp_nanos: u32,
+    /// Gas used by the block's valid transactions.
+    pub gas_used: u64,
+    /// Block gas limit.
+    pub gas_limit: u64,
+    /// Base fee per gas.
+    pub base_fee: u64,
+    /// Fee recipient.
+    pub miner: Address,
+    /// App hash after this block.
+    pub app_hash: B256,
+    /// Hashes of the transactions that executed (code 0), in order.
+    pub tx_hashes: Vec<B256>,
+    /// Transactions CometBFT included but abcid refused (non-zero code).
+    pub invalid_txs: u32,
+    /// Total size of the block's raw transactions, in bytes.
+    pub size: u64,
+}
+
+/// The receipt of an executed transaction.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReceiptRecord {
+    /// `true` when execution succeeded, `false` on revert or halt.
+    pub status: bool,
+    /// Gas charged to this transaction.
+    pub gas_used: u64,
+    /// Gas used by this and earlier transactions of the block.
+    pub cumulative_gas_used: u64,
+    /// Price per gas actually paid.
+    pub effective_gas_price: u128,
+    /// Logs emitted.
+    pub logs: Vec<Log>,
+    /// The created contract, for a deployment.
+    pub contract_address: Option<Address>,
+}
+
+/// An executed transaction and where it sits.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TxRecord {
+    /// The raw EIP-2718 bytes.
+    pub raw: Bytes,
+    /// The recovered sender.
+    pub sender: Address,
+    /// Block height.
+    pub block_number: u64,
+    /// Block hash.
+    pub block_hash: B256,
+    /// Position among the block's executed transactions.
+    pub index: u64,
+    /// Execution outcome.
+    pub receipt: ReceiptRecord,
+}
+
+/// Everything Commit writes for one block.
+#[derive(Debug, Clone)]
+pub struct BlockBatch {
+    /// The block.
+    pub block: BlockRecord,
+    /// Its executed transactions, by hash.
+    pub txs: Vec<(B256, TxRecord)>,
+    /// State changes.
+    pub diff: StateDiff,
+}
+
+/// The last committed height and app hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Head {
+    /// Last committed height (0 before the first block).
+    pub height: u64,
+    /// App hash after that height.
+    pub app_hash: B256,
+}
+
+/// The redb database behind abcid.
+#[derive(Debug)]
+pub struct Store {
+    db: Database,
+}
+
+impl Store {
+    /// Opens or creates the database file at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let db = Database::create(path).map_err(ctx("open database"))?;
+        let store = Self { db };
+        // Create every table so that read transactions never meet a missing one.
+        let tx = store.db.begin_write().map_err(ctx("begin write"))?;
+        {
+            tx.open_table(META).map_err(ctx("create tables"))?;
+            tx.open_table(ACCOUNTS).map_err(ctx("create tables"))?;
+            tx.open_table(STORAGE).map_err(ctx("create tables"))?;
+            tx.open_table(CODE).map_err(ctx("create tables"))?;
+            tx.open_table(BLOCKS).map_err(ctx("create tables"))?;
+            tx.open_table(BLOCK_HASHES).map_err(ctx("create tables"))?;
+            tx.open_table(TXS).map_err(ctx("create tables"))?;
+            tx.open_table(APP_HASHES).map_err(ctx("create tables"))?;
+        }
+        tx.commit().map_err(ctx("create tables"))?;
+        Ok(store)
+    }
+
+    /// The committed head, `None` before InitChain.
+    pub fn head(&self) -> Result<Option<Head>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let meta = tx.open_table(META).map_err(ctx("open meta"))?;
+        let height = meta.get(META_HEIGHT).map_err(ctx("read height"))?;
+        let app_hash = meta.get(META_APP_HASH).map_err(ctx("read app hash"))?;
+        match (height, app_hash) {
+            (Some(h), Some(a)) => Ok(Some(Head {
+                height: u64::from_be_bytes(h.value().try_into().map_err(ctx("decode height"))?),
+                app_hash: B256::try_from(a.value()).map_err(ctx("decode app hash"))?,
+            })),
+            _ => Ok(None),
+        }
+    }
+
+    /// The genesis the chain was initialised with.
+    pub fn genesis(&self) -> Result<Option<Genesis>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let meta = tx.open_table(META).map_err(ctx("open meta"))?;
+        match meta.get(META_GENESIS).map_err(ctx("read genesis"))? {
+            Some(v) => Ok(Some(
+                serde_json::from_slice(v.value()).map_err(ctx("decode genesis"))?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Loads the whole committed state into memory.
+    pub fn load_world(&self) -> Result<WorldState, StoreError> {
+        let mut world = WorldState::default();
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let accounts = tx.open_table(ACCOUNTS).map_err(ctx("open accounts"))?;
+        for row in accounts.iter().map_err(ctx("scan accounts"))? {
+            let (k, v) = row.map_err(ctx("scan accounts"))?;
+            world.load_account(Address::from_slice(k.value()), decode_account(v.value())?);
+        }
+        let storage = tx.open_table(STORAGE).map_err(ctx("open storage"))?;
+        for row in storage.iter().map_err(ctx("scan storage"))? {
+            let (k, v) = row.map_err(ctx("scan storage"))?;
+            let key = k.value();
+            world.load_storage(
+                Address::from_slice(&key[..20]),
+                U256::from_be_slice(&key[20..]),
+                U256::from_be_slice(v.value()),
+            );
+        }
+        let code = tx.open_table(CODE).map_err(ctx("open code"))?;
+        for row in code.iter().map_err(ctx("scan code"))? {
+            let (_, v) = row.map_err(ctx("scan code"))?;
+            world.load_code(Bytecode::new_raw(Bytes::copy_from_slice(v.value())));
+        }
+        Ok(world)
+    }
+
+    /// Writes the genesis state and block 0 (InitChain).
+    pub fn init(&self, genesis: &Genesis, block: BlockBatch) -> Result<(), StoreError> {
+        self.write(block, Some(genesis))
+    }
+
+    /// Writes one block atomically and durably (Commit).
+    pub fn commit(&self, batch: BlockBatch) -> Result<(), StoreError> {
+        self.write(batch, None)
+    }
+
+    fn write(&self, batch: BlockBatch, genesis: Option<&Genesis>) -> Result<(), StoreError> {
+        let mut tx = self.db.begin_write().map_err(ctx("begin write"))?;
+        tx.set_durability(Durability::Immediate)
+            .map_err(ctx("set durability"))?;
+        {
+            let mut accounts = tx.open_table(ACCOUNTS).map_err(ctx("open accounts"))?;
+            let mut storage = tx.open_table(STORAGE).map_err(ctx("open storage"))?;
+            for address in &batch.diff.cleared_storage {
+                let mut lo = [0u8; 52];
+                lo[..20].copy_from_slice(address.as_slice());
+                let mut hi = [0xffu8; 52];
+                hi[..20].copy_from_slice(address.as_slice());
+                storage
+                    .retain_in(lo.as_slice()..=hi.as_slice(), |_, _| false)
+                    .map_err(ctx("clear storage"))?;
+            }
+            for (address, change) in &batch.diff.accounts {
+                match change {
+                    Some(record) => {
+                        accounts
+                            .insert(address.as_slice(), encode_account(record).as_slice())
+                            .map_err(ctx("write account"))?;
+                    }
+                    None => {
+                        accounts
+                            .remove(address.as_slice())
+                            .map_err(ctx("delete account"))?;
+                    }
+                }
+            }
+            for ((address, slot), value) in &batch.diff.storage {
+                let mut key = [0u8; 52];
+                key[..20].copy_from_slice(address.as_slice());
+                key[20..].copy_from_slice(&slot.to_be_bytes::<32>());
+                if value.is_zero() {
+                    storage.remove(key.as_slice()).map_err(ctx("delete slot"))?;
+                } else {
+                    storage
+                        .insert(key.as_slice(), value.to_be_bytes::<32>().as_slice())
+                        .map_err(ctx("write slot"))?;
+                }
+            }
+            let mut code = tx.open_table(CODE).map_err(ctx("open code"))?;
+            for (hash, bytecode) in &batch.diff.code {
+                code.insert(hash.as_slice(), bytecode.original_byte_slice())
+                    .map_err(ctx("write code"))?;
+            }
+            let mut txs = tx.open_table(TXS).map_err(ctx("open txs"))?;
+            for (hash, record) in &batch.txs {
+                let bytes = serde_json::to_vec(record).map_err(ctx("encode tx"))?;
+                txs.insert(hash.as_slice(), bytes.as_slice())
+                    .map_err(ctx("write tx"))?;
+            }
+            let block = &batch.block;
+            let mut blocks = tx.open_table(BLOCKS).map_err(ctx("open blocks"))?;
+            let bytes = serde_json::to_vec(block).map_err(ctx("encode block"))?;
+            blocks
+                .insert(block.number, bytes.as_slice())
+                .map_err(ctx("write block"))?;
+            let mut hashes = tx.open_table(BLOCK_HASHES).map_err(ctx("open hashes"))?;
+            hashes
+                .insert(block.hash.as_slice(), block.number)
+                .map_err(ctx("write block hash"))?;
+            let mut app_hashes = tx.open_table(APP_HASHES).map_err(ctx("open app hashes"))?;
+            app_hashes
+                .insert(block.number, block.app_hash.as_slice())
+                .map_err(ctx("write app hash"))?;
+            let mut meta = tx.open_table(META).map_err(ctx("open meta"))?;
+            meta.insert(META_HEIGHT, block.number.to_be_bytes().as_slice())
+                .map_err(ctx("write height"))?;
+            meta.insert(META_APP_HASH, block.app_hash.as_slice())
+                .map_err(ctx("write app hash"))?;
+            if let Some(genesis) = genesis {
+                let bytes = serde_json::to_vec(genesis).map_err(ctx("encode genesis"))?;
+                meta.insert(META_GENESIS, bytes.as_slice())
+                    .map_err(ctx("write genesis"))?;
+            }
+        }
+        tx.commit().map_err(ctx("commit block"))
+    }
+
+    /// The block at `number`.
+    pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let blocks = tx.open_table(BLOCKS).map_err(ctx("open blocks"))?;
+        match blocks.get(number).map_err(ctx("read block"))? {
+            Some(v) => Ok(Some(
+                serde_json::from_slice(v.value()).map_err(ctx("decode block"))?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// The height of the block whose hash is `hash`.
+    pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let hashes = tx.open_table(BLOCK_HASHES).map_err(ctx("open hashes"))?;
+        Ok(hashes
+            .get(hash.as_slice())
+            .map_err(ctx("read block hash"))?
+            .map(|v| v.value()))
+    }
+
+    /// The executed transaction with hash `hash`.
+    pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let txs = tx.open_table(TXS).map_err(ctx("open txs"))?;
+        match txs.get(hash.as_slice()).map_err(ctx("read tx"))? {
+            Some(v) => Ok(Some(
+                serde_json::from_slice(v.value()).map_err(ctx("decode tx"))?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// The app hash recorded after `height`.
+    pub fn app_hash_at(&self, height: u64) -> Result<Option<B256>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let table = tx.open_table(APP_HASHES).map_err(ctx("open app hashes"))?;
+        match table.get(height).map_err(ctx("read app hash"))? {
+            Some(v) => Ok(Some(
+                B256::try_from(v.value()).map_err(ctx("decode app hash"))?,
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
+fn encode_account(a: &AccountRecord) -> [u8; 72] {
+    let mut out = [0u8; 72];
+    out[..8].copy_from_slice(&a.nonce.to_be_bytes());
+    out[8..40].copy_from_slice(&a.balance.to_be_bytes::<32>());
+    out[40..].copy_from_slice(a.code_hash.as_slice());
+    out
+}
+
+fn decode_account(bytes: &[u8]) -> Result<AccountRecord, StoreError> {
+    if bytes.len() != 72 {
+        return Err(StoreError {
+            context: "decode account",
+            source: format!("expected 72 bytes, found {}", bytes.len()).into(),
+        });
+    }
+    let mut nonce = [0u8; 8];
+    nonce.copy_from_slice(&bytes[..8]);
+    Ok(AccountRecord {
+        nonce: u64::from_be_bytes(nonce),
+        balance: U256::from_be_slice(&bytes[8..40]),
+        code_hash: B256::from_slice(&bytes[40..]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(number: u64) -> BlockRecord {
+        BlockRecord {
+            number,
+            hash: B256::repeat_byte(number as u8),
+            parent_hash: B256::ZERO,
+            timestamp: 1,
+            timestamp_nanos: 0,
+            gas_used: 0,
+            gas_limit: 1,
+            base_fee: 1,
+            miner: Address::ZERO,
+            app_hash: B256::repeat_byte(0xaa),
+            tx_hashes: vec![],
+            invalid_txs: 0,
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn commit_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb");
+        let a = Address::repeat_byte(9);
+        {
+            let store = Store::open(&path).unwrap();
+            assert_eq!(store.head().unwrap(), None);
+            let mut diff = StateDiff::default();
+            diff.accounts.insert(
+                a,
+                Some(AccountRecord {
+                    nonce: 4,
+                    balance: U256::from(77),
+                    ..Default::default()
+                }),
+            );
+            diff.storage.insert((a, U256::from(3)), U256::from(8));
+            store
+                .commit(BlockBatch {
+                    block: block(1),
+                    txs: vec![],
+                    diff,
+                })
+                .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.head().unwrap().unwrap().height, 1);
+        let world = store.load_world().unwrap();
+        assert_eq!(world.account(&a).unwrap().balance, U256::from(77));
+        assert_eq!(world.storage(&a, &U256::from(3)), U256::from(8));
+        assert_eq!(store.block_number(&B256::repeat_byte(1)).unwrap(), Some(1));
+        assert_eq!(store.app_hash_at(1).unwrap(), Some(B256::repeat_byte(0xaa)));
+    }
+}

@@ -1,0 +1,290 @@
+//! Raw EVM transactions: decoding, sender recovery with libsecp256k1, and the
+//! stateless checks shared by CheckTx and FinalizeBlock.
+
+use alloy_consensus::{Transaction, TxEnvelope};
+use alloy_eips::eip2718::Decodable2718;
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use secp256k1::{
+    ecdsa::{RecoverableSignature, RecoveryId},
+    Message, SECP256K1,
+};
+
+use crate::error::TxError;
+
+/// Gas every transaction pays before executing anything.
+pub const TX_BASE_GAS: u64 = 21_000;
+/// Extra intrinsic gas of a contract-creation transaction.
+pub const TX_CREATE_GAS: u64 = 32_000;
+/// Half the secp256k1 group order: signatures with a larger `s` are malleable
+/// and refused (EIP-2).
+const SECP256K1_HALF_N: U256 = U256::from_limbs([
+    0xdfe9_2f46_681b_20a0,
+    0x5d57_6e73_57a4_501d,
+    0xffff_ffff_ffff_ffff,
+    0x7fff_ffff_ffff_ffff,
+]);
+
+/// A decoded transaction whose signature has been checked and whose sender is known.
+#[derive(Debug, Clone)]
+pub struct VerifiedTx {
+    /// The signed envelope as decoded from the wire.
+    pub envelope: TxEnvelope,
+    /// Keccak-256 of the raw bytes: the Ethereum transaction hash.
+    pub hash: B256,
+    /// The recovered signer.
+    pub sender: Address,
+    /// Size of the raw encoding in bytes.
+    pub size: usize,
+}
+
+impl VerifiedTx {
+    /// Upper bound of what the sender must hold: `value + gas_limit × max_fee_per_gas`.
+    pub fn max_cost(&self) -> U256 {
+        let env = &self.envelope;
+        U256::from(env.gas_limit()) * U256::from(env.max_fee_per_gas()) + env.value()
+    }
+
+    /// The gas price this transaction pays at `base_fee` (EIP-1559 semantics;
+    /// legacy and EIP-2930 pay their gas price).
+    pub fn effective_gas_price(&self, base_fee: u64) -> u128 {
+        self.envelope.effective_gas_price(Some(base_fee))
+    }
+}
+
+/// Consensus rules that do not depend on account state.
+#[derive(Debug, Clone, Copy)]
+pub struct TxRules {
+    /// EIP-155 chain id every transaction must carry.
+    pub chain_id: u64,
+    /// Largest accepted raw transaction, in bytes.
+    pub max_tx_bytes: usize,
+    /// Largest gas limit a single transaction may ask for.
+    pub max_tx_gas: u64,
+    /// The (constant) base fee per gas, in wei.
+    pub base_fee: u64,
+}
+
+/// Decodes `raw`, recovers its sender and applies every stateless rule.
+pub fn verify(raw: &[u8], rules: &TxRules) -> Result<VerifiedTx, TxError> {
+    if raw.len() > rules.max_tx_bytes {
+        return Err(TxError::Oversized {
+            size: raw.len(),
+            max: rules.max_tx_bytes,
+        });
+    }
+    let mut buf = raw;
+    let envelope = TxEnvelope::decode_2718(&mut buf).map_err(|e| TxError::Decode(e.to_string()))?;
+    if !buf.is_empty() {
+        return Err(TxError::Decode(format!("{} trailing bytes", buf.len())));
+    }
+    match envelope {
+        TxEnvelope::Legacy(_) | TxEnvelope::Eip2930(_) | TxEnvelope::Eip1559(_) => {}
+        _ => return Err(TxError::UnsupportedType(envelope.tx_type() as u8)),
+    }
+    match envelope.chain_id() {
+        Some(id) if id == rules.chain_id => {}
+        got => {
+            return Err(TxError::WrongChainId {
+                expected: rules.chain_id,
+                got,
+            })
+        }
+    }
+    if envelope.gas_limit() > rules.max_tx_gas {
+        return Err(TxError::GasLimitTooHigh {
+            gas: envelope.gas_limit(),
+            max: rules.max_tx_gas,
+        });
+    }
+    let intrinsic = intrinsic_gas(&envelope);
+    if envelope.gas_limit() < intrinsic {
+        return Err(TxError::IntrinsicGas {
+            gas: envelope.gas_limit(),
+            needed: intrinsic,
+        });
+    }
+    if envelope.max_fee_per_gas() < u128::from(rules.base_fee) {
+        return Err(TxError::FeeCapTooLow {
+            max_fee: envelope.max_fee_per_gas(),
+            base_fee: rules.base_fee,
+        });
+    }
+    if let Some(tip) = envelope.max_priority_fee_per_gas() {
+        if tip > envelope.max_fee_per_gas() {
+            return Err(TxError::TipAboveFeeCap);
+        }
+    }
+    let sender = recover_sender(&envelope)?;
+    Ok(VerifiedTx {
+        envelope,
+        hash: keccak256(raw),
+        sender,
+        size: raw.len(),
+    })
+}
+
+/// Intrinsic gas: base cost, calldata bytes, contract creation and access list.
+pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
+    let input: &Bytes = tx.input();
+    let zeros = input.iter().filter(|b| **b == 0).count() as u64;
+    let non_zeros = input.len() as u64 - zeros;
+    let mut gas = TX_BASE_GAS + zeros * 4 + non_zeros * 16;
+    if tx.kind().is_create() {
+        // EIP-3860: 2 gas per 32-byte word of init code.
+        gas += TX_CREATE_GAS + (input.len() as u64).div_ceil(32) * 2;
+    }
+    if let Some(list) = tx.access_list() {
+        for item in list.iter() {
+            gas += 2_400 + item.storage_keys.len() as u64 * 1_900;
+        }
+    }
+    gas
+}
+
+/// Recovers the signer with libsecp256k1; refuses high-`s` signatures.
+fn recover_sender(tx: &TxEnvelope) -> Result<Address, TxError> {
+    let sig = tx.signature();
+    if sig.s() > SECP256K1_HALF_N || sig.s().is_zero() || sig.r().is_zero() {
+        return Err(TxError::BadSignature);
+    }
+    let mut compact = [0u8; 64];
+    compact[..32].copy_from_slice(&sig.r().to_be_bytes::<32>());
+    compact[32..].copy_from_slice(&sig.s().to_be_bytes::<32>());
+    let recid = RecoveryId::try_from(i32::from(sig.v())).map_err(|_| TxError::BadSignature)?;
+    let rsig =
+        RecoverableSignature::from_compact(&compact, recid).map_err(|_| TxError::BadSignature)?;
+    let msg = Message::from_digest(tx.signature_hash().0);
+    let key = SECP256K1
+        .recover_ecdsa(msg, &rsig)
+        .map_err(|_| TxError::BadSignature)?;
+    let uncompressed = key.serialize_uncompressed();
+    Ok(Address::from_slice(&keccak256(&uncompressed[1..])[12..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_consensus::{SignableTransaction, TxEip1559, TxLegacy};
+    use alloy_eips::eip2718::Encodable2718;
+    use alloy_primitives::{Signature, TxKind};
+
+    fn rules() -> TxRules {
+        TxRules {
+            chain_id: 9000,
+            max_tx_bytes: 128 * 1024,
+            max_tx_gas: 30_000_000,
+            base_fee: 1_000_000_000,
+        }
+    }
+
+    fn signature(hash: B256, key: &secp256k1::SecretKey) -> Signature {
+        let (recid, compact) = SECP256K1
+            .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
+            .serialize_compact();
+        Signature::new(
+            U256::from_be_slice(&compact[..32]),
+            U256::from_be_slice(&compact[32..]),
+            i32::from(recid) == 1,
+        )
+    }
+
+    fn sign(tx: TxEip1559, key: &secp256k1::SecretKey) -> Vec<u8> {
+        let sig = signature(tx.signature_hash(), key);
+        TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
+    }
+
+    fn sign_legacy(tx: TxLegacy, key: &secp256k1::SecretKey) -> Vec<u8> {
+        let sig = signature(tx.signature_hash(), key);
+        TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
+    }
+
+    fn key() -> (secp256k1::SecretKey, Address) {
+        let sk = secp256k1::SecretKey::from_byte_array([7u8; 32]).unwrap();
+        let pk = sk.public_key(SECP256K1).serialize_uncompressed();
+        (sk, Address::from_slice(&keccak256(&pk[1..])[12..]))
+    }
+
+    fn eip1559(chain_id: u64) -> TxEip1559 {
+        TxEip1559 {
+            chain_id,
+            nonce: 3,
+            gas_limit: 21_000,
+            max_fee_per_gas: 2_000_000_000,
+            max_priority_fee_per_gas: 1,
+            to: TxKind::Call(Address::repeat_byte(0x11)),
+            value: U256::from(5),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn recovers_sender_of_1559_and_legacy() {
+        let (sk, addr) = key();
+        let raw = sign(eip1559(9000), &sk);
+        let tx = verify(&raw, &rules()).unwrap();
+        assert_eq!(tx.sender, addr);
+        assert_eq!(tx.hash, keccak256(&raw));
+        let legacy = TxLegacy {
+            chain_id: Some(9000),
+            nonce: 0,
+            gas_price: 1_000_000_000,
+            gas_limit: 21_000,
+            to: TxKind::Call(Address::ZERO),
+            value: U256::from(1),
+            input: Bytes::new(),
+        };
+        let tx = verify(&sign_legacy(legacy, &sk), &rules()).unwrap();
+        assert_eq!(tx.sender, addr);
+    }
+
+    #[test]
+    fn rejects_each_stateless_rule() {
+        let (sk, _) = key();
+        assert!(matches!(
+            verify(&sign(eip1559(1), &sk), &rules()),
+            Err(TxError::WrongChainId {
+                expected: 9000,
+                got: Some(1)
+            })
+        ));
+        assert!(matches!(
+            verify(&[0xde, 0xad, 0xbe, 0xef], &rules()),
+            Err(TxError::Decode(_))
+        ));
+        let mut low_gas = eip1559(9000);
+        low_gas.gas_limit = 20_999;
+        assert!(matches!(
+            verify(&sign(low_gas, &sk), &rules()),
+            Err(TxError::IntrinsicGas { .. })
+        ));
+        let mut cheap = eip1559(9000);
+        cheap.max_fee_per_gas = 10;
+        cheap.max_priority_fee_per_gas = 1;
+        assert!(matches!(
+            verify(&sign(cheap, &sk), &rules()),
+            Err(TxError::FeeCapTooLow { .. })
+        ));
+        let mut big = eip1559(9000);
+        big.input = vec![1u8; 200 * 1024].into();
+        big.gas_limit = 29_000_000;
+        assert!(matches!(
+            verify(&sign(big, &sk), &rules()),
+            Err(TxError::Oversized { .. })
+        ));
+    }
+
+    #[test]
+    fn rejects_tampered_signature() {
+        let (sk, addr) = key();
+        let mut raw = sign(eip1559(9000), &sk);
+        // Flip a bit of `s` (last bytes of the encoding): either recovery fails or
+        // it yields someone else, never the real signer.
+        let n = raw.len();
+        raw[n - 2] ^= 0x01;
+        match verify(&raw, &rules()) {
+            Err(TxError::BadSignature) => {}
+            Ok(tx) => assert_ne!(tx.sender, addr),
+            Err(other) => panic!("unexpected {other}"),
+        }
+    }
+}

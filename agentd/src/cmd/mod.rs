@@ -1,0 +1,4 @@
+//! The `feth` subcommands: argument structs and what they run.
+
+pub mod devnet;
+pub mod send;

@@ -1,0 +1,121 @@
+//! Writing a devnet's CometBFT configuration and genesis.
+
+use std::path::Path;
+
+use alloy_primitives::{Address, U256};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use super::DevnetOptions;
+
+/// Sets one dotted key (`consensus.timeout_commit`) in a TOML table.
+pub fn set_key(doc: &mut toml::Table, dotted: &str, value: toml::Value) -> Result<()> {
+    let mut parts: Vec<&str> = dotted.split('.').collect();
+    let Some(last) = parts.pop() else {
+        bail!("empty configuration key");
+    };
+    let mut table = doc;
+    for part in parts {
+        table = table
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .with_context(|| format!("configuration key {dotted}: {part} is not a table"))?;
+    }
+    table.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// Parses a `KEY=VALUE` override; the value is TOML (`500`, `true`, `"x"`)
+/// or, failing that, a plain string.
+pub fn parse_override(text: &str) -> Result<(String, toml::Value)> {
+    let (key, raw) = text.split_once('=').with_context(|| {
+        format!("--set {text}: expected KEY=VALUE, e.g. consensus.timeout_commit=500ms")
+    })?;
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    Ok((key.trim().to_string(), value))
+}
+
+/// Rewrites `config.toml` with the devnet's ports and tuning.
+pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
+    let path = home.join("config").join("config.toml");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut doc: toml::Table = text
+        .parse()
+        .with_context(|| format!("cannot parse {}", path.display()))?;
+    let s = |v: String| toml::Value::String(v);
+    let i = |v: u64| toml::Value::Integer(v as i64);
+    let settings = [
+        ("moniker", s("feth-devnet".into())),
+        (
+            "proxy_app",
+            s(format!("tcp://127.0.0.1:{}", opts.abci_port)),
+        ),
+        ("log_format", s(opts.log_format.as_str().into())),
+        ("rpc.laddr", s(format!("tcp://127.0.0.1:{}", opts.rpc_port))),
+        ("rpc.max_body_bytes", i(opts.rpc_max_body_bytes)),
+        ("rpc.max_open_connections", i(opts.rpc_max_open_connections)),
+        ("rpc.timeout_broadcast_tx_commit", s("30s".into())),
+        ("p2p.laddr", s(format!("tcp://127.0.0.1:{}", opts.p2p_port))),
+        ("p2p.pex", toml::Value::Boolean(false)),
+        ("p2p.addr_book_strict", toml::Value::Boolean(false)),
+        ("mempool.size", i(opts.mempool_size)),
+        ("mempool.max_txs_bytes", i(opts.mempool_max_txs_bytes)),
+        ("mempool.cache_size", i(opts.mempool_size.max(10_000) * 2)),
+        ("consensus.timeout_commit", s(opts.timeout_commit.clone())),
+        ("tx_index.indexer", s("null".into())),
+        ("instrumentation.prometheus", toml::Value::Boolean(false)),
+    ];
+    for (key, value) in settings {
+        set_key(&mut doc, key, value)?;
+    }
+    for text in &opts.set {
+        let (key, value) = parse_override(text)?;
+        set_key(&mut doc, &key, value)?;
+    }
+    let out = toml::to_string(&doc).context("cannot serialise config.toml")?;
+    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Puts abcid's `app_state` (chain id, funded root) into `genesis.json`.
+pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result<()> {
+    let path = home.join("config").join("genesis.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut genesis: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("cannot parse {}", path.display()))?;
+    let balance: U256 = opts
+        .root_balance
+        .parse()
+        .with_context(|| format!("--root-balance {}: not a number of wei", opts.root_balance))?;
+    genesis["chain_id"] = json!(format!("feth-devnet-{}", opts.chain_id));
+    genesis["app_state"] = json!({
+        "chain_id": opts.chain_id,
+        "alloc": { root.to_string(): { "balance": balance } },
+    });
+    let out = serde_json::to_string_pretty(&genesis)?;
+    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_parse_as_toml_or_string() {
+        let (k, v) = parse_override("consensus.timeout_commit=500ms").unwrap();
+        assert_eq!(k, "consensus.timeout_commit");
+        assert_eq!(v, toml::Value::String("500ms".into()));
+        let (_, v) = parse_override("mempool.size=10").unwrap();
+        assert_eq!(v, toml::Value::Integer(10));
+        assert!(parse_override("nothing").is_err());
+        let mut doc = toml::Table::new();
+        set_key(&mut doc, "a.b.c", toml::Value::Boolean(true)).unwrap();
+        assert_eq!(doc["a"]["b"]["c"], toml::Value::Boolean(true));
+    }
+}

@@ -1,0 +1,460 @@
+//! A local devnet in one command: the pinned CometBFT and abcid, started
+//! detached with their logs in files, stopped by PID.
+//!
+//! Layout of a devnet folder (default `.devnet/`):
+//! `cometbft/` (CometBFT home), `abcid/` (abcid's state), `logs/`,
+//! `root.key` (the funded root's private key, mode 0600) and `devnet.json`
+//! (ports, PIDs, binaries).
+
+mod config;
+mod process;
+pub mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+use crate::eth::EthClient;
+use crate::keys;
+
+/// Log layout of both processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// CometBFT's plain and abcid's text lines.
+    Plain,
+    /// One JSON object per line.
+    Json,
+}
+
+impl LogFormat {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Plain => "plain",
+            Self::Json => "json",
+        }
+    }
+}
+
+/// How to set up and run a devnet. Every port is configurable so that
+/// several devnets (tests) run side by side.
+#[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
+pub struct DevnetOptions {
+    /// Folder holding the devnet's homes, logs and key.
+    #[arg(long, default_value = ".devnet")]
+    pub dir: PathBuf,
+    /// EIP-155 chain id.
+    #[arg(long, default_value_t = 9000)]
+    pub chain_id: u64,
+    /// CometBFT RPC port.
+    #[arg(long, default_value_t = 26657)]
+    pub rpc_port: u16,
+    /// CometBFT P2P port.
+    #[arg(long, default_value_t = 26656)]
+    pub p2p_port: u16,
+    /// ABCI port between CometBFT and abcid.
+    #[arg(long, default_value_t = 26658)]
+    pub abci_port: u16,
+    /// abcid's web3 JSON-RPC port.
+    #[arg(long, default_value_t = 8545)]
+    pub web3_port: u16,
+    /// CometBFT `consensus.timeout_commit`.
+    #[arg(long, default_value = "1s")]
+    pub timeout_commit: String,
+    /// CometBFT `mempool.size` (transactions).
+    #[arg(long, default_value_t = 10_000)]
+    pub mempool_size: u64,
+    /// CometBFT `mempool.max_txs_bytes`.
+    #[arg(long, default_value_t = 1 << 30)]
+    pub mempool_max_txs_bytes: u64,
+    /// CometBFT `rpc.max_body_bytes`.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub rpc_max_body_bytes: u64,
+    /// CometBFT `rpc.max_open_connections`.
+    #[arg(long, default_value_t = 2_000)]
+    pub rpc_max_open_connections: u64,
+    /// Any other `config.toml` setting, as KEY=VALUE (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Root account's genesis balance, in wei.
+    #[arg(long, default_value = "1000000000000000000000000000")]
+    pub root_balance: String,
+    /// Log layout of both processes.
+    #[arg(long, value_enum, default_value_t = LogFormat::Plain)]
+    pub log_format: LogFormat,
+    /// Delete the folder first and start a new chain.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Seconds to wait for the first block and the web3 server.
+    #[arg(long, default_value_t = 60)]
+    pub wait: u64,
+}
+
+impl DevnetOptions {
+    /// Options with defaults for `dir`, the given ports and a fast block time.
+    pub fn for_test(dir: &Path, ports: [u16; 4]) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            chain_id: 9000,
+            rpc_port: ports[0],
+            p2p_port: ports[1],
+            abci_port: ports[2],
+            web3_port: ports[3],
+            timeout_commit: "300ms".to_string(),
+            mempool_size: 10_000,
+            mempool_max_txs_bytes: 1 << 30,
+            rpc_max_body_bytes: 10_000_000,
+            rpc_max_open_connections: 2_000,
+            set: Vec::new(),
+            root_balance: "1000000000000000000000000000".to_string(),
+            log_format: LogFormat::Plain,
+            fresh: false,
+            wait: 60,
+        }
+    }
+}
+
+/// What `devnet.json` records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DevnetState {
+    /// The options it was started with.
+    pub options: DevnetOptions,
+    /// CometBFT binary.
+    pub cometbft: PathBuf,
+    /// abcid binary.
+    pub abcid: PathBuf,
+    /// CometBFT's PID, while running.
+    pub cometbft_pid: Option<u32>,
+    /// abcid's PID, while running.
+    pub abcid_pid: Option<u32>,
+}
+
+impl DevnetState {
+    /// The web3 JSON-RPC URL.
+    pub fn web3_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.options.web3_port)
+    }
+
+    /// CometBFT's RPC URL.
+    pub fn rpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.options.rpc_port)
+    }
+
+    /// The root key file.
+    pub fn root_key(&self) -> PathBuf {
+        self.options.dir.join("root.key")
+    }
+
+    /// CometBFT's log file.
+    pub fn cometbft_log(&self) -> PathBuf {
+        self.options.dir.join("logs").join("cometbft.log")
+    }
+
+    /// abcid's log file.
+    pub fn abcid_log(&self) -> PathBuf {
+        self.options.dir.join("logs").join("abcid.log")
+    }
+
+    fn save(&self) -> Result<()> {
+        let path = self.options.dir.join("devnet.json");
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Reads `devnet.json` from `dir`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join("devnet.json");
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "no devnet in {} (missing devnet.json); start one with `feth devnet up`",
+                dir.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("cannot parse {}", path.display()))
+    }
+
+    /// Whether CometBFT and abcid are running.
+    pub fn running(&self) -> (bool, bool) {
+        let alive = |pid: Option<u32>, bin: &Path| {
+            let name = bin.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            pid.is_some_and(|p| process::is_running(p, name))
+        };
+        (
+            alive(self.cometbft_pid, &self.cometbft),
+            alive(self.abcid_pid, &self.abcid),
+        )
+    }
+}
+
+/// Installs the pinned CometBFT if it is not there yet; returns its path.
+pub fn install() -> Result<PathBuf> {
+    tools::cometbft(true)
+}
+
+/// Initialises (first time) and starts a devnet; waits until it produces
+/// blocks and its web3 server answers.
+pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
+    if opts.fresh && opts.dir.exists() {
+        if let Ok(old) = DevnetState::load(&opts.dir) {
+            if old.running() != (false, false) {
+                bail!(
+                    "the devnet in {} is running; `feth devnet down` before --fresh",
+                    opts.dir.display()
+                );
+            }
+        }
+        std::fs::remove_dir_all(&opts.dir)
+            .with_context(|| format!("cannot delete {}", opts.dir.display()))?;
+    }
+    if let Ok(old) = DevnetState::load(&opts.dir) {
+        if old.running() != (false, false) {
+            bail!(
+                "a devnet is already running in {} (web3 {}); stop it with `feth devnet down --dir {}`",
+                opts.dir.display(),
+                old.web3_url(),
+                opts.dir.display()
+            );
+        }
+    }
+    let cometbft = tools::cometbft(true)?;
+    let abcid = tools::abcid()?;
+    std::fs::create_dir_all(opts.dir.join("logs"))
+        .with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    let cmt_home = opts.dir.join("cometbft");
+    if !cmt_home.join("config").join("genesis.json").is_file() {
+        init(&cometbft, &cmt_home, &opts)?;
+    }
+    config::write_config(&cmt_home, &opts)?;
+
+    let mut state = DevnetState {
+        options: opts.clone(),
+        cometbft,
+        abcid,
+        cometbft_pid: None,
+        abcid_pid: None,
+    };
+    start_abcid(&mut state)?;
+    start_cometbft(&mut state)?;
+    state.save()?;
+    wait_ready(&state).await?;
+    Ok(state)
+}
+
+fn init(cometbft: &Path, home: &Path, opts: &DevnetOptions) -> Result<()> {
+    let out = Command::new(cometbft)
+        .args(["init", "--home"])
+        .arg(home)
+        .output()
+        .with_context(|| format!("cannot run {}", cometbft.display()))?;
+    if !out.status.success() {
+        bail!(
+            "`cometbft init` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let key = keys::random_key();
+    keys::write_secret_file(&opts.dir.join("root.key"), keys::key_hex(&key).as_bytes())?;
+    config::write_genesis(home, opts, keys::address_of(&key))
+}
+
+/// Starts abcid and waits until its ABCI port accepts connections.
+fn start_abcid(state: &mut DevnetState) -> Result<()> {
+    let o = &state.options;
+    let mut cmd = Command::new(&state.abcid);
+    cmd.arg("--home")
+        .arg(o.dir.join("abcid"))
+        .arg("--abci")
+        .arg(format!("127.0.0.1:{}", o.abci_port))
+        .arg("--web3")
+        .arg(format!("127.0.0.1:{}", o.web3_port))
+        .arg("--cometbft-rpc")
+        .arg(state.rpc_url())
+        .arg("--log-format")
+        .arg(o.log_format.as_str());
+    let pid = process::spawn_logged(cmd, &state.abcid_log())?;
+    state.abcid_pid = Some(pid);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", o.abci_port)).is_err() {
+        if !process::is_running(pid, "abcid") || Instant::now() > deadline {
+            bail!(
+                "abcid did not start (see {}):\n{}",
+                state.abcid_log().display(),
+                process::tail(&state.abcid_log(), 20)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn start_cometbft(state: &mut DevnetState) -> Result<()> {
+    let mut cmd = Command::new(&state.cometbft);
+    cmd.arg("start")
+        .arg("--home")
+        .arg(state.options.dir.join("cometbft"));
+    state.cometbft_pid = Some(process::spawn_logged(cmd, &state.cometbft_log())?);
+    Ok(())
+}
+
+/// Waits until CometBFT's RPC answers and, after that, a new block is
+/// committed and visible through web3. (A block replayed into abcid during
+/// CometBFT's handshake shows up before the RPC listens: it does not count.)
+async fn wait_ready(state: &DevnetState) -> Result<()> {
+    let client = EthClient::new(&state.web3_url(), Duration::from_secs(2))?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()?;
+    let health = format!("{}/health", state.rpc_url());
+    let deadline = Instant::now() + Duration::from_secs(state.options.wait);
+    let mut first: Option<u64> = None;
+    loop {
+        let (cmt, app) = state.running();
+        if !cmt || !app {
+            let (name, log) = if !cmt {
+                ("CometBFT", state.cometbft_log())
+            } else {
+                ("abcid", state.abcid_log())
+            };
+            bail!(
+                "{name} exited during start-up (see {}):\n{}",
+                log.display(),
+                process::tail(&log, 20)
+            );
+        }
+        let rpc_up = match http.get(&health).send().await {
+            Ok(r) => r.status().is_success(),
+            Err(_) => false,
+        };
+        if rpc_up {
+            if let Ok(height) = client.block_number().await {
+                match first {
+                    Some(h) if height > h => return Ok(()),
+                    None => first = Some(height),
+                    _ => {}
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the devnet produced no block within {} s; see {} and {}",
+                state.options.wait,
+                state.cometbft_log().display(),
+                state.abcid_log().display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Stops the devnet in `dir` (CometBFT first, then abcid). Returns how many
+/// processes were stopped.
+pub fn down(dir: &Path) -> Result<usize> {
+    let mut state = DevnetState::load(dir)?;
+    let stopped = stop_processes(&mut state, true);
+    state.save()?;
+    Ok(stopped)
+}
+
+fn stop_processes(state: &mut DevnetState, graceful: bool) -> usize {
+    let grace = if graceful {
+        Duration::from_secs(10)
+    } else {
+        Duration::ZERO
+    };
+    let mut stopped = 0;
+    if let Some(pid) = state.cometbft_pid.take() {
+        stopped += usize::from(process::stop(pid, "cometbft", grace));
+    }
+    if let Some(pid) = state.abcid_pid.take() {
+        stopped += usize::from(process::stop(pid, "abcid", grace));
+    }
+    stopped
+}
+
+/// A devnet's condition, for `feth devnet status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Folder.
+    pub dir: PathBuf,
+    /// CometBFT running.
+    pub cometbft_running: bool,
+    /// abcid running.
+    pub abcid_running: bool,
+    /// Latest height through web3, if it answers.
+    pub height: Option<u64>,
+    /// web3 URL.
+    pub web3: String,
+    /// CometBFT RPC URL.
+    pub rpc: String,
+    /// Root key file.
+    pub root_key: PathBuf,
+}
+
+/// Reads a devnet's condition.
+pub async fn status(dir: &Path) -> Result<Status> {
+    let state = DevnetState::load(dir)?;
+    let (cometbft_running, abcid_running) = state.running();
+    let client = EthClient::new(&state.web3_url(), Duration::from_secs(2))?;
+    let height = client.block_number().await.ok();
+    Ok(Status {
+        dir: dir.to_path_buf(),
+        cometbft_running,
+        abcid_running,
+        height,
+        web3: state.web3_url(),
+        rpc: state.rpc_url(),
+        root_key: state.root_key(),
+    })
+}
+
+/// A devnet owned by the caller (tests, benchmarks): stopped on drop.
+#[derive(Debug)]
+pub struct Devnet {
+    /// Its recorded state.
+    pub state: DevnetState,
+}
+
+impl Devnet {
+    /// Starts a devnet with `opts`.
+    pub async fn start(opts: DevnetOptions) -> Result<Self> {
+        Ok(Self {
+            state: up(opts).await?,
+        })
+    }
+
+    /// Kills abcid with SIGKILL (CometBFT then stops on its own, as it does
+    /// when its application disappears).
+    pub fn kill_abcid(&mut self) {
+        if let Some(pid) = self.state.abcid_pid.take() {
+            process::stop(pid, "abcid", Duration::ZERO);
+        }
+    }
+
+    /// Kills CometBFT with SIGKILL.
+    pub fn kill_cometbft(&mut self) {
+        if let Some(pid) = self.state.cometbft_pid.take() {
+            process::stop(pid, "cometbft", Duration::ZERO);
+        }
+    }
+
+    /// Stops whatever still runs and starts both again on the same chain.
+    pub async fn restart(&mut self) -> Result<()> {
+        stop_processes(&mut self.state, true);
+        self.state.save()?;
+        let mut opts = self.state.options.clone();
+        opts.fresh = false;
+        self.state = up(opts).await?;
+        Ok(())
+    }
+}
+
+impl Drop for Devnet {
+    fn drop(&mut self) {
+        stop_processes(&mut self.state, true);
+        let _ = self.state.save();
+    }
+}

@@ -1,0 +1,14 @@
+//! feth: answer "did this change make our chain faster?" for a
+//! Tendermint/CometBFT chain with an EVM layer.
+//!
+//! - [`devnet`]: a local CometBFT + abcid devnet in one command.
+//! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
+//!   [`keys`]: key files.
+//! - [`cmd`]: the `feth` subcommands.
+
+pub mod cmd;
+pub mod devnet;
+pub mod eth;
+pub mod fees;
+pub mod keys;
+pub mod sign;

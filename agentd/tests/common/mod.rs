@@ -1,0 +1,73 @@
+//! Shared test support: a real devnet (CometBFT + abcid) on free ports in a
+//! temporary folder, stopped when dropped.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use alloy_primitives::Address;
+use feth::devnet::{Devnet, DevnetOptions};
+use feth::eth::EthClient;
+use secp256k1::SecretKey;
+
+/// Four distinct free ports on 127.0.0.1.
+pub fn free_ports() -> [u16; 4] {
+    let listeners: Vec<TcpListener> = (0..4)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    let mut ports = [0u16; 4];
+    for (p, l) in ports.iter_mut().zip(&listeners) {
+        *p = l.local_addr().unwrap().port();
+    }
+    ports
+}
+
+/// A running devnet with its temp folder.
+pub struct TestNet {
+    pub devnet: Devnet,
+    pub root: SecretKey,
+    pub root_address: Address,
+    _dir: tempfile::TempDir,
+}
+
+impl TestNet {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut DevnetOptions)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = DevnetOptions::for_test(dir.path(), free_ports());
+        tweak(&mut opts);
+        let devnet = Devnet::start(opts).await.expect("devnet starts");
+        let root = feth::keys::read_key_file(&devnet.state.root_key()).unwrap();
+        Self {
+            root_address: feth::keys::address_of(&root),
+            root,
+            devnet,
+            _dir: dir,
+        }
+    }
+
+    pub fn web3(&self) -> String {
+        self.devnet.state.web3_url()
+    }
+
+    pub fn client(&self) -> EthClient {
+        EthClient::new(&self.web3(), Duration::from_secs(10)).unwrap()
+    }
+
+    /// Waits until the chain is `n` blocks past its current height.
+    pub async fn wait_blocks(&self, n: u64) {
+        let client = self.client();
+        let start = client.block_number().await.unwrap();
+        for _ in 0..600 {
+            if client.block_number().await.unwrap_or(0) >= start + n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("chain did not advance {n} blocks");
+    }
+}

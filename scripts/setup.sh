@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what feth's demo and tests need on a fresh Debian machine:
+# redis-server (Debian package) and the pinned CometBFT (go install into
+# tools/bin). Idempotent: does nothing that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: please install: ${need_apt[*]} (apt-get install ${need_apt[*]})" >&2
+    exit 1
+  fi
+  echo "setup: apt-get install ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+version=$(tr -d '[:space:]' < COMETBFT_VERSION)
+bin="$PWD/tools/bin"
+if [ -x "$bin/cometbft" ] && [ "v$("$bin/cometbft" version 2>/dev/null)" = "$version" ]; then
+  echo "setup: CometBFT $version already in tools/bin"
+else
+  echo "setup: go install github.com/cometbft/cometbft/cmd/cometbft@$version into tools/bin"
+  mkdir -p "$bin"
+  GOBIN="$bin" go install "github.com/cometbft/cometbft/cmd/cometbft@$version"
+fi

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use alloy_primitives::{Address, Bytes, B256, U256, U64};
+use alloy_primitives::{Address, B256, U256, U64};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -71,6 +71,28 @@ pub struct ReceiptSummary {
     /// Created contract.
     #[serde(rename = "contractAddress", default)]
     pub contract_address: Option<Address>,
+}
+
+#[derive(Deserialize)]
+struct SendReply {
+    result: Option<B256>,
+    error: Option<SendError>,
+}
+
+#[derive(Deserialize)]
+struct IdReply {
+    #[serde(default)]
+    id: u64,
+    result: Option<B256>,
+    error: Option<SendError>,
+}
+
+#[derive(Deserialize)]
+struct SendError {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
 }
 
 /// A keep-alive JSON-RPC client of one endpoint.
@@ -180,13 +202,120 @@ impl EthClient {
         Ok(self.call::<U256>("eth_gasPrice", json!([])).await?.to())
     }
 
-    /// `eth_sendRawTransaction`.
+    /// `eth_sendRawTransaction`, the hot path: the body is written by hand
+    /// and the reply decoded into a typed struct (no `serde_json::Value`).
     pub async fn send_raw(&self, raw: &[u8]) -> Result<B256, RpcError> {
-        self.call(
-            "eth_sendRawTransaction",
-            json!([Bytes::copy_from_slice(raw)]),
-        )
-        .await
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut body = String::with_capacity(raw.len() * 2 + 96);
+        body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+        body.push_str(&id.to_string());
+        body.push_str(r#","method":"eth_sendRawTransaction","params":["0x"#);
+        body.push_str(&hex::encode(raw));
+        body.push_str(r#""]}"#);
+        let reply = self
+            .http
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.transport(e))?;
+        let bytes = reply.bytes().await.map_err(|e| self.transport(e))?;
+        let reply: SendReply = serde_json::from_slice(&bytes).map_err(|e| RpcError::Decode {
+            method: "eth_sendRawTransaction".to_string(),
+            message: format!(
+                "{e}: {}",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+            ),
+        })?;
+        match (reply.result, reply.error) {
+            (_, Some(e)) => Err(RpcError::Rpc {
+                code: e.code,
+                message: e.message,
+            }),
+            (Some(hash), None) => Ok(hash),
+            (None, None) => Err(RpcError::Decode {
+                method: "eth_sendRawTransaction".to_string(),
+                message: "neither result nor error".to_string(),
+            }),
+        }
+    }
+
+    /// Several `eth_sendRawTransaction` calls in one JSON-RPC batch; one
+    /// result per transaction, in order. A node that refuses batches gets
+    /// the transactions one by one.
+    pub async fn send_raw_batch(&self, raws: &[&[u8]]) -> Vec<Result<B256, RpcError>> {
+        if raws.len() == 1 {
+            return vec![self.send_raw(raws[0]).await];
+        }
+        let first_id = self.next_id.fetch_add(raws.len() as u64, Ordering::Relaxed);
+        let mut body =
+            String::with_capacity(raws.iter().map(|r| r.len() * 2 + 96).sum::<usize>() + 2);
+        body.push('[');
+        for (i, raw) in raws.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+            body.push_str(&(first_id + i as u64).to_string());
+            body.push_str(r#","method":"eth_sendRawTransaction","params":["0x"#);
+            body.push_str(&hex::encode(raw));
+            body.push_str(r#""]}"#);
+        }
+        body.push(']');
+        let sent = self
+            .http
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await;
+        let bytes = match sent {
+            Ok(reply) => reply.bytes().await,
+            Err(e) => Err(e),
+        };
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) => {
+                let err = self.transport(e);
+                return raws.iter().map(|_| Err(err.clone())).collect();
+            }
+        };
+        let Ok(replies) = serde_json::from_slice::<Vec<IdReply>>(&bytes) else {
+            // Not an array: batches refused (or too large); send one by one.
+            let mut out = Vec::with_capacity(raws.len());
+            for raw in raws {
+                out.push(self.send_raw(raw).await);
+            }
+            return out;
+        };
+        let mut out: Vec<Result<B256, RpcError>> = raws
+            .iter()
+            .map(|_| {
+                Err(RpcError::Decode {
+                    method: "eth_sendRawTransaction".to_string(),
+                    message: "no reply for this transaction in the batch".to_string(),
+                })
+            })
+            .collect();
+        for reply in replies {
+            let Some(slot) = reply
+                .id
+                .checked_sub(first_id)
+                .and_then(|i| out.get_mut(i as usize))
+            else {
+                continue;
+            };
+            *slot = match (reply.result, reply.error) {
+                (_, Some(e)) => Err(RpcError::Rpc {
+                    code: e.code,
+                    message: e.message,
+                }),
+                (Some(hash), None) => Ok(hash),
+                (None, None) => continue,
+            };
+        }
+        out
     }
 
     /// `eth_getTransactionReceipt`.

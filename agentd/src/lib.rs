@@ -6,9 +6,15 @@
 //!   [`keys`]: key files.
 //! - [`cmd`]: the `feth` subcommands.
 
+pub mod accounts;
+pub mod bench;
 pub mod cmd;
 pub mod devnet;
 pub mod eth;
 pub mod fees;
+pub mod fund;
 pub mod keys;
+pub mod load;
 pub mod sign;
+pub mod sink;
+pub mod units;

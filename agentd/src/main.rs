@@ -16,6 +16,16 @@ struct Cli {
 enum Command {
     /// Run a local devnet: the pinned CometBFT and abcid.
     Devnet(cmd::devnet::DevnetCommand),
+    /// Create and fund many accounts from a root key.
+    Fund(cmd::fund::FundArgs),
+    /// Fire parallel signed transfers and report committed TPS.
+    Load(cmd::load::LoadArgs),
+    /// Balance and nonce of an account.
+    Info(cmd::info::InfoArgs),
+    /// Heights, timestamps, transaction counts and block times.
+    Block(cmd::info::BlockArgs),
+    /// Benchmarks that print figures.
+    Bench(cmd::bench::BenchCommand),
     /// Send signed value transfers and wait until they are committed.
     Send(cmd::send::SendArgs),
 }
@@ -32,6 +42,11 @@ async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devnet(c) => cmd::devnet::run(c).await,
+        Command::Fund(a) => cmd::fund::run(a).await,
+        Command::Load(a) => cmd::load::run(a).await,
+        Command::Info(a) => cmd::info::info(a).await,
+        Command::Block(a) => cmd::info::block(a).await,
+        Command::Bench(c) => cmd::bench::run(c).await,
         Command::Send(a) => cmd::send::run(a).await,
     };
     if let Err(e) = result {

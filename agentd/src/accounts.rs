@@ -1,0 +1,169 @@
+//! The keys file of `feth fund` and `feth load`: many accounts, derived from
+//! a seed (reproducible runs) or random, written with mode 0600.
+//!
+//! Format (text, one key per line, so a million accounts stream in and out):
+//! ```text
+//! # feth keys v1 seed=<64 hex digits>|random
+//! 0x<private key>
+//! …
+//! ```
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+use alloy_primitives::{keccak256, Address, B256};
+use anyhow::{bail, Context, Result};
+use secp256k1::SecretKey;
+
+use crate::keys;
+
+const HEADER: &str = "# feth keys v1";
+
+/// Where new keys come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// `key_i = keccak256(seed ‖ i)` (retried with a counter when invalid).
+    Seed(B256),
+    /// Fresh randomness.
+    Random,
+}
+
+/// A set of accounts.
+#[derive(Debug, Clone)]
+pub struct KeySet {
+    /// Where the keys came from (and where new ones come from).
+    pub source: KeySource,
+    /// Private keys.
+    pub keys: Vec<SecretKey>,
+    /// Their addresses.
+    pub addresses: Vec<Address>,
+}
+
+/// The `i`-th key derived from `seed`.
+pub fn derive(seed: B256, index: u64) -> SecretKey {
+    let mut attempt = 0u64;
+    loop {
+        let mut buf = [0u8; 48];
+        buf[..32].copy_from_slice(seed.as_slice());
+        buf[32..40].copy_from_slice(&index.to_be_bytes());
+        buf[40..].copy_from_slice(&attempt.to_be_bytes());
+        if let Ok(key) = SecretKey::from_byte_array(keccak256(buf).0) {
+            return key;
+        }
+        attempt += 1;
+    }
+}
+
+impl KeySet {
+    /// An empty set drawing keys from `source`.
+    pub fn new(source: KeySource) -> Self {
+        Self {
+            source,
+            keys: Vec::new(),
+            addresses: Vec::new(),
+        }
+    }
+
+    /// Number of accounts.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Grows the set to `count` accounts (never shrinks it).
+    pub fn extend_to(&mut self, count: usize) {
+        while self.keys.len() < count {
+            let key = match self.source {
+                KeySource::Seed(seed) => derive(seed, self.keys.len() as u64),
+                KeySource::Random => keys::random_key(),
+            };
+            self.addresses.push(keys::address_of(&key));
+            self.keys.push(key);
+        }
+    }
+
+    /// Reads a keys file, refusing one that others can read.
+    pub fn load(path: &Path) -> Result<Self> {
+        keys::check_private(path)?;
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open keys file {}", path.display()))?;
+        let mut lines = BufReader::new(file).lines();
+        let header = lines
+            .next()
+            .transpose()
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .unwrap_or_default();
+        let Some(rest) = header.strip_prefix(HEADER) else {
+            bail!(
+                "{} is not a feth keys file (first line must start with {HEADER:?})",
+                path.display()
+            );
+        };
+        let source = match rest.trim().strip_prefix("seed=") {
+            Some("random") => KeySource::Random,
+            Some(hex_seed) => KeySource::Seed(
+                hex_seed
+                    .parse()
+                    .with_context(|| format!("{}: bad seed in header", path.display()))?,
+            ),
+            None => bail!("{}: header has no seed=…", path.display()),
+        };
+        let mut set = Self::new(source);
+        for (n, line) in lines.enumerate() {
+            let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let key = keys::parse_key(&line)
+                .with_context(|| format!("{} line {}: not a private key", path.display(), n + 2))?;
+            set.addresses.push(keys::address_of(&key));
+            set.keys.push(key);
+        }
+        Ok(set)
+    }
+
+    /// Writes the keys file atomically with mode 0600.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let mut out = Vec::with_capacity(self.keys.len() * 67 + 100);
+        let seed = match self.source {
+            KeySource::Seed(s) => s.to_string(),
+            KeySource::Random => "random".to_string(),
+        };
+        writeln!(out, "{HEADER} seed={seed}")?;
+        for key in &self.keys {
+            writeln!(out, "{}", keys::key_hex(key))?;
+        }
+        keys::write_secret_file(path, &out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_sets_are_reproducible_and_round_trip() {
+        let seed = B256::repeat_byte(4);
+        let mut a = KeySet::new(KeySource::Seed(seed));
+        a.extend_to(5);
+        let mut b = KeySet::new(KeySource::Seed(seed));
+        b.extend_to(3);
+        b.extend_to(5);
+        assert_eq!(a.addresses, b.addresses);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys");
+        a.save(&path).unwrap();
+        let mut c = KeySet::load(&path).unwrap();
+        assert_eq!(c.addresses, a.addresses);
+        c.extend_to(7);
+        let mut d = KeySet::new(KeySource::Seed(seed));
+        d.extend_to(7);
+        assert_eq!(c.addresses, d.addresses);
+        std::fs::write(&path, "garbage").unwrap();
+        assert!(KeySet::load(&path).is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! `feth fund`: create (or reuse) accounts and fund them from the root key.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use alloy_primitives::{keccak256, B256};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::json;
+
+use crate::accounts::{KeySet, KeySource};
+use crate::eth::EthClient;
+use crate::fund::{self, FundPlan};
+use crate::{keys, units};
+
+/// `feth fund …`
+#[derive(Debug, Args)]
+pub struct FundArgs {
+    /// web3 JSON-RPC endpoint (the first of several is used).
+    #[arg(long, default_value = "http://127.0.0.1:8545", value_delimiter = ',')]
+    network: Vec<String>,
+    /// Number of accounts.
+    #[arg(long)]
+    count: usize,
+    /// Amount each account should hold: wei, or with a unit (`5gwei`, `0.5eth`).
+    #[arg(long)]
+    amount: String,
+    /// New keys file to create (mode 0600).
+    #[arg(long, default_value = "feth-keys.txt", conflicts_with = "load")]
+    out: PathBuf,
+    /// Reuse an existing keys file, extending it to --count accounts.
+    #[arg(long, value_name = "FILE")]
+    load: Option<PathBuf>,
+    /// Top up every account below --amount (default: fund only never-used accounts).
+    #[arg(long)]
+    redeposit: bool,
+    /// Derive keys from this seed (32-byte hex, or any text that is hashed).
+    #[arg(long, conflicts_with = "load")]
+    seed: Option<String>,
+    /// The paying root's key file (mode 0600).
+    #[arg(long, default_value = ".devnet/root.key")]
+    root_key: PathBuf,
+    /// Seconds to wait for the chain to include the transfers.
+    #[arg(long, default_value_t = 300)]
+    wait: u64,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn seed_of(text: &str) -> B256 {
+    text.parse::<B256>()
+        .unwrap_or_else(|_| keccak256(text.as_bytes()))
+}
+
+/// Runs `feth fund`.
+pub async fn run(args: FundArgs) -> Result<()> {
+    if args.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    let amount = units::parse_amount(&args.amount)?;
+    keys::check_private(&args.root_key)?;
+    let root = keys::read_key_file(&args.root_key)?;
+    let (path, mut set) = match &args.load {
+        Some(path) => (path.clone(), KeySet::load(path)?),
+        None => {
+            if args.out.exists() {
+                bail!(
+                    "{} exists; pass --load {} to reuse and extend it, or choose another --out",
+                    args.out.display(),
+                    args.out.display()
+                );
+            }
+            let source = args
+                .seed
+                .as_deref()
+                .map_or(KeySource::Random, |s| KeySource::Seed(seed_of(s)));
+            (args.out.clone(), KeySet::new(source))
+        }
+    };
+    set.extend_to(args.count);
+    // Keys are saved before any value moves, so none is ever lost.
+    set.save(&path)?;
+    let network = args.network.first().context("--network is empty")?;
+    let client = EthClient::new(network, Duration::from_secs(30))?;
+    let plan = FundPlan {
+        amount,
+        redeposit: args.redeposit,
+        wait: Duration::from_secs(args.wait),
+        progress: !args.json,
+    };
+    let accounts = &set.addresses[..args.count];
+    let report = fund::fund(&client, &root, accounts, &plan, &fund::journal_path(&path)).await?;
+    if args.json {
+        let out = json!({ "keys_file": path, "amount_wei": amount, "report": report });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "keys file   {} ({} accounts, mode 0600)",
+            path.display(),
+            set.len()
+        );
+        if report.resumed > 0 {
+            println!(
+                "resumed     {} payment(s) of an interrupted run",
+                report.resumed
+            );
+        }
+        println!(
+            "funded      {} account(s), {} wei in all",
+            report.paid, report.value_wei
+        );
+        println!("skipped     {} account(s) already funded", report.skipped);
+        println!("took        {:.2} s", report.seconds);
+    }
+    if report.underfunded > 0 {
+        bail!(
+            "{} account(s) are still below the amount; re-run the same command",
+            report.underfunded
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,654 @@
+//! The sending engine.
+//!
+//! - Each account sends one transaction at a time, in nonce order: nodes such
+//!   as abcid refuse nonce gaps, and the order of concurrent requests on the
+//!   wire is not guaranteed. Accounts queue their due transactions (FIFO).
+//! - `max_parallelism` workers take ready accounts and submit their next
+//!   transaction; accounts are spread across endpoints.
+//! - Signer threads keep each account's next transaction pre-signed, so
+//!   libsecp256k1 signing stays off the send path.
+//! - Open loop (`--rate`, `--ramp`): a scheduler releases transactions at
+//!   their intended send times, recorded for latency, so a slow node cannot
+//!   hide its slowness by slowing the agent (no coordinated omission).
+//! - Errors are handled per sender: a full mempool or rate limit backs that
+//!   sender off and resends the same transaction; `nonce too low` and
+//!   `already known` resynchronise from `pending`; `nonce too high` resends
+//!   the sender's own missing transactions (a mempool lost in a restart) or
+//!   resynchronises; a timeout resends the same signed bytes (same hash).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{keccak256, Address, Bytes, U256};
+use futures::StreamExt;
+use rand::SeedableRng;
+use tokio::sync::Notify;
+
+use super::ledger::{TxEntry, TxStatus};
+use super::pick::{Picker, RateSchedule};
+use crate::accounts::KeySet;
+use crate::eth::{EthClient, RpcError};
+use crate::sign::{self, Fee, SignedTx, TxRequest};
+
+/// Where transfers go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recipients {
+    /// Other accounts of the keys file.
+    Existing,
+    /// New addresses that never held anything.
+    Fresh,
+}
+
+/// What the engine needs.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Send rate over time.
+    pub schedule: RateSchedule,
+    /// Transactions per account (closed loop), or a cap in open loop.
+    pub per_account: Option<u64>,
+    /// How long to send.
+    pub duration: Option<Duration>,
+    /// Concurrent requests.
+    pub max_parallelism: usize,
+    /// Transactions (of different senders) per JSON-RPC batch request.
+    pub batch: usize,
+    /// Who sends.
+    pub picker: Picker,
+    /// Who receives.
+    pub recipients: Recipients,
+    /// Value per transfer, wei.
+    pub value: U256,
+    /// Gas limit per transaction.
+    pub gas_limit: u64,
+    /// Fee model.
+    pub fee: Fee,
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+}
+
+/// Live counters for the progress line.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// First submissions.
+    pub sent: AtomicU64,
+    /// Accepted by a node.
+    pub accepted: AtomicU64,
+    /// Refused.
+    pub rejected: AtomicU64,
+    /// Back-offs on a full mempool or rate limit.
+    pub backoffs: AtomicU64,
+    /// Resubmissions after a timeout or a lost mempool.
+    pub resends: AtomicU64,
+    /// Nonce resynchronisations.
+    pub resyncs: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Acct {
+    next_nonce: u64,
+    /// Due transactions: intended send time (`None`: as soon as possible).
+    slots: VecDeque<Option<Instant>>,
+    /// In the pipeline: waiting to be signed, ready, or in flight.
+    busy: bool,
+    /// A signer thread is signing this account's next transaction.
+    signing: bool,
+    presigned: Option<(u64, SignedTx)>,
+    /// Ledger index of the transaction being (re)submitted.
+    current: Option<usize>,
+    /// Accepted, not known to be committed: nonce → ledger index.
+    unconfirmed: BTreeMap<u64, usize>,
+    backoff: Duration,
+    sent: u64,
+}
+
+/// State shared by the workers, signers and scheduler.
+pub struct Engine {
+    cfg: EngineConfig,
+    clients: Vec<Arc<EthClient>>,
+    keys: Arc<KeySet>,
+    accts: Vec<Mutex<Acct>>,
+    /// Ready accounts, one queue per endpoint (a batch goes to one endpoint).
+    ready: Vec<Mutex<VecDeque<usize>>>,
+    notify: Notify,
+    /// Every submitted transaction.
+    pub ledger: Mutex<Vec<TxEntry>>,
+    /// Live counters.
+    pub counters: Counters,
+    /// When sending began.
+    pub start: Instant,
+    stop: AtomicBool,
+    scheduling: AtomicBool,
+    outstanding: AtomicU64,
+    sign_jobs: Mutex<Option<std::sync::mpsc::Sender<(usize, u64)>>>,
+    fresh: AtomicU64,
+}
+
+enum Outcome {
+    Accepted,
+    Busy,
+    Timeout,
+    NonceTooLow,
+    NonceTooHigh,
+    Rejected(String),
+}
+
+fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Accepted,
+        Err(RpcError::Rpc { message, .. }) => {
+            let m = message.to_ascii_lowercase();
+            if m.contains("already known")
+                || m.contains("already exists")
+                || m.contains("alreadyknown")
+            {
+                Outcome::Accepted
+            } else if crate::fund::is_busy(&m) {
+                Outcome::Busy
+            } else if m.contains("nonce too low") {
+                Outcome::NonceTooLow
+            } else if m.contains("nonce too high") {
+                Outcome::NonceTooHigh
+            } else {
+                Outcome::Rejected(reason(&message))
+            }
+        }
+        Err(RpcError::Transport { .. }) => Outcome::Timeout,
+        Err(RpcError::Decode { message, .. }) => {
+            Outcome::Rejected(format!("bad answer: {message}"))
+        }
+    }
+}
+
+/// A rejection message without its per-transaction numbers, to count by reason.
+fn reason(message: &str) -> String {
+    message
+        .split(':')
+        .next()
+        .unwrap_or(message)
+        .trim()
+        .to_string()
+}
+
+impl Engine {
+    /// An engine sending from `keys[..accounts]` through `clients`.
+    pub fn new(
+        cfg: EngineConfig,
+        clients: Vec<Arc<EthClient>>,
+        keys: Arc<KeySet>,
+        nonces: &[u64],
+        start: Instant,
+    ) -> Arc<Self> {
+        let accts = nonces
+            .iter()
+            .map(|n| {
+                Mutex::new(Acct {
+                    next_nonce: *n,
+                    ..Default::default()
+                })
+            })
+            .collect();
+        let ready = (0..clients.len())
+            .map(|_| Mutex::new(VecDeque::new()))
+            .collect();
+        Arc::new(Self {
+            ready,
+            cfg,
+            clients,
+            keys,
+            accts,
+            notify: Notify::new(),
+            ledger: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+            start,
+            stop: AtomicBool::new(false),
+            scheduling: AtomicBool::new(true),
+            outstanding: AtomicU64::new(0),
+            sign_jobs: Mutex::new(None),
+            fresh: AtomicU64::new(0),
+        })
+    }
+
+    fn acct(&self, a: usize) -> std::sync::MutexGuard<'_, Acct> {
+        // A poisoned account lock only means a worker panicked mid-update;
+        // the data is still the best we have.
+        self.accts[a].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn client(&self, a: usize) -> &EthClient {
+        &self.clients[a % self.clients.len()]
+    }
+
+    fn secs(&self, t: Instant) -> f64 {
+        t.saturating_duration_since(self.start).as_secs_f64()
+    }
+
+    /// Signs account `a`'s transfer with `nonce`.
+    fn sign(&self, a: usize, nonce: u64) -> SignedTx {
+        let to = match self.cfg.recipients {
+            Recipients::Existing => {
+                // Another account of the set, varying with the nonce.
+                let n = self.keys.len();
+                let offset = 1 + (nonce as usize) % (n - 1).max(1);
+                self.keys.addresses[(a + offset) % n]
+            }
+            Recipients::Fresh => {
+                let k = self.fresh.fetch_add(1, Ordering::Relaxed);
+                Address::from_slice(
+                    &keccak256([&(a as u64).to_be_bytes()[..], &k.to_be_bytes()[..]].concat())
+                        [12..],
+                )
+            }
+        };
+        sign::sign(
+            &self.keys.keys[a],
+            &TxRequest {
+                chain_id: self.cfg.chain_id,
+                nonce,
+                to: Some(to),
+                value: self.cfg.value,
+                gas_limit: self.cfg.gas_limit,
+                fee: self.cfg.fee,
+                input: Bytes::new(),
+            },
+        )
+    }
+
+    fn request_presign(&self, a: usize, nonce: u64) -> bool {
+        let jobs = self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.as_ref().is_some_and(|tx| tx.send((a, nonce)).is_ok())
+    }
+
+    /// Moves a busy account with due work forward: to the ready queue when its
+    /// next transaction is signed (or being retried), else to a signer thread,
+    /// which queues it once signed. Signing thus never waits on the send path
+    /// and every transaction is signed once.
+    fn advance(&self, a: usize, acct: &mut Acct) {
+        let signed = matches!(&acct.presigned, Some((n, _)) if *n == acct.next_nonce);
+        if acct.current.is_some() || signed {
+            self.push_ready(a);
+        } else if !acct.signing {
+            if self.request_presign(a, acct.next_nonce) {
+                acct.signing = true;
+            } else {
+                // No signer threads (shutting down): the worker signs inline.
+                self.push_ready(a);
+            }
+        }
+    }
+
+    /// Starts `threads` signer threads.
+    fn start_signers(self: &Arc<Self>, threads: usize) -> Vec<std::thread::JoinHandle<()>> {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, u64)>();
+        *self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        let rx = Arc::new(Mutex::new(rx));
+        (0..threads)
+            .map(|i| {
+                let rx = rx.clone();
+                let me = self.clone();
+                std::thread::Builder::new()
+                    .name(format!("signer-{i}"))
+                    .spawn(move || loop {
+                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok((a, nonce)) = job else { return };
+                        let tx = (me.acct(a).next_nonce == nonce).then(|| me.sign(a, nonce));
+                        let mut acct = me.acct(a);
+                        acct.signing = false;
+                        if let Some(tx) = tx {
+                            if acct.next_nonce == nonce && acct.current.is_none() {
+                                acct.presigned = Some((nonce, tx));
+                            }
+                        }
+                        if acct.busy && !acct.slots.is_empty() {
+                            me.advance(a, &mut acct);
+                        }
+                    })
+                    .unwrap_or_else(|e| panic!("cannot start a signer thread: {e}"))
+            })
+            .collect()
+    }
+
+    /// Queues one due transaction for account `a`.
+    fn enqueue(&self, a: usize, intended: Option<Instant>) {
+        let mut acct = self.acct(a);
+        if let Some(cap) = self.cfg.per_account {
+            if acct.sent + acct.slots.len() as u64 >= cap {
+                return;
+            }
+        }
+        acct.slots.push_back(intended);
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+        if !std::mem::replace(&mut acct.busy, true) {
+            self.advance(a, &mut acct);
+        }
+    }
+
+    fn push_ready(&self, a: usize) {
+        self.ready[a % self.ready.len()]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(a);
+        self.notify.notify_one();
+    }
+
+    fn finished(&self) -> bool {
+        !self.scheduling.load(Ordering::SeqCst) && self.outstanding.load(Ordering::SeqCst) == 0
+    }
+
+    /// Waits for ready accounts of endpoint `ep`; takes up to `batch` of them.
+    async fn next_ready(&self, ep: usize) -> Option<Vec<usize>> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut queue = self.ready[ep].lock().unwrap_or_else(|e| e.into_inner());
+                if !queue.is_empty() {
+                    let n = queue.len().min(self.cfg.batch.max(1));
+                    return Some(queue.drain(..n).collect());
+                }
+            }
+            if self.finished() {
+                self.notify.notify_waiters();
+                return None;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
+        }
+    }
+
+    /// Stops taking new transactions; those already submitted are finished.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.scheduling.store(false, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Takes account `a`'s next transaction to submit (or the one being retried).
+    fn take_tx(&self, a: usize) -> Option<(usize, Bytes, u64)> {
+        let mut acct = self.acct(a);
+        if self.stop.load(Ordering::SeqCst) && acct.current.is_none() {
+            let dropped = acct.slots.len() as u64;
+            acct.slots.clear();
+            acct.busy = false;
+            self.outstanding.fetch_sub(dropped, Ordering::SeqCst);
+            return None;
+        }
+        let Some(intended) = acct.slots.front().copied() else {
+            acct.busy = false;
+            return None;
+        };
+        if let Some(id) = acct.current {
+            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            return Some((id, ledger[id].raw.clone(), ledger[id].nonce));
+        }
+        let nonce = acct.next_nonce;
+        let tx = match acct.presigned.take() {
+            Some((n, tx)) if n == nonce => tx,
+            _ => self.sign(a, nonce),
+        };
+        let now = self.secs(Instant::now());
+        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let id = ledger.len();
+        ledger.push(TxEntry {
+            hash: tx.hash,
+            account: a as u32,
+            nonce,
+            raw: tx.raw.clone(),
+            intended: intended.map_or(now, |t| self.secs(t)),
+            first_sent: now,
+            accepted_at: None,
+            status: TxStatus::Pending,
+        });
+        acct.current = Some(id);
+        acct.sent += 1;
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        Some((id, tx.raw, nonce))
+    }
+
+    /// Marks the current transaction of `a` settled and frees its slot.
+    fn settle(&self, a: usize, id: usize, status: TxStatus) {
+        let accepted = status == TxStatus::Accepted;
+        {
+            let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            if accepted {
+                ledger[id].accepted_at = Some(self.secs(Instant::now()));
+            }
+            ledger[id].status = status;
+        }
+        let mut acct = self.acct(a);
+        acct.current = None;
+        acct.backoff = Duration::ZERO;
+        acct.slots.pop_front();
+        self.outstanding.fetch_sub(1, Ordering::SeqCst);
+        let endless = self.cfg.schedule == RateSchedule::Closed && self.cfg.per_account.is_none();
+        if endless && !self.stop.load(Ordering::SeqCst) {
+            // Closed loop bounded by --duration only: always one more.
+            acct.slots.push_back(None);
+            self.outstanding.fetch_add(1, Ordering::SeqCst);
+        }
+        if accepted {
+            let nonce = acct.next_nonce;
+            acct.unconfirmed.insert(nonce, id);
+            acct.next_nonce += 1;
+            self.counters.accepted.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Handles `nonce too high`: resends our own accepted-but-lost transactions
+    /// from the pending nonce up, or resynchronises when some are not ours.
+    async fn heal_gap(&self, a: usize, id: usize, nonce: u64) {
+        let address = self.keys.addresses[a];
+        let Ok(pending) = self.client(a).nonce(address, true).await else {
+            return;
+        };
+        let resend: Option<Vec<Bytes>> = {
+            let acct = self.acct(a);
+            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            (pending..nonce)
+                .map(|n| acct.unconfirmed.get(&n).map(|i| ledger[*i].raw.clone()))
+                .collect()
+        };
+        match resend {
+            Some(raws) => {
+                for raw in raws {
+                    self.counters.resends.fetch_add(1, Ordering::Relaxed);
+                    let _ = self.client(a).send_raw(&raw).await;
+                }
+            }
+            None => {
+                self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+                self.settle(a, id, TxStatus::Rejected("nonce too high".to_string()));
+                let mut acct = self.acct(a);
+                acct.next_nonce = pending;
+                acct.presigned = None;
+                // The freed slot is replaced so the account still sends its share.
+                acct.slots.push_front(None);
+                self.outstanding.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    async fn resync_low(&self, a: usize, nonce: u64) {
+        self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+        let pending = self
+            .client(a)
+            .nonce(self.keys.addresses[a], true)
+            .await
+            .unwrap_or(nonce + 1);
+        let mut acct = self.acct(a);
+        acct.next_nonce = acct.next_nonce.max(pending).max(nonce + 1);
+        acct.presigned = None;
+    }
+
+    /// Submits the next transaction of each account in `batch` (all on one
+    /// endpoint) in one request, then handles each answer.
+    async fn process(self: &Arc<Self>, batch: Vec<usize>) {
+        let mut taken = Vec::with_capacity(batch.len());
+        for a in batch {
+            if let Some((id, raw, nonce)) = self.take_tx(a) {
+                taken.push((a, id, raw, nonce));
+            }
+        }
+        let Some(&(first, ..)) = taken.first() else {
+            return;
+        };
+        let raws: Vec<&[u8]> = taken.iter().map(|(_, _, raw, _)| raw.as_ref()).collect();
+        let results = self.client(first).send_raw_batch(&raws).await;
+        for ((a, id, _, nonce), result) in taken.into_iter().zip(results) {
+            self.handle(a, id, nonce, classify(result)).await;
+        }
+    }
+
+    /// Decides what follows one answer for account `a`'s transaction `id`.
+    async fn handle(self: &Arc<Self>, a: usize, id: usize, nonce: u64, outcome: Outcome) {
+        match outcome {
+            Outcome::Accepted => self.settle(a, id, TxStatus::Accepted),
+            Outcome::Rejected(reason) => self.settle(a, id, TxStatus::Rejected(reason)),
+            Outcome::NonceTooLow => {
+                // Our own earlier submission may have been included (a
+                // timeout that was not one); the block scan decides.
+                self.settle(a, id, TxStatus::Rejected("nonce too low".to_string()));
+                self.resync_low(a, nonce).await;
+            }
+            Outcome::NonceTooHigh => self.heal_gap(a, id, nonce).await,
+            Outcome::Timeout => {
+                self.counters.resends.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Outcome::Busy => {
+                self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
+                let delay = {
+                    let mut acct = self.acct(a);
+                    acct.backoff =
+                        (acct.backoff * 2).clamp(Duration::from_millis(20), Duration::from_secs(2));
+                    acct.backoff
+                };
+                let me = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    me.push_ready(a);
+                });
+                return;
+            }
+        }
+        let mut acct = self.acct(a);
+        if acct.slots.is_empty() {
+            acct.busy = false;
+        } else {
+            self.advance(a, &mut acct);
+        }
+    }
+
+    /// Resends, in nonce order per sender, every accepted transaction that
+    /// is not in a block yet (a node restart empties its mempool). Returns how
+    /// many were resent.
+    pub async fn resend_missing(
+        &self,
+        included: &std::collections::HashSet<alloy_primitives::B256>,
+    ) -> usize {
+        let mut by_account: BTreeMap<u32, Vec<(u64, Bytes)>> = BTreeMap::new();
+        {
+            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            for e in ledger.iter() {
+                if e.status == TxStatus::Accepted && !included.contains(&e.hash) {
+                    by_account
+                        .entry(e.account)
+                        .or_default()
+                        .push((e.nonce, e.raw.clone()));
+                }
+            }
+        }
+        let count = by_account.values().map(Vec::len).sum();
+        futures::stream::iter(by_account)
+            .for_each_concurrent(64, |(a, mut txs)| async move {
+                txs.sort_by_key(|(n, _)| *n);
+                for (_, raw) in txs {
+                    self.counters.resends.fetch_add(1, Ordering::Relaxed);
+                    // Failures are fine: the next round tries again.
+                    let _ = self.client(a as usize).send_raw(&raw).await;
+                }
+            })
+            .await;
+        count
+    }
+
+    /// Runs the load to completion; returns when every queued transaction is
+    /// settled (or the run was stopped and in-flight ones finished).
+    pub async fn run(self: &Arc<Self>, signer_threads: usize) {
+        let signers = self.start_signers(signer_threads);
+        let accounts = self.accts.len();
+        let endpoints = self.clients.len();
+        let workers: Vec<_> = (0..self.cfg.max_parallelism.max(endpoints))
+            .map(|w| {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    while let Some(batch) = me.next_ready(w % endpoints).await {
+                        me.process(batch).await;
+                    }
+                })
+            })
+            .collect();
+        let deadline = self.cfg.duration.map(|d| self.start + d);
+        match self.cfg.schedule {
+            RateSchedule::Closed => {
+                // With --count every transaction is queued now; with
+                // --duration alone each settled one queues the next.
+                let per = self.cfg.per_account.unwrap_or(1);
+                for a in 0..accounts {
+                    for _ in 0..per {
+                        self.enqueue(a, None);
+                    }
+                }
+                self.scheduling.store(false, Ordering::SeqCst);
+                if let Some(deadline) = deadline {
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep_until(deadline.into()).await;
+                        me.stop();
+                    });
+                }
+            }
+            schedule => self.open_loop(schedule, deadline).await,
+        }
+        for w in workers {
+            let _ = w.await;
+        }
+        *self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        for s in signers {
+            let _ = s.join();
+        }
+    }
+
+    async fn open_loop(self: &Arc<Self>, schedule: RateSchedule, deadline: Option<Instant>) {
+        let mut rng = rand::rngs::StdRng::from_entropy();
+        let cap = self
+            .cfg
+            .per_account
+            .map(|c| c.saturating_mul(self.accts.len() as u64));
+        let mut due = self.start;
+        let mut released = 0u64;
+        loop {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d)
+                || cap.is_some_and(|c| released >= c)
+                || self.stop.load(Ordering::SeqCst)
+            {
+                break;
+            }
+            while due <= now && cap.is_none_or(|c| released < c) {
+                let a = self.cfg.picker.pick(&mut rng);
+                self.enqueue(a, Some(due));
+                released += 1;
+                let rate = schedule.rate_at(self.secs(due)).unwrap_or(1.0).max(0.001);
+                due += Duration::from_secs_f64(1.0 / rate);
+            }
+            tokio::time::sleep_until(due.max(now + Duration::from_micros(500)).into()).await;
+        }
+        self.scheduling.store(false, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}

@@ -1,0 +1,319 @@
+//! `feth load`: parallel signed transfers against one or more nodes, with
+//! committed TPS read back from the chain.
+//!
+//! - [`pick`]: sender distribution and rate schedules.
+//! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
+//!   recovery, pre-signing, open-loop scheduling).
+//! - [`scan`]: reading committed blocks; [`report`]: the accounting.
+
+pub mod engine;
+pub mod ledger;
+pub mod pick;
+pub mod report;
+pub mod scan;
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use alloy_primitives::B256;
+use anyhow::{bail, Context, Result};
+use futures::stream::{self, StreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use self::engine::{Engine, EngineConfig, Recipients};
+use self::ledger::TxStatus;
+use self::pick::RateSchedule;
+use self::report::{ChainFigures, Latencies, Second, Totals};
+use self::scan::Scanner;
+use crate::accounts::KeySet;
+use crate::eth::EthClient;
+use crate::sign::Fee;
+
+/// Everything a load run needs besides the keys.
+#[derive(Debug, Clone)]
+pub struct LoadSettings {
+    /// Endpoints; senders are spread across them.
+    pub endpoints: Vec<String>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Engine settings (fee and chain id are filled in from the node).
+    pub engine: EngineConfig,
+    /// Longest wait for inclusion after sending stops.
+    pub wait: Duration,
+    /// Show a live progress line.
+    pub progress: bool,
+}
+
+/// How the run was configured, for the JSON report.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunConfig {
+    /// Endpoints.
+    pub endpoints: Vec<String>,
+    /// Senders.
+    pub senders: usize,
+    /// Concurrent requests.
+    pub max_parallelism: usize,
+    /// Rate schedule, as given.
+    pub schedule: String,
+    /// Transactions per account, if bounded.
+    pub count: Option<u64>,
+    /// Sending time, if bounded.
+    pub duration_secs: Option<f64>,
+    /// Recipients.
+    pub recipients: Recipients,
+    /// Fee model used.
+    pub fee: String,
+    /// Chain id.
+    pub chain_id: u64,
+}
+
+/// Where the run happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct Environment {
+    /// feth version.
+    pub feth_version: String,
+    /// Host name.
+    pub host: String,
+    /// Logical CPUs of the agent's machine.
+    pub cpus: usize,
+    /// Unix time the run began.
+    pub started_unix: f64,
+}
+
+/// The result of `feth load`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// Configuration.
+    pub config: RunConfig,
+    /// Environment.
+    pub environment: Environment,
+    /// Totals that add up.
+    pub totals: Totals,
+    /// Committed figures read from blocks.
+    pub chain: ChainFigures,
+    /// Submissions per second while sending (not a TPS figure).
+    pub send_rate: f64,
+    /// Seconds spent sending.
+    pub send_seconds: f64,
+    /// Inclusion latency, ms.
+    pub latency_ms: Latencies,
+    /// Back-offs on a full mempool or rate limit.
+    pub backoffs: u64,
+    /// Resubmissions of the same signed bytes.
+    pub resends: u64,
+    /// Nonce resynchronisations.
+    pub resyncs: u64,
+    /// Per-second series.
+    pub series: Vec<Second>,
+}
+
+/// Reads the pending nonce of every sender, 64 requests at a time.
+async fn pending_nonces(clients: &[Arc<EthClient>], keys: &KeySet) -> Result<Vec<u64>> {
+    let results: Vec<_> = stream::iter(keys.addresses.iter().copied().enumerate())
+        .map(|(i, a)| {
+            let c = clients[i % clients.len()].clone();
+            async move { c.nonce(a, true).await }
+        })
+        .buffered(64)
+        .collect()
+        .await;
+    results
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .context("cannot read the senders' nonces")
+}
+
+fn describe(schedule: RateSchedule) -> String {
+    match schedule {
+        RateSchedule::Closed => "closed loop".to_string(),
+        RateSchedule::Fixed(r) => format!("{r} tx/s"),
+        RateSchedule::Ramp {
+            start,
+            step,
+            interval,
+        } => format!("ramp {start} +{step} every {interval} s"),
+    }
+}
+
+/// Runs a load with `keys` as senders.
+pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport> {
+    if keys.is_empty() {
+        bail!("the keys file has no accounts; create some with `feth fund`");
+    }
+    let clients = settings
+        .endpoints
+        .iter()
+        .map(|u| EthClient::new(u, settings.timeout).map(Arc::new))
+        .collect::<Result<Vec<_>>>()?;
+    let chain_id = clients[0]
+        .chain_id()
+        .await
+        .with_context(|| format!("cannot reach {}", settings.endpoints[0]))?;
+    for c in &clients[1..] {
+        let other = c
+            .chain_id()
+            .await
+            .with_context(|| format!("cannot reach {}", c.url()))?;
+        if other != chain_id {
+            bail!(
+                "{} is on chain {other}, {} on chain {chain_id}",
+                c.url(),
+                clients[0].url()
+            );
+        }
+    }
+    settings.engine.chain_id = chain_id;
+    settings.engine.fee = crate::fees::detect(&clients[0]).await?;
+    let nonces = pending_nonces(&clients, &keys).await?;
+    let height = clients[0].block_number().await?;
+    let engine_start = Instant::now();
+    let scanner = Scanner::new(clients[0].clone(), height, engine_start);
+    let window_start = scanner.block_time(height).await?;
+    let (stop_scan, stop_rx) = tokio::sync::watch::channel(false);
+    let scan_task = {
+        let s = scanner.clone();
+        tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
+    };
+
+    let config = RunConfig {
+        endpoints: settings.endpoints.clone(),
+        senders: keys.len(),
+        max_parallelism: settings.engine.max_parallelism,
+        schedule: describe(settings.engine.schedule),
+        count: settings.engine.per_account,
+        duration_secs: settings.engine.duration.map(|d| d.as_secs_f64()),
+        recipients: settings.engine.recipients,
+        fee: match settings.engine.fee {
+            Fee::Legacy { gas_price } => format!("legacy, gas price {gas_price} wei"),
+            Fee::Eip1559 { max_fee, tip } => {
+                format!("eip1559, max fee {max_fee} wei, tip {tip} wei")
+            }
+        },
+        chain_id,
+    };
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine = Engine::new(
+        settings.engine.clone(),
+        clients.clone(),
+        Arc::new(keys),
+        &nonces,
+        engine_start,
+    );
+
+    let pb = if settings.progress {
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        pb
+    } else {
+        ProgressBar::hidden()
+    };
+    let ticker = {
+        let engine = engine.clone();
+        let scan = scanner.state.clone();
+        let pb = pb.clone();
+        tokio::spawn(async move {
+            loop {
+                let c = &engine.counters;
+                let (blocks, height) = {
+                    let s = scan.lock().unwrap_or_else(|e| e.into_inner());
+                    (s.blocks.len(), s.next.saturating_sub(1))
+                };
+                pb.set_message(format!(
+                    "sent {}  accepted {}  rejected {}  backoffs {}  resends {}  blocks {blocks} (height {height})",
+                    c.sent.load(Ordering::Relaxed),
+                    c.accepted.load(Ordering::Relaxed),
+                    c.rejected.load(Ordering::Relaxed),
+                    c.backoffs.load(Ordering::Relaxed),
+                    c.resends.load(Ordering::Relaxed),
+                ));
+                pb.tick();
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
+
+    let signer_threads = cpus.clamp(1, 8);
+    let interrupt = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                engine.stop();
+            }
+        })
+    };
+    engine.run(signer_threads).await;
+    let send_seconds = engine.start.elapsed().as_secs_f64();
+
+    // Wait (bounded) until every accepted transaction is in a block;
+    // resend the missing ones now and then (a restarted node lost them).
+    let deadline = Instant::now() + settings.wait;
+    let mut next_resend = Instant::now() + Duration::from_secs(2);
+    loop {
+        let missing: HashSet<B256> = {
+            let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            let scan = scanner.state.lock().unwrap_or_else(|e| e.into_inner());
+            ledger
+                .iter()
+                .filter(|e| e.status == TxStatus::Accepted && !scan.included.contains_key(&e.hash))
+                .map(|e| e.hash)
+                .collect()
+        };
+        if missing.is_empty() || Instant::now() > deadline {
+            break;
+        }
+        pb.set_message(format!(
+            "waiting for {} transaction(s) to be included",
+            missing.len()
+        ));
+        if Instant::now() >= next_resend {
+            let included: HashSet<B256> = {
+                let scan = scanner.state.lock().unwrap_or_else(|e| e.into_inner());
+                scan.included.keys().copied().collect()
+            };
+            engine.resend_missing(&included).await;
+            next_resend = Instant::now() + Duration::from_secs(2);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let _ = stop_scan.send(true);
+    let _ = scan_task.await;
+    ticker.abort();
+    interrupt.abort();
+    pb.finish_and_clear();
+
+    let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+    let scan = scanner.state.lock().unwrap_or_else(|e| e.into_inner());
+    let (totals, latency, chain, series) =
+        report::account(&ledger, &scan, started_unix, window_start);
+    let c = &engine.counters;
+    Ok(LoadReport {
+        config,
+        environment: Environment {
+            feth_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: std::fs::read_to_string("/etc/hostname")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            cpus,
+            started_unix,
+        },
+        send_rate: totals.signed as f64 / send_seconds.max(1e-9),
+        send_seconds,
+        totals,
+        chain,
+        latency_ms: latency,
+        backoffs: c.backoffs.load(Ordering::Relaxed),
+        resends: c.resends.load(Ordering::Relaxed),
+        resyncs: c.resyncs.load(Ordering::Relaxed),
+        series,
+    })
+}

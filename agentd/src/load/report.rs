@@ -1,0 +1,221 @@
+//! The run's accounting and figures: every submitted transaction is exactly
+//! one of included, rejected (with a reason) or unresolved; committed TPS is
+//! read from blocks, the send rate shown apart.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::ledger::{Fate, TxEntry, TxStatus};
+use super::scan::ScanState;
+
+/// Inclusion latency, milliseconds, from intended send time to block time.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+/// Both latency measures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latencies {
+    /// Intended send time → block timestamp (1 s resolution on Ethereum RPC).
+    pub to_block_time: Latency,
+    /// Intended send time → the agent first read the including block
+    /// (polled every 100 ms).
+    pub to_observed: Latency,
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Second {
+    /// Seconds since the run began.
+    pub second: u64,
+    /// First submissions.
+    pub sent: u64,
+    /// Accepted by a node.
+    pub accepted: u64,
+    /// Included, by block time.
+    pub included: u64,
+}
+
+/// Totals that add up: `signed = included + rejected + unresolved`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    /// Transactions submitted at least once.
+    pub signed: u64,
+    /// Found in a block.
+    pub included: u64,
+    /// Refused and not in any block.
+    pub rejected: u64,
+    /// Neither after the bounded wait.
+    pub unresolved: u64,
+    /// Rejections by reason.
+    pub rejected_by_reason: BTreeMap<String, u64>,
+}
+
+/// Figures read from the chain over the run's window.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChainFigures {
+    /// First block of the window (the first after the run began).
+    pub first_block: u64,
+    /// Last block of the window.
+    pub last_block: u64,
+    /// Seconds between the block before the window and its last block.
+    pub seconds: f64,
+    /// All transactions in the window's blocks.
+    pub all_txs: u64,
+    /// Our transactions per second, committed.
+    pub committed_tps: f64,
+    /// All transactions per second, committed.
+    pub committed_tps_all: f64,
+}
+
+/// Builds the totals, latency, window figures and per-second series.
+pub fn account(
+    ledger: &[TxEntry],
+    scan: &ScanState,
+    run_start_unix: f64,
+    window_start_time: u64,
+) -> (Totals, Latencies, ChainFigures, Vec<Second>) {
+    let mut totals = Totals::default();
+    let mut latencies = Vec::new();
+    let mut observed = Vec::new();
+    let mut series: BTreeMap<u64, Second> = BTreeMap::new();
+    let mut last_used_block: Option<usize> = None;
+    for entry in ledger {
+        totals.signed += 1;
+        let sec = series.entry(entry.first_sent as u64).or_default();
+        sec.sent += 1;
+        if let Some(t) = entry.accepted_at {
+            series.entry(t as u64).or_default().accepted += 1;
+        }
+        let fate = match scan.included.get(&entry.hash) {
+            Some(&b) => {
+                let block = &scan.blocks[b];
+                last_used_block = Some(last_used_block.map_or(b, |l| l.max(b)));
+                let at = block.timestamp as f64 - run_start_unix;
+                latencies.push(((at - entry.intended) * 1000.0).max(0.0));
+                observed.push(((block.seen - entry.intended) * 1000.0).max(0.0));
+                series.entry(at.max(0.0) as u64).or_default().included += 1;
+                Fate::Included
+            }
+            None => match &entry.status {
+                TxStatus::Rejected(reason) => {
+                    *totals.rejected_by_reason.entry(reason.clone()).or_default() += 1;
+                    Fate::Rejected
+                }
+                _ => Fate::Unresolved,
+            },
+        };
+        match fate {
+            Fate::Included => totals.included += 1,
+            Fate::Rejected => totals.rejected += 1,
+            Fate::Unresolved => totals.unresolved += 1,
+        }
+    }
+    let mut chain = ChainFigures::default();
+    if let (Some(first), Some(last)) = (
+        scan.blocks.first(),
+        last_used_block.map(|l| &scan.blocks[l]),
+    ) {
+        chain.first_block = first.number;
+        chain.last_block = last.number;
+        chain.seconds = (last.timestamp.saturating_sub(window_start_time)).max(1) as f64;
+        chain.all_txs = scan
+            .blocks
+            .iter()
+            .filter(|b| b.number <= last.number)
+            .map(|b| b.txs as u64)
+            .sum();
+        chain.committed_tps = totals.included as f64 / chain.seconds;
+        chain.committed_tps_all = chain.all_txs as f64 / chain.seconds;
+    }
+    let latency = Latencies {
+        to_block_time: percentiles(&mut latencies),
+        to_observed: percentiles(&mut observed),
+    };
+    let last = series.keys().next_back().copied().unwrap_or(0);
+    let series = (0..=last)
+        .map(|s| {
+            let mut v = series.remove(&s).unwrap_or_default();
+            v.second = s;
+            v
+        })
+        .collect();
+    (totals, latency, chain, series)
+}
+
+fn percentiles(values: &mut [f64]) -> Latency {
+    if values.is_empty() {
+        return Latency::default();
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    Latency {
+        p50: at(0.50),
+        p90: at(0.90),
+        p99: at(0.99),
+        max: values[values.len() - 1],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::scan::ScannedBlock;
+    use alloy_primitives::{Bytes, B256};
+
+    fn entry(i: u8, status: TxStatus) -> TxEntry {
+        TxEntry {
+            hash: B256::repeat_byte(i),
+            account: 0,
+            nonce: i as u64,
+            raw: Bytes::new(),
+            intended: 0.5,
+            first_sent: 0.5,
+            accepted_at: Some(0.6),
+            status,
+        }
+    }
+
+    #[test]
+    fn fates_add_up_and_inclusion_wins() {
+        let ledger = vec![
+            entry(1, TxStatus::Accepted),
+            entry(2, TxStatus::Accepted),
+            entry(3, TxStatus::Rejected("nonce too low".into())),
+            entry(
+                4,
+                TxStatus::Rejected("insufficient funds for gas * price + value".into()),
+            ),
+        ];
+        let mut scan = ScanState::default();
+        scan.blocks.push(ScannedBlock {
+            number: 10,
+            timestamp: 1002,
+            txs: 5,
+            seen: 2.0,
+        });
+        scan.included.insert(B256::repeat_byte(1), 0);
+        scan.included.insert(B256::repeat_byte(3), 0);
+        let (t, lat, chain, series) = account(&ledger, &scan, 1000.0, 1000);
+        assert_eq!(
+            (t.signed, t.included, t.rejected, t.unresolved),
+            (4, 2, 1, 1)
+        );
+        assert_eq!(t.signed, t.included + t.rejected + t.unresolved);
+        assert_eq!(chain.committed_tps, 1.0);
+        assert_eq!(chain.committed_tps_all, 2.5);
+        assert_eq!(lat.to_block_time.p50, 1500.0);
+        assert_eq!(lat.to_observed.p50, 1500.0);
+        assert_eq!(series[2].included, 2);
+        assert_eq!(series[0].sent, 4);
+    }
+}

@@ -1,0 +1,47 @@
+//! Parsing amounts of ether: `1000` (wei), `5gwei`, `0.5eth`.
+
+use alloy_primitives::U256;
+use anyhow::{bail, Context, Result};
+
+/// Parses an amount with an optional unit (`wei`, `gwei`, `eth` / `ether`).
+pub fn parse_amount(text: &str) -> Result<U256> {
+    let t = text.trim().to_ascii_lowercase();
+    let (number, decimals) = if let Some(n) = t.strip_suffix("gwei") {
+        (n, 9)
+    } else if let Some(n) = t.strip_suffix("ether").or_else(|| t.strip_suffix("eth")) {
+        (n, 18)
+    } else if let Some(n) = t.strip_suffix("wei") {
+        (n, 0)
+    } else {
+        (t.as_str(), 0)
+    };
+    let number = number.trim();
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    if int.is_empty() && frac.is_empty() {
+        bail!("{text:?} is not an amount (examples: 1000, 5gwei, 0.5eth)");
+    }
+    if frac.len() > decimals {
+        bail!("{text:?} has more decimals than its unit allows");
+    }
+    let digits = format!("{int}{frac:0<decimals$}");
+    U256::from_str_radix(if digits.is_empty() { "0" } else { &digits }, 10)
+        .with_context(|| format!("{text:?} is not an amount (examples: 1000, 5gwei, 0.5eth)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_amount("1000").unwrap(), U256::from(1000));
+        assert_eq!(parse_amount("5gwei").unwrap(), U256::from(5_000_000_000u64));
+        assert_eq!(
+            parse_amount("0.5eth").unwrap(),
+            U256::from(500_000_000_000_000_000u64)
+        );
+        assert!(parse_amount("1.5wei").is_err());
+        assert!(parse_amount("abc").is_err());
+        assert!(parse_amount("-1").is_err());
+    }
+}

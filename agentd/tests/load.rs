@@ -1,0 +1,221 @@
+//! feth fund and feth load against a real devnet: accounting that adds up and
+//! agrees with the chain, recovery from nonce gaps, full mempools and a node
+//! restart.
+
+mod common;
+
+use std::time::Duration;
+
+use alloy_primitives::{B256, U256};
+use common::TestNet;
+use feth::accounts::{KeySet, KeySource};
+use feth::eth::EthClient;
+use feth::fund::{self, FundPlan};
+use feth::load::engine::{EngineConfig, Recipients};
+use feth::load::pick::{AccountDist, Picker, RateSchedule};
+use feth::load::{self, LoadReport, LoadSettings};
+use feth::sign::Fee;
+
+const ETH: u64 = 1_000_000_000_000_000_000;
+
+async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(seed)));
+    keys.extend_to(count);
+    let path = dir.path().join("keys.txt");
+    keys.save(&path).unwrap();
+    let plan = FundPlan {
+        amount: U256::from(ETH),
+        redeposit: false,
+        wait: Duration::from_secs(120),
+        progress: false,
+    };
+    let report = fund::fund(
+        &net.client(),
+        &net.root,
+        &keys.addresses,
+        &plan,
+        &fund::journal_path(&path),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.paid, count);
+    assert_eq!(report.underfunded, 0);
+    (keys, dir)
+}
+
+fn settings(
+    net: &TestNet,
+    schedule: RateSchedule,
+    count: Option<u64>,
+    secs: Option<u64>,
+    senders: usize,
+) -> LoadSettings {
+    LoadSettings {
+        endpoints: vec![net.web3()],
+        timeout: Duration::from_secs(5),
+        wait: Duration::from_secs(60),
+        progress: false,
+        engine: EngineConfig {
+            schedule,
+            per_account: count,
+            duration: secs.map(Duration::from_secs),
+            max_parallelism: 64,
+            batch: 10,
+            picker: Picker::new(AccountDist::Uniform, senders),
+            recipients: Recipients::Fresh,
+            value: U256::from(1u64),
+            gas_limit: 21_000,
+            fee: Fee::Legacy { gas_price: 0 },
+            chain_id: 0,
+        },
+    }
+}
+
+/// The chain's own count of our transactions: the senders' committed nonces.
+async fn committed_by(client: &EthClient, keys: &KeySet) -> u64 {
+    let mut sum = 0;
+    for a in &keys.addresses {
+        sum += client.nonce(*a, false).await.unwrap();
+    }
+    sum
+}
+
+fn assert_adds_up(r: &LoadReport) {
+    let t = &r.totals;
+    assert_eq!(t.signed, t.included + t.rejected + t.unresolved, "{t:?}");
+    assert_eq!(t.rejected, t.rejected_by_reason.values().sum::<u64>());
+    assert!(r.series.iter().map(|s| s.sent).sum::<u64>() == t.signed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousand_accounts_fixed_rate_for_30s_adds_up_with_the_chain() {
+    let net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, 1000, 1).await;
+    // Funding is idempotent: a second run pays nobody.
+    let again = fund::fund(
+        &net.client(),
+        &net.root,
+        &keys.addresses,
+        &FundPlan {
+            amount: U256::from(ETH),
+            redeposit: false,
+            wait: Duration::from_secs(30),
+            progress: false,
+        },
+        &_dir.path().join("keys.txt.funding.json"),
+    )
+    .await
+    .unwrap();
+    assert_eq!((again.paid, again.skipped), (0, 1000));
+
+    let report = load::run(
+        settings(&net, RateSchedule::Fixed(150.0), None, Some(30), 1000),
+        keys.clone(),
+    )
+    .await
+    .unwrap();
+    assert_adds_up(&report);
+    let t = &report.totals;
+    assert!(t.signed >= 150 * 28, "the schedule was kept: {}", t.signed);
+    assert_eq!(t.unresolved, 0, "{t:?}");
+    assert_eq!(t.rejected, 0, "{t:?}");
+    assert_eq!(t.included, committed_by(&net.client(), &keys).await);
+    assert!(report.chain.committed_tps > 100.0, "{:?}", report.chain);
+    assert!(report.chain.committed_tps_all >= report.chain.committed_tps);
+    assert!(report.latency_ms.to_observed.p50 > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nonce_gap_made_behind_the_agents_back_is_recovered() {
+    let net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, 4, 2).await;
+    let client = net.client();
+    // Someone else uses account 0's key after the agent read its nonce.
+    let mut settings = settings(&net, RateSchedule::Closed, Some(30), None, 4);
+    settings.engine.max_parallelism = 4;
+    let stolen = 3u64;
+    let load = {
+        let keys = keys.clone();
+        tokio::spawn(async move { load::run(settings, keys).await })
+    };
+    for i in 0..stolen {
+        loop {
+            let pending = client.nonce(keys.addresses[0], true).await.unwrap();
+            let tx = feth::sign::sign(
+                &keys.keys[0],
+                &feth::sign::TxRequest {
+                    chain_id: 9000,
+                    nonce: pending,
+                    to: Some(keys.addresses[1]),
+                    value: U256::from(7u64 + i),
+                    gas_limit: 21_000,
+                    fee: Fee::Eip1559 {
+                        max_fee: 2_000_000_000,
+                        tip: 1,
+                    },
+                    input: Default::default(),
+                },
+            );
+            if client.send_raw(&tx.raw).await.is_ok() {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let report = load.await.unwrap().unwrap();
+    assert_adds_up(&report);
+    let t = &report.totals;
+    assert_eq!(t.unresolved, 0, "{t:?}");
+    // Every transaction the agent lost to the stolen nonces is accounted for
+    // as a rejection; the rest are on chain.
+    let on_chain = committed_by(&client, &keys).await;
+    assert_eq!(t.included + stolen, on_chain, "{t:?}");
+    assert!(t.included >= 4 * 30 - 2 * stolen, "{t:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_mempool_backs_off_per_sender_and_loses_nothing() {
+    let net = TestNet::start_with(|o| {
+        o.mempool_size = 20;
+        o.timeout_commit = "500ms".to_string();
+    })
+    .await;
+    let (keys, _dir) = funded(&net, 40, 3).await;
+    let mut s = settings(&net, RateSchedule::Closed, Some(10), None, 40);
+    s.engine.max_parallelism = 40;
+    let report = load::run(s, keys.clone()).await.unwrap();
+    assert_adds_up(&report);
+    assert!(report.backoffs > 0, "a 20-transaction mempool must fill up");
+    assert_eq!(report.totals.included, 400, "{:?}", report.totals);
+    assert_eq!(committed_by(&net.client(), &keys).await, 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abcid_restarted_mid_run_every_tx_is_accounted_for() {
+    let mut net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, 50, 4).await;
+    let mut s = settings(&net, RateSchedule::Fixed(100.0), None, Some(20), 50);
+    s.wait = Duration::from_secs(90);
+    let load = {
+        let keys = keys.clone();
+        tokio::spawn(async move { load::run(s, keys).await })
+    };
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    net.devnet.kill_abcid();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    net.devnet.restart().await.unwrap();
+    let report = load.await.unwrap().unwrap();
+    assert_adds_up(&report);
+    let t = &report.totals;
+    assert!(
+        report.resends > 0,
+        "the restart made the agent resend: {t:?}"
+    );
+    assert_eq!(t.unresolved, 0, "{t:?}");
+    assert_eq!(
+        t.included,
+        committed_by(&net.client(), &keys).await,
+        "{t:?}"
+    );
+}

@@ -14,7 +14,7 @@ demo: setup
 ## test: every test, against real CometBFT and Redis
 test: setup
 	$(CARGO) build --workspace --bins
-	$(CARGO) test --workspace --no-fail-fast
+	FETH_ETL_ALL_VERSIONS=1 $(CARGO) test --workspace --no-fail-fast
 
 lint:
 	$(CARGO) fmt --all -- --check

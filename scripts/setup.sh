@@ -27,3 +27,6 @@ else
   mkdir -p "$bin"
   GOBIN="$bin" go install "github.com/cometbft/cometbft/cmd/cometbft@$version"
 fi
+
+# The etl's all-versions tests also run Tendermint 0.34, CometBFT 0.37 and 1.0.
+bash etl/scripts/install-extra-cometbft.sh

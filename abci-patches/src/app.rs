@@ -15,6 +15,8 @@ use tendermint_proto::v0_38::abci::{
     ResponseInitChain,
 };
 
+use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
+
 use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
 use crate::node::{Node, NodeError};
@@ -23,12 +25,14 @@ use crate::node::{Node, NodeError};
 #[derive(Clone)]
 pub struct AbciApp {
     node: Arc<Node>,
+    profiler: Option<Arc<BlockProfiler>>,
 }
 
 impl AbciApp {
-    /// Serves `node` over ABCI.
-    pub fn new(node: Arc<Node>) -> Self {
-        Self { node }
+    /// Serves `node` over ABCI; `profiler`, when given, captures armed blocks
+    /// from the start of FinalizeBlock to the end of Commit.
+    pub fn new(node: Arc<Node>, profiler: Option<Arc<BlockProfiler>>) -> Self {
+        Self { node, profiler }
     }
 }
 
@@ -73,6 +77,7 @@ impl Application for AbciApp {
     }
 
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
+        tag_current_thread(Role::CheckTx);
         match self.node.check_tx(&request.tx) {
             Ok(Ok(tx)) => ResponseCheckTx {
                 code: 0,
@@ -90,10 +95,15 @@ impl Application for AbciApp {
     }
 
     fn finalize_block(&self, request: RequestFinalizeBlock) -> ResponseFinalizeBlock {
+        tag_current_thread(Role::DeliverTx);
+        let height = request.height.max(0) as u64;
+        if let Some(p) = &self.profiler {
+            p.begin_block(height);
+        }
         let time = request.time.unwrap_or_default();
         let txs: Vec<Bytes> = request.txs.into_iter().map(Bytes).collect();
         let input = BlockInput {
-            height: request.height.max(0) as u64,
+            height,
             hash: alloy_primitives::B256::try_from(request.hash.as_ref()).unwrap_or_default(),
             time_secs: time.seconds.max(0) as u64,
             time_nanos: time.nanos.max(0) as u32,
@@ -111,8 +121,12 @@ impl Application for AbciApp {
     }
 
     fn commit(&self) -> ResponseCommit {
+        tag_current_thread(Role::DeliverTx);
         let line = self.node.commit().unwrap_or_else(|e| fatal("Commit", e));
         line.emit();
+        if let Some(p) = &self.profiler {
+            p.end_block(line.height);
+        }
         ResponseCommit { retain_height: 0 }
     }
 }

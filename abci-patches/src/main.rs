@@ -10,6 +10,7 @@ use clap::{Parser, ValueEnum};
 use tendermint_abci::ServerBuilder;
 
 use abcid::{app::AbciApp, node::Node};
+use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
 /// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
 #[derive(Debug, Parser)]
@@ -30,6 +31,21 @@ struct Args {
     /// Log layout.
     #[arg(long, value_enum, default_value_t = LogFormat::Plain)]
     log_format: LogFormat,
+    /// Address of the profiler's JSON-RPC server (`profiler_enable`, …).
+    #[arg(long, default_value = "127.0.0.1:6060")]
+    profiler_addr: SocketAddr,
+    /// Bearer token of the profiler RPC; required when not on loopback.
+    #[arg(long, env = "ABCID_PROFILER_TOKEN", hide_env_values = true)]
+    profiler_token: Option<String>,
+    /// Where captured profiles are written (default `<home>/flamegraphs`).
+    #[arg(long)]
+    profiler_dir: Option<PathBuf>,
+    /// Folder name of this chain under the profiler directory.
+    #[arg(long, default_value = "abcid")]
+    chain_name: String,
+    /// Run without the profiler.
+    #[arg(long)]
+    no_profiler: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -82,8 +98,30 @@ fn run(args: Args) -> anyhow::Result<()> {
         .context("cannot start the web3 server")?;
     tracing::info!(addr = %web3_addr, "web3 JSON-RPC listening");
 
+    let (profiler, profiler_server) = if args.no_profiler {
+        (None, None)
+    } else {
+        let dir = args
+            .profiler_dir
+            .clone()
+            .unwrap_or_else(|| args.home.join("flamegraphs"));
+        let profiler = BlockProfiler::new(ProfilerConfig::new(args.chain_name.clone(), dir))
+            .context("cannot start the block profiler (use --no-profiler to run without it)")?;
+        let server = runtime
+            .block_on(feth_profiler_rpc::serve(
+                profiler.clone(),
+                ServerConfig {
+                    addr: args.profiler_addr,
+                    token: args.profiler_token.clone(),
+                },
+            ))
+            .context("cannot start the profiler RPC server")?;
+        tracing::info!(addr = %server.local_addr(), "profiler JSON-RPC listening");
+        (Some(profiler), Some(server))
+    };
+
     let server = ServerBuilder::default()
-        .bind(args.abci, AbciApp::new(node))
+        .bind(args.abci, AbciApp::new(node, profiler))
         .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
     tracing::info!(addr = %args.abci, "ABCI listening");
     let abci = std::thread::Builder::new()
@@ -106,6 +144,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     })?;
     tracing::info!("stopping");
     let _ = web3_handle.stop();
+    if let Some(server) = profiler_server {
+        runtime.block_on(server.stop());
+    }
     // The ABCI accept loop has no shutdown hook; every commit is already
     // durable, so leaving the process now loses nothing.
     drop(abci);

@@ -24,6 +24,12 @@ enum Command {
     Info(cmd::info::InfoArgs),
     /// Heights, timestamps, transaction counts and block times.
     Block(cmd::info::BlockArgs),
+    /// Arm the block profiler of a running node, or fetch what it captured.
+    Profiler(feth_profiler_rpc::cli::ProfilerArgs),
+    /// Flamegraph tools: differential flamegraphs of two sets of profiles.
+    Flamegraph(feth_profiler_rpc::cli::FlamegraphArgs),
+    /// Node logs into Redis; block times, TPS and valid/invalid counts out.
+    Etl(feth_etl::cli::EtlArgs),
     /// Benchmarks that print figures.
     Bench(cmd::bench::BenchCommand),
     /// Send signed value transfers and wait until they are committed.
@@ -46,6 +52,9 @@ async fn main() {
         Command::Load(a) => cmd::load::run(a).await,
         Command::Info(a) => cmd::info::info(a).await,
         Command::Block(a) => cmd::info::block(a).await,
+        Command::Profiler(a) => feth_profiler_rpc::cli::run_profiler(a).await,
+        Command::Flamegraph(a) => feth_profiler_rpc::cli::run_flamegraph(a).await,
+        Command::Etl(a) => feth_etl::cli::run(a).await,
         Command::Bench(c) => cmd::bench::run(c).await,
         Command::Send(a) => cmd::send::run(a).await,
     };

@@ -55,6 +55,7 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 println!("devnet up in {}", status.dir.display());
                 println!("  web3 JSON-RPC  {}", status.web3);
                 println!("  CometBFT RPC   {}", status.rpc);
+                println!("  profiler RPC   {}", status.profiler);
                 println!("  height         {}", status.height.unwrap_or_default());
                 println!("  root key       {} (mode 0600)", status.root_key.display());
                 println!(

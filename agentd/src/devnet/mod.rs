@@ -62,6 +62,10 @@ pub struct DevnetOptions {
     /// abcid's web3 JSON-RPC port.
     #[arg(long, default_value_t = 8545)]
     pub web3_port: u16,
+    /// abcid's profiler JSON-RPC port.
+    #[arg(long, default_value_t = 6060)]
+    #[serde(default = "default_profiler_port")]
+    pub profiler_port: u16,
     /// CometBFT `consensus.timeout_commit`.
     #[arg(long, default_value = "1s")]
     pub timeout_commit: String,
@@ -94,9 +98,13 @@ pub struct DevnetOptions {
     pub wait: u64,
 }
 
+fn default_profiler_port() -> u16 {
+    6060
+}
+
 impl DevnetOptions {
     /// Options with defaults for `dir`, the given ports and a fast block time.
-    pub fn for_test(dir: &Path, ports: [u16; 4]) -> Self {
+    pub fn for_test(dir: &Path, ports: [u16; 5]) -> Self {
         Self {
             dir: dir.to_path_buf(),
             chain_id: 9000,
@@ -104,6 +112,7 @@ impl DevnetOptions {
             p2p_port: ports[1],
             abci_port: ports[2],
             web3_port: ports[3],
+            profiler_port: ports[4],
             timeout_commit: "300ms".to_string(),
             mempool_size: 10_000,
             mempool_max_txs_bytes: 1 << 30,
@@ -137,6 +146,11 @@ impl DevnetState {
     /// The web3 JSON-RPC URL.
     pub fn web3_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.options.web3_port)
+    }
+
+    /// abcid's profiler RPC URL.
+    pub fn profiler_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.options.profiler_port)
     }
 
     /// CometBFT's RPC URL.
@@ -274,7 +288,13 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
         .arg("--cometbft-rpc")
         .arg(state.rpc_url())
         .arg("--log-format")
-        .arg(o.log_format.as_str());
+        .arg(o.log_format.as_str())
+        .arg("--profiler-addr")
+        .arg(format!("127.0.0.1:{}", o.profiler_port))
+        .arg("--profiler-dir")
+        .arg(o.dir.join("flamegraphs"))
+        .arg("--chain-name")
+        .arg(format!("feth-devnet-{}", o.chain_id));
     let pid = process::spawn_logged(cmd, &state.abcid_log())?;
     state.abcid_pid = Some(pid);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -390,6 +410,8 @@ pub struct Status {
     pub web3: String,
     /// CometBFT RPC URL.
     pub rpc: String,
+    /// Profiler RPC URL.
+    pub profiler: String,
     /// Root key file.
     pub root_key: PathBuf,
 }
@@ -407,6 +429,7 @@ pub async fn status(dir: &Path) -> Result<Status> {
         height,
         web3: state.web3_url(),
         rpc: state.rpc_url(),
+        profiler: state.profiler_url(),
         root_key: state.root_key(),
     })
 }

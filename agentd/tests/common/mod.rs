@@ -11,12 +11,12 @@ use feth::devnet::{Devnet, DevnetOptions};
 use feth::eth::EthClient;
 use secp256k1::SecretKey;
 
-/// Four distinct free ports on 127.0.0.1.
-pub fn free_ports() -> [u16; 4] {
-    let listeners: Vec<TcpListener> = (0..4)
+/// Five distinct free ports on 127.0.0.1.
+pub fn free_ports() -> [u16; 5] {
+    let listeners: Vec<TcpListener> = (0..5)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
         .collect();
-    let mut ports = [0u16; 4];
+    let mut ports = [0u16; 5];
     for (p, l) in ports.iter_mut().zip(&listeners) {
         *p = l.local_addr().unwrap().port();
     }
@@ -69,5 +69,53 @@ impl TestNet {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("chain did not advance {n} blocks");
+    }
+}
+
+/// A private `redis-server` on a free port, stopped (by PID) when dropped.
+pub struct Redis {
+    child: std::process::Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_ports()[0];
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (scripts/setup.sh)");
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

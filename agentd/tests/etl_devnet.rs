@@ -1,0 +1,125 @@
+//! The etl on real logs of the devnet (CometBFT 0.38 + abcid's per-block
+//! line) under load, into a real Redis: per-height transaction and valid
+//! counts agree with the chain as web3 reports it, and ingesting twice
+//! changes nothing.
+
+mod common;
+
+use std::time::Duration;
+
+use alloy_primitives::{B256, U256};
+use common::{Redis, TestNet};
+use feth::accounts::{KeySet, KeySource};
+use feth::fund::{self, FundPlan};
+use feth::load::engine::{EngineConfig, Recipients};
+use feth::load::pick::{AccountDist, Picker, RateSchedule};
+use feth::load::{self, LoadSettings};
+use feth::sign::Fee;
+use feth_etl::cli::{IngestArgs, StatsArgs};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abcid_and_cometbft_logs_agree_with_the_chain() {
+    let net = TestNet::start().await;
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(6)));
+    keys.extend_to(20);
+    let plan = FundPlan {
+        amount: U256::from(10u64).pow(U256::from(18u64)),
+        redeposit: false,
+        wait: Duration::from_secs(60),
+        progress: false,
+    };
+    fund::fund(
+        &net.client(),
+        &net.root,
+        &keys.addresses,
+        &plan,
+        &dir.path().join("j.json"),
+    )
+    .await
+    .unwrap();
+    let settings = LoadSettings {
+        endpoints: vec![net.web3()],
+        timeout: Duration::from_secs(5),
+        wait: Duration::from_secs(30),
+        progress: false,
+        engine: EngineConfig {
+            schedule: RateSchedule::Fixed(300.0),
+            per_account: None,
+            duration: Some(Duration::from_secs(5)),
+            max_parallelism: 16,
+            batch: 10,
+            picker: Picker::new(AccountDist::Uniform, 20),
+            recipients: Recipients::Fresh,
+            value: U256::from(1u64),
+            gas_limit: 21_000,
+            fee: Fee::Legacy { gas_price: 0 },
+            chain_id: 0,
+        },
+    };
+    let report = load::run(settings, keys).await.unwrap();
+    assert!(report.totals.included > 0);
+    net.wait_blocks(2).await;
+
+    let ingest = IngestArgs {
+        tendermint: vec![net.devnet.state.cometbft_log()],
+        abcid: vec![net.devnet.state.abcid_log()],
+        redis: Some(redis.url.clone()),
+        chain_id: Some("feth-devnet-9000".to_string()),
+        node: Some("node0".to_string()),
+        no_progress: true,
+        ..Default::default()
+    };
+    feth_etl::ingest::run(&ingest, std::future::pending())
+        .await
+        .unwrap();
+    let stats_args = StatsArgs {
+        redis: redis.url.clone(),
+        chain_id: "feth-devnet-9000".to_string(),
+        per_block: true,
+        ..Default::default()
+    };
+    let stats = feth_etl::stats::query(&stats_args).await.unwrap();
+    assert!(stats.blocks > 5, "{} blocks", stats.blocks);
+    assert_eq!(stats.invalid, 0);
+
+    let client = net.client();
+    let mut checked = 0;
+    let mut with_txs = 0;
+    for row in &stats.per_block {
+        let Some(block) = client.block(row.height).await.unwrap() else {
+            continue;
+        };
+        let txs = block.transactions.len() as u64;
+        assert_eq!(row.txs, Some(txs), "height {}", row.height);
+        assert_eq!(
+            row.valid,
+            Some(txs),
+            "height {}: abcid's valid count",
+            row.height
+        );
+        assert_eq!(row.invalid, Some(0), "height {}", row.height);
+        checked += 1;
+        with_txs += u64::from(txs > 0);
+    }
+    assert!(
+        checked as u64 >= stats.blocks - 1,
+        "almost every ingested height was checked"
+    );
+    assert!(with_txs >= 3, "the load shows in several blocks");
+    assert_eq!(
+        stats.valid,
+        stats.per_block.iter().filter_map(|r| r.valid).sum::<u64>()
+    );
+
+    // Idempotent: the same logs again change no figure.
+    feth_etl::ingest::run(&ingest, std::future::pending())
+        .await
+        .unwrap();
+    let again = feth_etl::stats::query(&stats_args).await.unwrap();
+    assert_eq!(
+        (again.blocks, again.txs, again.valid, again.invalid),
+        (stats.blocks, stats.txs, stats.valid, stats.invalid)
+    );
+}

@@ -1,0 +1,25 @@
+//! Fuzzes the line parser: any bytes, as one line and split into lines,
+//! must be classified without panicking, and every event's timestamp must
+//! convert (or be refused) without panicking.
+#![no_main]
+
+use feth_etl::parse::{Event, Line, Parser};
+use feth_etl::time::Clock;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut parser = Parser::new();
+    let mut utc = Clock::utc();
+    let mut check = |line: &[u8]| {
+        if let Line::Event(r) = parser.parse(line) {
+            let _ = utc.unix_nanos(&r.time);
+            if let Event::Abcid { block_time, .. } = r.event {
+                let _ = utc.unix_nanos(&block_time);
+            }
+        }
+    };
+    check(data);
+    for line in data.split(|b| *b == b'\n') {
+        check(line);
+    }
+});

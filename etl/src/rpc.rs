@@ -1,0 +1,447 @@
+//! The node's RPC (`--rpc`): chain id (`/status`), header times and tx counts
+//! (`/blockchain`, 20 headers a call) and valid/invalid counts
+//! (`/block_results`, many heights per JSON-RPC batch request), with several
+//! requests in flight at once. Works with Tendermint 0.34 to CometBFT 1.0.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::store::{BlockFacts, TimeSource};
+use crate::time;
+
+/// Headers per `/blockchain` call (the node's own limit).
+const HEADERS_PER_CALL: u64 = 20;
+
+/// RPC failures.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// Not a usable URL.
+    #[error("bad --rpc URL {0:?}: expected e.g. http://127.0.0.1:26657")]
+    Url(String),
+    /// The request failed (after retries).
+    #[error("RPC request {what} to {url} failed: {source}. Is the node running and its RPC listening there?")]
+    Http {
+        /// Node URL.
+        url: String,
+        /// Which request.
+        what: String,
+        /// Why.
+        source: reqwest::Error,
+    },
+    /// The answer was not what a Tendermint/CometBFT node sends.
+    #[error("unexpected RPC answer to {what} from {url}: {detail}")]
+    Answer {
+        /// Node URL.
+        url: String,
+        /// Which request.
+        what: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// `/status` essentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// Chain id.
+    pub network: String,
+    /// Latest height.
+    pub latest_height: u64,
+    /// Earliest height still stored (pruning).
+    pub earliest_height: u64,
+}
+
+/// Heights the node could not answer for, with its reason.
+pub type Missing = Vec<(u64, String)>;
+
+/// What one request task found.
+type Found = Result<(Vec<(u64, BlockFacts)>, Missing), RpcError>;
+
+/// A node RPC client.
+#[derive(Clone)]
+pub struct Rpc {
+    http: reqwest::Client,
+    base: String,
+    batch: usize,
+    concurrency: Arc<Semaphore>,
+}
+
+#[derive(Deserialize)]
+struct Envelope<T> {
+    result: Option<T>,
+    error: Option<serde_json::Value>,
+    #[serde(default)]
+    id: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct StatusResult {
+    node_info: NodeInfo,
+    sync_info: SyncInfo,
+}
+#[derive(Deserialize)]
+struct NodeInfo {
+    network: String,
+}
+#[derive(Deserialize)]
+struct SyncInfo {
+    latest_block_height: Num,
+    #[serde(default)]
+    earliest_block_height: Option<Num>,
+}
+
+/// Heights and counts come as JSON strings ("12"); accept numbers too.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Num {
+    Str(#[serde(deserialize_with = "de_u64_str")] u64),
+    Int(u64),
+}
+
+impl Num {
+    fn get(self) -> u64 {
+        match self {
+            Num::Str(v) | Num::Int(v) => v,
+        }
+    }
+}
+
+fn de_u64_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse().map_err(serde::de::Error::custom)
+}
+
+#[derive(Deserialize)]
+struct BlockchainResult {
+    block_metas: Vec<BlockMeta>,
+}
+#[derive(Deserialize)]
+struct BlockMeta {
+    header: Header,
+    num_txs: Num,
+}
+#[derive(Deserialize)]
+struct Header {
+    height: Num,
+    time: String,
+}
+
+#[derive(Deserialize)]
+struct BlockResults {
+    height: Num,
+    #[serde(default)]
+    txs_results: Option<Vec<TxResult>>,
+}
+#[derive(Deserialize)]
+struct TxResult {
+    #[serde(default)]
+    code: u32,
+}
+
+impl Rpc {
+    /// A client for the node at `url` (`http://host:port`; `tcp://` is read
+    /// as `http://`), sending `batch` heights per `/block_results` batch and
+    /// at most `concurrency` requests at once.
+    pub fn new(url: &str, batch: usize, concurrency: usize) -> Result<Self, RpcError> {
+        let url = url.trim().trim_end_matches('/');
+        let base = if let Some(rest) = url.strip_prefix("tcp://") {
+            format!("http://{rest}")
+        } else if url.starts_with("http://") || url.starts_with("https://") {
+            url.to_string()
+        } else if !url.is_empty() && !url.contains("://") {
+            format!("http://{url}")
+        } else {
+            return Err(RpcError::Url(url.to_string()));
+        };
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|source| RpcError::Http {
+                url: base.clone(),
+                what: "client setup".into(),
+                source,
+            })?;
+        Ok(Self {
+            http,
+            base,
+            batch: batch.max(1),
+            concurrency: Arc::new(Semaphore::new(concurrency.max(1))),
+        })
+    }
+
+    /// The node URL.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    fn answer_err(&self, what: &str, detail: impl Into<String>) -> RpcError {
+        RpcError::Answer {
+            url: self.base.clone(),
+            what: what.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    /// GET with a few retries on connection errors.
+    async fn get_json<T: for<'de> Deserialize<'de>>(&self, path: &str) -> Result<T, RpcError> {
+        let url = format!("{}/{path}", self.base);
+        let mut attempt = 0u32;
+        let env: Envelope<T> = loop {
+            let r = async {
+                self.http
+                    .get(&url)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json::<Envelope<T>>()
+                    .await
+            }
+            .await;
+            match r {
+                Ok(env) => break env,
+                Err(e) if attempt < 3 && (e.is_connect() || e.is_timeout()) => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                }
+                Err(source) => {
+                    return Err(RpcError::Http {
+                        url: self.base.clone(),
+                        what: path.to_string(),
+                        source,
+                    })
+                }
+            }
+        };
+        match (env.result, env.error) {
+            (Some(r), _) => Ok(r),
+            (None, e) => Err(self.answer_err(path, format!("error {}", e.unwrap_or_default()))),
+        }
+    }
+
+    /// Chain id and height range of the node.
+    pub async fn status(&self) -> Result<Status, RpcError> {
+        let s: StatusResult = self.get_json("status").await?;
+        let latest = s.sync_info.latest_block_height.get();
+        Ok(Status {
+            network: s.node_info.network,
+            latest_height: latest,
+            earliest_height: s.sync_info.earliest_block_height.map_or(1, Num::get),
+        })
+    }
+
+    /// Header time and tx count of heights `lo..=hi` (at most 20).
+    async fn headers(&self, lo: u64, hi: u64) -> Result<Vec<(u64, BlockFacts)>, RpcError> {
+        let what = format!("blockchain?minHeight={lo}&maxHeight={hi}");
+        let r: BlockchainResult = self.get_json(&what).await?;
+        let mut out = Vec::with_capacity(r.block_metas.len());
+        for m in r.block_metas {
+            let t = time::parse_rfc3339(m.header.time.as_bytes())
+                .and_then(|c| time::Clock::utc().unix_nanos(&c).ok())
+                .ok_or_else(|| {
+                    self.answer_err(&what, format!("header time {:?}", m.header.time))
+                })?;
+            out.push((
+                m.header.height.get(),
+                BlockFacts {
+                    txs: Some(m.num_txs.get()),
+                    time_ns: Some(t),
+                    time_src: Some(TimeSource::Rpc),
+                    ..BlockFacts::default()
+                },
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Valid/invalid counts of `heights` in one JSON-RPC batch request (split
+    /// further if the node allows fewer requests per batch).
+    async fn results(
+        &self,
+        heights: &[u64],
+    ) -> Result<(Vec<(u64, BlockFacts)>, Missing), RpcError> {
+        let body: Vec<serde_json::Value> = heights
+            .iter()
+            .map(|h| serde_json::json!({"jsonrpc": "2.0", "id": h, "method": "block_results", "params": {"height": h.to_string()}}))
+            .collect();
+        let what = format!(
+            "block_results batch of {} heights from {}",
+            heights.len(),
+            heights.first().copied().unwrap_or(0)
+        );
+        let mut attempt = 0u32;
+        let answer: serde_json::Value = loop {
+            let r = async {
+                self.http
+                    .post(&self.base)
+                    .json(&body)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await
+            }
+            .await;
+            match r {
+                Ok(a) => break a,
+                Err(e) if attempt < 3 && (e.is_connect() || e.is_timeout()) => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                }
+                Err(source) => {
+                    return Err(RpcError::Http {
+                        url: self.base.clone(),
+                        what,
+                        source,
+                    })
+                }
+            }
+        };
+        let answers: Vec<serde_json::Value> = match answer {
+            serde_json::Value::Array(a) => a,
+            // A batch of one is answered with a single object…
+            single
+                if heights.len() == 1
+                    && single
+                        .get("id")
+                        .and_then(serde_json::Value::as_u64)
+                        .is_some() =>
+            {
+                vec![single]
+            }
+            // …and a batch over the node's limit (`max_request_batch_size`,
+            // 10 by default since 0.38) with one error: split it.
+            other if heights.len() > 1 => {
+                let detail = other
+                    .get("error")
+                    .map_or_else(|| other.to_string(), ToString::to_string);
+                if !detail.contains("batch") {
+                    return Err(self.answer_err(&what, detail));
+                }
+                let (a, b) = heights.split_at(heights.len() / 2);
+                let (mut found, mut missing) = Box::pin(self.results(a)).await?;
+                let (f2, m2) = Box::pin(self.results(b)).await?;
+                found.extend(f2);
+                missing.extend(m2);
+                return Ok((found, missing));
+            }
+            other => return Err(self.answer_err(&what, other.to_string())),
+        };
+        let mut found = Vec::with_capacity(answers.len());
+        let mut missing = Vec::new();
+        for a in answers {
+            let a: Envelope<BlockResults> =
+                serde_json::from_value(a).map_err(|e| self.answer_err(&what, e.to_string()))?;
+            match (a.result, a.error) {
+                (Some(r), _) => {
+                    let (mut valid, mut invalid) = (0u64, 0u64);
+                    for t in r.txs_results.unwrap_or_default() {
+                        if t.code == 0 {
+                            valid += 1;
+                        } else {
+                            invalid += 1;
+                        }
+                    }
+                    found.push((
+                        r.height.get(),
+                        BlockFacts {
+                            txs: Some(valid + invalid),
+                            valid: Some(valid),
+                            invalid: Some(invalid),
+                            ..BlockFacts::default()
+                        },
+                    ));
+                }
+                (None, e) => {
+                    let h = a.id.as_u64().ok_or_else(|| {
+                        self.answer_err(&what, "an error answer without a numeric id")
+                    })?;
+                    let reason = e.map(|e| {
+                        e.get("data")
+                            .or(e.get("message"))
+                            .map_or_else(|| e.to_string(), ToString::to_string)
+                    });
+                    missing.push((h, reason.unwrap_or_else(|| "no result".into())));
+                }
+            }
+        }
+        Ok((found, missing))
+    }
+
+    /// Header times and tx counts of `heights`, plus valid/invalid counts of
+    /// those in `need_results`; concurrent and batched.
+    pub async fn fetch(
+        &self,
+        heights: &[u64],
+        need_results: &[u64],
+    ) -> Result<(BTreeMap<u64, BlockFacts>, Missing), RpcError> {
+        let mut set: JoinSet<Found> = JoinSet::new();
+        // Consecutive runs of at most 20 heights → one /blockchain call each.
+        let mut sorted = heights.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut i = 0;
+        while i < sorted.len() {
+            let lo = sorted[i];
+            let mut j = i;
+            while j + 1 < sorted.len() && sorted[j + 1] < lo.saturating_add(HEADERS_PER_CALL) {
+                j += 1;
+            }
+            let hi = sorted[j];
+            let wanted: Vec<u64> = sorted[i..=j].to_vec();
+            let (me, sem) = (self.clone(), self.concurrency.clone());
+            set.spawn(async move {
+                let _permit = sem
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| me.answer_err("blockchain", "client shut down"))?;
+                let got = me.headers(lo, hi).await?;
+                let missing = wanted
+                    .iter()
+                    .filter(|h| !got.iter().any(|(g, _)| g == *h))
+                    .map(|h| {
+                        (
+                            *h,
+                            "no header (pruned, or not yet committed on this node)".to_string(),
+                        )
+                    })
+                    .collect();
+                Ok((
+                    got.into_iter()
+                        .filter(|(h, _)| wanted.contains(h))
+                        .collect(),
+                    missing,
+                ))
+            });
+            i = j + 1;
+        }
+        for chunk in need_results.chunks(self.batch) {
+            let (me, sem, chunk) = (self.clone(), self.concurrency.clone(), chunk.to_vec());
+            set.spawn(async move {
+                let _permit = sem
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| me.answer_err("block_results", "client shut down"))?;
+                me.results(&chunk).await
+            });
+        }
+        let mut facts: BTreeMap<u64, BlockFacts> = BTreeMap::new();
+        let mut missing = Missing::new();
+        while let Some(joined) = set.join_next().await {
+            let (found, miss) =
+                joined.map_err(|e| self.answer_err("fetch", format!("task failed: {e}")))??;
+            for (h, f) in found {
+                facts.entry(h).or_default().merge(&f);
+            }
+            missing.extend(miss);
+        }
+        missing.sort();
+        missing.dedup_by_key(|m| m.0);
+        Ok((facts, missing))
+    }
+}

@@ -1,0 +1,155 @@
+//! Arm 3 blocks over JSON-RPC, run 5 blocks of a two-role workload, and check every
+//! output of the 3 captured blocks: SVGs, protobufs, folded stacks, list and fetch.
+
+use feth_profiler_rpc::api::ContentEncoding;
+use feth_profiler_rpc::{
+    EnableParams, FetchParams, HeightSelector, ProfileKind, RoleFilter, SessionState,
+};
+
+use crate::common::{
+    has_exact_frame, has_frame, read, serial, svg_titles, DecodedProfile, Node, BETWEEN_BLOCKS_FN,
+    CHECK_TX_FN, DELIVER_TX_FN, TEST_HZ,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_armed_blocks_give_three_profiles_with_both_roles() {
+    let _turn = serial().await;
+    let node = Node::start("e2e-chain").await;
+
+    // Blocks before arming are not captured.
+    node.run_blocks(1..3).await;
+    assert!(node.client.list().await.expect("list").is_empty());
+
+    let session = node
+        .client
+        .enable(EnableParams {
+            blocks: Some(3),
+            frequency_hz: Some(TEST_HZ),
+        })
+        .await
+        .expect("enable");
+    assert_eq!(session.state, SessionState::Armed);
+    assert_eq!(session.blocks_requested, 3);
+    assert!(node.client.status().await.expect("status").armed);
+
+    node.run_blocks(3..8).await;
+
+    let status = node.client.status().await.expect("status");
+    assert!(!status.armed, "disarms itself after 3 blocks");
+    let finished = status.session.expect("session on record");
+    assert_eq!(finished.id, session.id);
+    assert_eq!(finished.state, SessionState::Completed);
+    assert_eq!(finished.blocks_captured, 3);
+    assert_eq!(status.failures_total, 0, "{:?}", status.last_error);
+    assert_eq!(status.captured_total, 3);
+    assert_eq!(status.pending_renders, 0);
+    assert_eq!(status.profiles, 3);
+
+    let listed = node.client.list().await.expect("list");
+    let heights: Vec<u64> = listed.iter().map(|p| p.height).collect();
+    assert_eq!(heights, vec![3, 4, 5]);
+    let expected_files: Vec<String> = ProfileKind::ALL
+        .iter()
+        .flat_map(|kind| RoleFilter::ALL.map(|role| kind.file_name(role)))
+        .collect();
+    for profile in &listed {
+        assert_eq!(profile.session_id, session.id);
+        assert_eq!(profile.frequency_hz, TEST_HZ as u32);
+        assert!(profile.check_tx_samples > 0, "{profile:?}");
+        assert!(profile.deliver_tx_samples > 0, "{profile:?}");
+        assert!(profile.samples >= profile.check_tx_samples + profile.deliver_tx_samples);
+        assert!(profile.duration_ms > 0.0);
+        for file in &expected_files {
+            assert!(profile.files.contains(file), "{file} missing: {profile:?}");
+        }
+    }
+    assert!(!node.chain_dir().join("6").exists());
+
+    for profile in &listed {
+        check_block_files(&node, profile.height).await;
+    }
+
+    let latest = node
+        .client
+        .fetch(FetchParams {
+            height: HeightSelector::Latest,
+            kind: ProfileKind::Folded,
+            role: RoleFilter::All,
+        })
+        .await
+        .expect("fetch latest");
+    assert_eq!(latest.height, 5);
+
+    node.shutdown().await;
+}
+
+/// Checks one captured block's files on disk and through `profiler_fetch`.
+async fn check_block_files(node: &Node, height: u64) {
+    let dir = node.chain_dir();
+
+    // SVGs: well-formed, thread names as root frames, the distinctive work frames.
+    let all = svg_titles(&read(&dir, height, "all.svg"));
+    assert!(has_exact_frame(&all, "check_tx"), "height {height}");
+    assert!(has_exact_frame(&all, "deliver_tx"), "height {height}");
+    assert!(has_frame(&all, CHECK_TX_FN));
+    assert!(has_frame(&all, DELIVER_TX_FN));
+    // Each block is its own window: work between blocks belongs to none of them.
+    assert!(!has_frame(&all, BETWEEN_BLOCKS_FN), "height {height}");
+    let check = svg_titles(&read(&dir, height, "check_tx.svg"));
+    assert!(has_frame(&check, CHECK_TX_FN) && !has_frame(&check, DELIVER_TX_FN));
+    assert!(!has_exact_frame(&check, "deliver_tx"));
+    let deliver = svg_titles(&read(&dir, height, "deliver_tx.svg"));
+    assert!(has_frame(&deliver, DELIVER_TX_FN) && !has_frame(&deliver, CHECK_TX_FN));
+
+    // Protobuf: decodes, every sample labelled with its thread and this block's height.
+    let pb = DecodedProfile::decode(&read(&dir, height, "all.pb"));
+    let labels = pb.sample_labels();
+    assert!(!labels.is_empty());
+    assert!(
+        labels.iter().all(|(_, h)| *h == height as i64),
+        "height {height}"
+    );
+    assert!(labels.iter().any(|(t, _)| t == "check_tx"));
+    assert!(labels.iter().any(|(t, _)| t == "deliver_tx"));
+    let functions = pb.function_names();
+    assert!(functions.iter().any(|f| f.contains(CHECK_TX_FN)));
+    assert!(functions.iter().any(|f| f.contains(DELIVER_TX_FN)));
+    assert!(pb.profile.period > 0 && pb.profile.duration_nanos > 0);
+    let check_pb = DecodedProfile::decode(&read(&dir, height, "check_tx.pb"));
+    assert!(check_pb
+        .sample_labels()
+        .iter()
+        .all(|(t, _)| t == "check_tx"));
+
+    // Folded: role files are the role's stacks of the all file.
+    let folded = String::from_utf8(read(&dir, height, "all.folded")).expect("utf-8");
+    let check_folded = String::from_utf8(read(&dir, height, "check_tx.folded")).expect("utf-8");
+    assert!(check_folded.lines().all(|l| l.starts_with("check_tx;")));
+    assert!(check_folded.lines().all(|l| folded.lines().any(|a| a == l)));
+    assert!(check_folded.contains(CHECK_TX_FN));
+
+    // Fetch returns exactly what is on disk, binary kinds in base64.
+    for kind in ProfileKind::ALL {
+        for role in RoleFilter::ALL {
+            let response = node
+                .client
+                .fetch(FetchParams {
+                    height: HeightSelector::Height(height),
+                    kind,
+                    role,
+                })
+                .await
+                .expect("fetch");
+            let expected = read(&dir, height, &kind.file_name(role));
+            assert_eq!(response.height, height);
+            assert_eq!(response.bytes, expected.len() as u64);
+            assert_eq!(response.decode().expect("decodes"), expected);
+            let encoding = if kind == ProfileKind::Pb {
+                ContentEncoding::Base64
+            } else {
+                ContentEncoding::Utf8
+            };
+            assert_eq!(response.encoding, encoding);
+        }
+    }
+}

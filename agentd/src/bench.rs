@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::accounts::{KeySet, KeySource};
-use crate::load::engine::{EngineConfig, Recipients};
+use crate::load::engine::{EngineConfig, Recipients, Workload};
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::{self, LoadSettings};
 use crate::sign::{self, Fee, TxRequest};
@@ -131,6 +131,7 @@ pub async fn agent(
             batch,
             picker: Picker::new(AccountDist::Uniform, active),
             recipients: Recipients::Fresh,
+            workload: Workload::Transfer,
             value: U256::from(1u64),
             gas_limit: 21_000,
             fee: Fee::Legacy { gas_price: 0 },

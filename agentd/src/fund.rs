@@ -24,7 +24,7 @@ use crate::{fees, keys};
 /// Gas of a plain transfer.
 pub const TRANSFER_GAS: u64 = 21_000;
 
-/// One planned payment.
+/// One planned payment (also a token hand-out of the erc20 workload).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Payment {
     /// Recipient.
@@ -130,7 +130,11 @@ pub async fn read_accounts(
 
 /// Sends `payments` in nonce order, resending on a full mempool, until each
 /// is accepted (or known). Order matters: nodes such as abcid refuse gaps.
-async fn send_in_order(client: &EthClient, payments: &[Payment], progress: bool) -> Result<()> {
+pub(crate) async fn send_in_order(
+    client: &EthClient,
+    payments: &[Payment],
+    progress: bool,
+) -> Result<()> {
     let pb = bar(progress, payments.len() as u64, "sending");
     for p in payments {
         let mut backoff = Duration::from_millis(50);
@@ -171,7 +175,7 @@ pub fn is_busy(message: &str) -> bool {
 }
 
 /// Waits until the root's committed nonce passes `nonce`.
-async fn wait_nonce(
+pub(crate) async fn wait_nonce(
     client: &EthClient,
     root: Address,
     nonce: u64,

@@ -11,7 +11,7 @@ use alloy_primitives::{B256, U256};
 use common::{Redis, TestNet};
 use feth::accounts::{KeySet, KeySource};
 use feth::fund::{self, FundPlan};
-use feth::load::engine::{EngineConfig, Recipients};
+use feth::load::engine::{EngineConfig, Recipients, Workload};
 use feth::load::pick::{AccountDist, Picker, RateSchedule};
 use feth::load::{self, LoadSettings};
 use feth::sign::Fee;
@@ -52,6 +52,7 @@ async fn abcid_and_cometbft_logs_agree_with_the_chain() {
             batch: 10,
             picker: Picker::new(AccountDist::Uniform, 20),
             recipients: Recipients::Fresh,
+            workload: Workload::Transfer,
             value: U256::from(1u64),
             gas_limit: 21_000,
             fee: Fee::Legacy { gas_price: 0 },

@@ -11,7 +11,7 @@ use common::TestNet;
 use feth::accounts::{KeySet, KeySource};
 use feth::eth::EthClient;
 use feth::fund::{self, FundPlan};
-use feth::load::engine::{EngineConfig, Recipients};
+use feth::load::engine::{EngineConfig, Recipients, Workload};
 use feth::load::pick::{AccountDist, Picker, RateSchedule};
 use feth::load::{self, LoadReport, LoadSettings};
 use feth::sign::Fee;
@@ -64,6 +64,7 @@ fn settings(
             batch: 10,
             picker: Picker::new(AccountDist::Uniform, senders),
             recipients: Recipients::Fresh,
+            workload: Workload::Transfer,
             value: U256::from(1u64),
             gas_limit: 21_000,
             fee: Fee::Legacy { gas_price: 0 },
@@ -218,4 +219,29 @@ async fn abcid_restarted_mid_run_every_tx_is_accounted_for() {
         committed_by(&net.client(), &keys).await,
         "{t:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erc20_workload_deploys_hands_out_and_transfers() {
+    let net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, 20, 5).await;
+    let mut s = settings(&net, RateSchedule::Closed, Some(10), None, 20);
+    s.engine.workload = Workload::Erc20 {
+        token: alloy_primitives::Address::ZERO,
+    };
+    let report = load::run(s, keys.clone()).await.unwrap();
+    assert_adds_up(&report);
+    assert_eq!(report.totals.included, 200, "{:?}", report.totals);
+    let client = net.client();
+    let deployer = keys.addresses[0];
+    let token = deployer.create(0);
+    // Holders got 10^9 tokens each and sent 10 of them.
+    for holder in &keys.addresses[1..] {
+        let balance = feth::load::erc20::balance_of(&client, token, *holder)
+            .await
+            .unwrap();
+        assert_eq!(balance, U256::from(1_000_000_000u64 - 10));
+    }
+    // The deployer: 20 prepare transactions (deploy + 19 hand-outs) + its 10.
+    assert_eq!(client.nonce(deployer, false).await.unwrap(), 30);
 }

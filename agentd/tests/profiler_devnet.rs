@@ -16,7 +16,7 @@ use alloy_primitives::{B256, U256};
 use common::TestNet;
 use feth::accounts::{KeySet, KeySource};
 use feth::fund::{self, FundPlan};
-use feth::load::engine::{EngineConfig, Recipients};
+use feth::load::engine::{EngineConfig, Recipients, Workload};
 use feth::load::pick::{AccountDist, Picker, RateSchedule};
 use feth::load::{self, LoadSettings};
 use feth::sign::Fee;
@@ -59,6 +59,7 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
             batch: 10,
             picker: Picker::new(AccountDist::Uniform, 200),
             recipients: Recipients::Fresh,
+            workload: Workload::Transfer,
             value: U256::from(1u64),
             gas_limit: 21_000,
             fee: Fee::Legacy { gas_price: 0 },

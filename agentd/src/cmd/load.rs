@@ -8,11 +8,18 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::accounts::KeySet;
-use crate::load::engine::{EngineConfig, Recipients};
+use crate::load::engine::{EngineConfig, Recipients, Workload};
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::{self, LoadReport, LoadSettings};
 use crate::sign::Fee;
 use crate::units;
+
+/// `--workload`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum WorkloadArg {
+    Transfer,
+    Erc20,
+}
 
 /// `feth load …`
 #[derive(Debug, Args)]
@@ -51,6 +58,10 @@ pub struct LoadArgs {
     /// Recipients: other accounts of the keys file, or fresh addresses.
     #[arg(long, value_enum, default_value_t = Recipients::Fresh)]
     recipients: Recipients,
+    /// What each transaction does: a value transfer, or an ERC-20 `transfer`
+    /// (the first account deploys a token and hands it to the others).
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Transfer)]
+    workload: WorkloadArg,
     /// Value of each transfer (wei, or with a unit).
     #[arg(long, default_value = "1")]
     value: String,
@@ -117,6 +128,12 @@ pub async fn run(args: LoadArgs) -> Result<()> {
             batch: args.batch.max(1),
             picker: Picker::new(args.accounts, keys.len()),
             recipients: args.recipients,
+            workload: match args.workload {
+                WorkloadArg::Transfer => Workload::Transfer,
+                WorkloadArg::Erc20 => Workload::Erc20 {
+                    token: alloy_primitives::Address::ZERO,
+                },
+            },
             value: units::parse_amount(&args.value)?,
             gas_limit: crate::fund::TRANSFER_GAS,
             fee: Fee::Legacy { gas_price: 0 },

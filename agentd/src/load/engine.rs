@@ -42,6 +42,19 @@ pub enum Recipients {
     Fresh,
 }
 
+/// What each transaction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// A plain value transfer.
+    Transfer,
+    /// `transfer(recipient, 1)` on an ERC-20 token.
+    Erc20 {
+        /// The token.
+        token: Address,
+    },
+}
+
 /// What the engine needs.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -59,6 +72,8 @@ pub struct EngineConfig {
     pub picker: Picker,
     /// Who receives.
     pub recipients: Recipients,
+    /// What each transaction does.
+    pub workload: Workload,
     /// Value per transfer, wei.
     pub value: U256,
     /// Gas limit per transaction.
@@ -242,16 +257,24 @@ impl Engine {
                 )
             }
         };
+        let (to, value, input) = match self.cfg.workload {
+            Workload::Transfer => (to, self.cfg.value, Bytes::new()),
+            Workload::Erc20 { token } => (
+                token,
+                U256::ZERO,
+                super::erc20::transfer_call(to, U256::from(1u64)),
+            ),
+        };
         sign::sign(
             &self.keys.keys[a],
             &TxRequest {
                 chain_id: self.cfg.chain_id,
                 nonce,
                 to: Some(to),
-                value: self.cfg.value,
+                value,
                 gas_limit: self.cfg.gas_limit,
                 fee: self.cfg.fee,
-                input: Bytes::new(),
+                input,
             },
         )
     }

@@ -7,6 +7,7 @@
 //! - [`scan`]: reading committed blocks; [`report`]: the accounting.
 
 pub mod engine;
+pub mod erc20;
 pub mod ledger;
 pub mod pick;
 pub mod report;
@@ -17,13 +18,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alloy_primitives::B256;
+use alloy_primitives::{B256, U256};
 use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use self::engine::{Engine, EngineConfig, Recipients};
+use self::engine::{Engine, EngineConfig, Recipients, Workload};
 use self::ledger::TxStatus;
 use self::pick::RateSchedule;
 use self::report::{ChainFigures, Latencies, Second, Totals};
@@ -64,6 +65,8 @@ pub struct RunConfig {
     pub duration_secs: Option<f64>,
     /// Recipients.
     pub recipients: Recipients,
+    /// Workload.
+    pub workload: Workload,
     /// Fee model used.
     pub fee: String,
     /// Chain id.
@@ -167,6 +170,22 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
     }
     settings.engine.chain_id = chain_id;
     settings.engine.fee = crate::fees::detect(&clients[0]).await?;
+    if let Workload::Erc20 { .. } = settings.engine.workload {
+        if keys.len() < 2 {
+            bail!("the erc20 workload needs at least 2 accounts (the first deploys the token)");
+        }
+        let per_holder = U256::from(1_000_000_000u64);
+        let token = erc20::prepare(
+            &clients[0],
+            &keys,
+            chain_id,
+            settings.engine.fee,
+            per_holder,
+        )
+        .await?;
+        settings.engine.workload = Workload::Erc20 { token };
+        settings.engine.gas_limit = erc20::TRANSFER_GAS;
+    }
     let nonces = pending_nonces(&clients, &keys).await?;
     let height = clients[0].block_number().await?;
     let engine_start = Instant::now();
@@ -186,6 +205,7 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
         count: settings.engine.per_account,
         duration_secs: settings.engine.duration.map(|d| d.as_secs_f64()),
         recipients: settings.engine.recipients,
+        workload: settings.engine.workload,
         fee: match settings.engine.fee {
             Fee::Legacy { gas_price } => format!("legacy, gas price {gas_price} wei"),
             Fee::Eip1559 { max_fee, tip } => {

@@ -1,0 +1,170 @@
+//! The ERC-20 workload: a token (`contracts/FethToken.sol`, compiled with
+//! `contracts/build.mjs`) deployed by the first sender, who hands tokens to
+//! every other sender; the load then calls `transfer(recipient, 1)`.
+
+use std::time::Duration;
+
+use alloy_primitives::{keccak256, Address, Bytes, U256};
+use anyhow::{bail, Context, Result};
+
+use crate::accounts::KeySet;
+use crate::eth::EthClient;
+use crate::fund::{self, Payment};
+use crate::sign::{self, Fee, TxRequest};
+
+/// Creation code of FethToken (hex), without constructor arguments.
+const TOKEN_INIT: &str = include_str!("../../contracts/FethToken.bin");
+/// Gas limit of the deployment.
+const DEPLOY_GAS: u64 = 1_500_000;
+/// Gas limit of one `transfer` (a fresh recipient's slot costs ~22,100).
+pub const TRANSFER_GAS: u64 = 80_000;
+
+/// Creation code with `supply` as constructor argument.
+pub fn deploy_code(supply: U256) -> Result<Bytes> {
+    let mut code = hex::decode(TOKEN_INIT.trim()).context("FethToken.bin is not hex")?;
+    code.extend_from_slice(&supply.to_be_bytes::<32>());
+    Ok(code.into())
+}
+
+fn selector(signature: &str) -> [u8; 4] {
+    let hash = keccak256(signature.as_bytes());
+    [hash[0], hash[1], hash[2], hash[3]]
+}
+
+fn word(address: Address) -> [u8; 32] {
+    let mut w = [0u8; 32];
+    w[12..].copy_from_slice(address.as_slice());
+    w
+}
+
+/// Calldata of `transfer(to, value)`.
+pub fn transfer_call(to: Address, value: U256) -> Bytes {
+    let mut data = Vec::with_capacity(68);
+    data.extend_from_slice(&selector("transfer(address,uint256)"));
+    data.extend_from_slice(&word(to));
+    data.extend_from_slice(&value.to_be_bytes::<32>());
+    data.into()
+}
+
+/// `balanceOf(owner)` through `eth_call`.
+pub async fn balance_of(client: &EthClient, token: Address, owner: Address) -> Result<U256> {
+    let mut data = Vec::with_capacity(36);
+    data.extend_from_slice(&selector("balanceOf(address)"));
+    data.extend_from_slice(&word(owner));
+    let out: Bytes = client
+        .call(
+            "eth_call",
+            serde_json::json!([{ "to": token, "data": Bytes::from(data) }, "latest"]),
+        )
+        .await?;
+    if out.len() != 32 {
+        bail!("balanceOf returned {} bytes", out.len());
+    }
+    Ok(U256::from_be_slice(&out))
+}
+
+/// Deploys the token from `keys[0]` and gives every other sender
+/// `per_holder` tokens; returns the token's address.
+pub async fn prepare(
+    client: &EthClient,
+    keys: &KeySet,
+    chain_id: u64,
+    fee: Fee,
+    per_holder: U256,
+) -> Result<Address> {
+    let deployer = &keys.keys[0];
+    let me = keys.addresses[0];
+    let first = client.nonce(me, true).await?;
+    let holders = keys.len() as u64 - 1;
+    let supply = per_holder * U256::from(holders + 1);
+    let mut payments = Vec::with_capacity(keys.len());
+    let deploy = sign::sign(
+        deployer,
+        &TxRequest {
+            chain_id,
+            nonce: first,
+            to: None,
+            value: U256::ZERO,
+            gas_limit: DEPLOY_GAS,
+            fee,
+            input: deploy_code(supply)?,
+        },
+    );
+    let token = me.create(first);
+    payments.push(Payment {
+        to: token,
+        value: U256::ZERO,
+        nonce: first,
+        raw: deploy.raw,
+        hash: deploy.hash,
+    });
+    for (i, holder) in keys.addresses.iter().enumerate().skip(1) {
+        let nonce = first + i as u64;
+        let tx = sign::sign(
+            deployer,
+            &TxRequest {
+                chain_id,
+                nonce,
+                to: Some(token),
+                value: U256::ZERO,
+                gas_limit: TRANSFER_GAS,
+                fee,
+                input: transfer_call(*holder, per_holder),
+            },
+        );
+        payments.push(Payment {
+            to: *holder,
+            value: U256::ZERO,
+            nonce,
+            raw: tx.raw,
+            hash: tx.hash,
+        });
+    }
+    fund::send_in_order(client, &payments, false)
+        .await
+        .context("deploying the token")?;
+    let last = first + holders;
+    fund::wait_nonce(
+        client,
+        me,
+        last,
+        Duration::from_secs(120),
+        false,
+        holders + 1,
+        first,
+    )
+    .await?;
+    let receipt = client
+        .receipt(payments[0].hash)
+        .await?
+        .context("no receipt for the token deployment")?;
+    if receipt.status.map(|s| s.to::<u64>()) != Some(1) || receipt.contract_address != Some(token) {
+        bail!("the token deployment failed (receipt {receipt:?})");
+    }
+    if let Some(last_holder) = keys.addresses.last().filter(|_| holders > 0) {
+        let got = balance_of(client, token, *last_holder).await?;
+        if got != per_holder {
+            bail!("token hand-out failed: {last_holder} holds {got}, expected {per_holder}");
+        }
+    }
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calldata_layout() {
+        assert_eq!(
+            selector("transfer(address,uint256)"),
+            [0xa9, 0x05, 0x9c, 0xbb]
+        );
+        assert_eq!(selector("balanceOf(address)"), [0x70, 0xa0, 0x82, 0x31]);
+        let data = transfer_call(Address::repeat_byte(0x11), U256::from(5u64));
+        assert_eq!(data.len(), 68);
+        assert_eq!(data[16..36], [0x11; 20]);
+        assert_eq!(data[67], 5);
+        assert!(deploy_code(U256::from(1u64)).unwrap().len() > 1000);
+    }
+}

@@ -166,3 +166,103 @@ pub async fn agent(
         rss_end: rss_bytes(),
     })
 }
+
+/// One round of `feth bench profiler`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfilerRound {
+    /// Whether the profiler was armed on every block.
+    pub armed: bool,
+    /// Committed TPS read from blocks.
+    pub committed_tps: f64,
+    /// Blocks captured in the round (armed rounds).
+    pub profiles: usize,
+}
+
+/// Figures of `feth bench profiler`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfilerBench {
+    /// Rounds in the order run (disarmed and armed interleaved).
+    pub rounds: Vec<ProfilerRound>,
+    /// Mean committed TPS, disarmed.
+    pub disarmed_tps: f64,
+    /// Mean committed TPS, armed on every block.
+    pub armed_tps: f64,
+    /// `armed / disarmed` (target ≥ 0.97).
+    pub ratio: f64,
+}
+
+/// Saturates the node with `keys` for `seconds` per round, alternating
+/// disarmed and armed-on-every-block rounds, `pairs` times each.
+pub async fn profiler(
+    web3: &str,
+    profiler_url: &str,
+    keys: &KeySet,
+    seconds: u64,
+    pairs: usize,
+    frequency_hz: i64,
+) -> Result<ProfilerBench> {
+    use feth_profiler_rpc::api::EnableParams;
+    use feth_profiler_rpc::ProfilerClient;
+    let client = ProfilerClient::new(profiler_url, None)?;
+    let mut rounds = Vec::with_capacity(pairs * 2);
+    for i in 0..pairs * 2 {
+        // ABBA order cancels a drift over the run.
+        let armed = matches!(i % 4, 1 | 2);
+        let before = client.list().await?.len();
+        if armed {
+            client
+                .enable(EnableParams {
+                    blocks: Some(200),
+                    frequency_hz: Some(frequency_hz),
+                })
+                .await
+                .context("cannot arm the profiler")?;
+        }
+        let settings = LoadSettings {
+            endpoints: vec![web3.to_string()],
+            timeout: Duration::from_secs(10),
+            wait: Duration::from_secs(30),
+            progress: false,
+            engine: EngineConfig {
+                schedule: RateSchedule::Closed,
+                per_account: None,
+                duration: Some(Duration::from_secs(seconds)),
+                max_parallelism: 64,
+                batch: 10,
+                picker: Picker::new(AccountDist::Uniform, keys.len()),
+                recipients: Recipients::Fresh,
+                workload: Workload::Transfer,
+                value: U256::from(1u64),
+                gas_limit: 21_000,
+                fee: Fee::Legacy { gas_price: 0 },
+                chain_id: 0,
+            },
+        };
+        let report = load::run(settings, keys.clone()).await?;
+        if armed {
+            client.disable().await?;
+            client.wait_idle(Duration::from_secs(120)).await?;
+        }
+        let profiles = client.list().await?.len().saturating_sub(before);
+        rounds.push(ProfilerRound {
+            armed,
+            committed_tps: report.chain.committed_tps,
+            profiles,
+        });
+    }
+    let mean = |armed: bool| {
+        let v: Vec<f64> = rounds
+            .iter()
+            .filter(|r| r.armed == armed)
+            .map(|r| r.committed_tps)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let (disarmed_tps, armed_tps) = (mean(false), mean(true));
+    Ok(ProfilerBench {
+        rounds,
+        disarmed_tps,
+        armed_tps,
+        ratio: armed_tps / disarmed_tps.max(1e-9),
+    })
+}

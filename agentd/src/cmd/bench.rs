@@ -36,6 +36,31 @@ enum What {
         #[arg(long)]
         json: bool,
     },
+    /// Committed TPS under saturation, profiler armed on every block versus
+    /// disarmed, interleaved in one run (needs a running devnet and funded keys).
+    Profiler {
+        /// web3 JSON-RPC endpoint.
+        #[arg(long, default_value = "http://127.0.0.1:8545")]
+        network: String,
+        /// The node's profiler RPC.
+        #[arg(long, default_value = "http://127.0.0.1:6060")]
+        profiler: String,
+        /// Keys file made by `feth fund`.
+        #[arg(long, default_value = "feth-keys.txt")]
+        keys: std::path::PathBuf,
+        /// Seconds of load per round.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Pairs of rounds (one disarmed, one armed each).
+        #[arg(long, default_value_t = 2)]
+        pairs: usize,
+        /// Sampling frequency while armed.
+        #[arg(long, default_value_t = 99)]
+        frequency_hz: i64,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
@@ -59,6 +84,41 @@ impl Drop for Child {
 pub async fn run(command: BenchCommand) -> Result<()> {
     match command.what {
         What::Sink { addr } => crate::sink::serve(addr).await,
+        What::Profiler {
+            network,
+            profiler,
+            keys,
+            seconds,
+            pairs,
+            frequency_hz,
+            json,
+        } => {
+            let keys = crate::accounts::KeySet::load(&keys)?;
+            let r = bench::profiler(
+                &network,
+                &profiler,
+                &keys,
+                seconds.max(1),
+                pairs.max(1),
+                frequency_hz,
+            )
+            .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                for (i, round) in r.rounds.iter().enumerate() {
+                    let what = if round.armed { "armed   " } else { "disarmed" };
+                    println!(
+                        "round {:>2}  {what}  {:>9.1} committed tx/s  {:>4} blocks profiled",
+                        i + 1,
+                        round.committed_tps,
+                        round.profiles
+                    );
+                }
+                println!("disarmed {:>9.1} tx/s   armed {:>9.1} tx/s   ratio armed/disarmed {:.3} (target ≥ 0.97)", r.disarmed_tps, r.armed_tps, r.ratio);
+            }
+            Ok(())
+        }
         What::Agent {
             accounts,
             txs,

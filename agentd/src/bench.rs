@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::accounts::{KeySet, KeySource};
-use crate::load::engine::{EngineConfig, Recipients, Workload};
-use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::engine::EngineConfig;
+use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadSettings};
 use crate::sign::{self, Fee, TxRequest};
 
@@ -118,26 +118,12 @@ pub async fn agent(
     let rss_loaded = rss_bytes();
     let per_account = txs.div_ceil(accounts as u64).max(1);
     let active = (txs / per_account).clamp(1, accounts as u64) as usize;
-    let settings = LoadSettings {
-        endpoints: vec![sink_url.to_string()],
-        timeout: Duration::from_secs(10),
-        wait: Duration::ZERO,
-        progress: false,
-        engine: EngineConfig {
-            schedule: RateSchedule::Closed,
-            per_account: Some(per_account),
-            duration: None,
-            max_parallelism: parallelism,
-            batch,
-            picker: Picker::new(AccountDist::Uniform, active),
-            recipients: Recipients::Fresh,
-            workload: Workload::Transfer,
-            value: U256::from(1u64),
-            gas_limit: 21_000,
-            fee: Fee::Legacy { gas_price: 0 },
-            chain_id: 0,
-        },
-    };
+    let mut engine = EngineConfig::transfers(RateSchedule::Closed, active);
+    engine.per_account = Some(per_account);
+    engine.max_parallelism = parallelism;
+    engine.batch = batch;
+    let mut settings = LoadSettings::new(sink_url, engine);
+    settings.wait = Duration::ZERO;
     let mut senders = keys.clone();
     senders.keys.truncate(active);
     senders.addresses.truncate(active);
@@ -218,26 +204,10 @@ pub async fn profiler(
                 .await
                 .context("cannot arm the profiler")?;
         }
-        let settings = LoadSettings {
-            endpoints: vec![web3.to_string()],
-            timeout: Duration::from_secs(10),
-            wait: Duration::from_secs(30),
-            progress: false,
-            engine: EngineConfig {
-                schedule: RateSchedule::Closed,
-                per_account: None,
-                duration: Some(Duration::from_secs(seconds)),
-                max_parallelism: 64,
-                batch: 10,
-                picker: Picker::new(AccountDist::Uniform, keys.len()),
-                recipients: Recipients::Fresh,
-                workload: Workload::Transfer,
-                value: U256::from(1u64),
-                gas_limit: 21_000,
-                fee: Fee::Legacy { gas_price: 0 },
-                chain_id: 0,
-            },
-        };
+        let mut engine = EngineConfig::transfers(RateSchedule::Closed, keys.len());
+        engine.duration = Some(Duration::from_secs(seconds));
+        let mut settings = LoadSettings::new(web3, engine);
+        settings.wait = Duration::from_secs(30);
         let report = load::run(settings, keys.clone()).await?;
         if armed {
             client.disable().await?;

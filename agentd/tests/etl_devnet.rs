@@ -7,58 +7,22 @@ mod common;
 
 use std::time::Duration;
 
-use alloy_primitives::{B256, U256};
-use common::{Redis, TestNet};
-use feth::accounts::{KeySet, KeySource};
-use feth::fund::{self, FundPlan};
-use feth::load::engine::{EngineConfig, Recipients, Workload};
-use feth::load::pick::{AccountDist, Picker, RateSchedule};
+use common::{funded, Redis, TestNet};
+use feth::load::engine::EngineConfig;
+use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
-use feth::sign::Fee;
 use feth_etl::cli::{IngestArgs, StatsArgs};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abcid_and_cometbft_logs_agree_with_the_chain() {
     let net = TestNet::start().await;
     let redis = Redis::start();
-    let dir = tempfile::tempdir().unwrap();
-    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(6)));
-    keys.extend_to(20);
-    let plan = FundPlan {
-        amount: U256::from(10u64).pow(U256::from(18u64)),
-        redeposit: false,
-        wait: Duration::from_secs(60),
-        progress: false,
-    };
-    fund::fund(
-        &net.client(),
-        &net.root,
-        &keys.addresses,
-        &plan,
-        &dir.path().join("j.json"),
-    )
-    .await
-    .unwrap();
-    let settings = LoadSettings {
-        endpoints: vec![net.web3()],
-        timeout: Duration::from_secs(5),
-        wait: Duration::from_secs(30),
-        progress: false,
-        engine: EngineConfig {
-            schedule: RateSchedule::Fixed(300.0),
-            per_account: None,
-            duration: Some(Duration::from_secs(5)),
-            max_parallelism: 16,
-            batch: 10,
-            picker: Picker::new(AccountDist::Uniform, 20),
-            recipients: Recipients::Fresh,
-            workload: Workload::Transfer,
-            value: U256::from(1u64),
-            gas_limit: 21_000,
-            fee: Fee::Legacy { gas_price: 0 },
-            chain_id: 0,
-        },
-    };
+    let (keys, _dir) = funded(&net, 20, 6).await;
+    let mut engine = EngineConfig::transfers(RateSchedule::Fixed(300.0), 20);
+    engine.duration = Some(Duration::from_secs(5));
+    engine.max_parallelism = 16;
+    let mut settings = LoadSettings::new(&net.web3(), engine);
+    settings.wait = Duration::from_secs(30);
     let report = load::run(settings, keys).await.unwrap();
     assert!(report.totals.included > 0);
     net.wait_blocks(2).await;

@@ -6,43 +6,17 @@ mod common;
 
 use std::time::Duration;
 
-use alloy_primitives::{B256, U256};
-use common::TestNet;
-use feth::accounts::{KeySet, KeySource};
+use alloy_primitives::U256;
+use common::{funded, TestNet};
+use feth::accounts::KeySet;
 use feth::eth::EthClient;
 use feth::fund::{self, FundPlan};
-use feth::load::engine::{EngineConfig, Recipients, Workload};
-use feth::load::pick::{AccountDist, Picker, RateSchedule};
+use feth::load::engine::{EngineConfig, Workload};
+use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadReport, LoadSettings};
 use feth::sign::Fee;
 
 const ETH: u64 = 1_000_000_000_000_000_000;
-
-async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(seed)));
-    keys.extend_to(count);
-    let path = dir.path().join("keys.txt");
-    keys.save(&path).unwrap();
-    let plan = FundPlan {
-        amount: U256::from(ETH),
-        redeposit: false,
-        wait: Duration::from_secs(120),
-        progress: false,
-    };
-    let report = fund::fund(
-        &net.client(),
-        &net.root,
-        &keys.addresses,
-        &plan,
-        &fund::journal_path(&path),
-    )
-    .await
-    .unwrap();
-    assert_eq!(report.paid, count);
-    assert_eq!(report.underfunded, 0);
-    (keys, dir)
-}
 
 fn settings(
     net: &TestNet,
@@ -51,26 +25,12 @@ fn settings(
     secs: Option<u64>,
     senders: usize,
 ) -> LoadSettings {
-    LoadSettings {
-        endpoints: vec![net.web3()],
-        timeout: Duration::from_secs(5),
-        wait: Duration::from_secs(60),
-        progress: false,
-        engine: EngineConfig {
-            schedule,
-            per_account: count,
-            duration: secs.map(Duration::from_secs),
-            max_parallelism: 64,
-            batch: 10,
-            picker: Picker::new(AccountDist::Uniform, senders),
-            recipients: Recipients::Fresh,
-            workload: Workload::Transfer,
-            value: U256::from(1u64),
-            gas_limit: 21_000,
-            fee: Fee::Legacy { gas_price: 0 },
-            chain_id: 0,
-        },
-    }
+    let mut engine = EngineConfig::transfers(schedule, senders);
+    engine.per_account = count;
+    engine.duration = secs.map(Duration::from_secs);
+    let mut settings = LoadSettings::new(&net.web3(), engine);
+    settings.timeout = Duration::from_secs(5);
+    settings
 }
 
 /// The chain's own count of our transactions: the senders' committed nonces.

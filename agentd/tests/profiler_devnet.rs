@@ -12,14 +12,10 @@ mod common;
 
 use std::time::Duration;
 
-use alloy_primitives::{B256, U256};
-use common::TestNet;
-use feth::accounts::{KeySet, KeySource};
-use feth::fund::{self, FundPlan};
-use feth::load::engine::{EngineConfig, Recipients, Workload};
-use feth::load::pick::{AccountDist, Picker, RateSchedule};
+use common::{funded, TestNet};
+use feth::load::engine::EngineConfig;
+use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
-use feth::sign::Fee;
 use feth_profiler_rpc::api::{EnableParams, FetchParams, HeightSelector, ProfileKind};
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 use pprof::protos::Message;
@@ -27,45 +23,13 @@ use pprof::protos::Message;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     let net = TestNet::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(5)));
-    keys.extend_to(200);
-    let plan = FundPlan {
-        amount: U256::from(10u64).pow(U256::from(18u64)),
-        redeposit: false,
-        wait: Duration::from_secs(60),
-        progress: false,
-    };
-    fund::fund(
-        &net.client(),
-        &net.root,
-        &keys.addresses,
-        &plan,
-        &dir.path().join("j.json"),
-    )
-    .await
-    .unwrap();
+    let (keys, _dir) = funded(&net, 200, 5).await;
 
-    let settings = LoadSettings {
-        endpoints: vec![net.web3()],
-        timeout: Duration::from_secs(5),
-        wait: Duration::from_secs(30),
-        progress: false,
-        engine: EngineConfig {
-            schedule: RateSchedule::Fixed(1000.0),
-            per_account: None,
-            duration: Some(Duration::from_secs(15)),
-            max_parallelism: 64,
-            batch: 10,
-            picker: Picker::new(AccountDist::Uniform, 200),
-            recipients: Recipients::Fresh,
-            workload: Workload::Transfer,
-            value: U256::from(1u64),
-            gas_limit: 21_000,
-            fee: Fee::Legacy { gas_price: 0 },
-            chain_id: 0,
-        },
-    };
+    let mut engine = EngineConfig::transfers(RateSchedule::Fixed(1000.0), 200);
+    engine.duration = Some(Duration::from_secs(15));
+    engine.max_parallelism = 64;
+    let mut settings = LoadSettings::new(&net.web3(), engine);
+    settings.wait = Duration::from_secs(30);
     let load = tokio::spawn(load::run(settings, keys));
     tokio::time::sleep(Duration::from_secs(3)).await;
 

@@ -84,6 +84,28 @@ pub struct EngineConfig {
     pub chain_id: u64,
 }
 
+impl EngineConfig {
+    /// Value transfers of 1 wei to fresh addresses from `senders` uniformly
+    /// chosen accounts, 64 requests in flight, batches of 10; the fee and
+    /// chain id are filled in from the node by [`crate::load::run`].
+    pub fn transfers(schedule: RateSchedule, senders: usize) -> Self {
+        Self {
+            schedule,
+            per_account: None,
+            duration: None,
+            max_parallelism: 64,
+            batch: 10,
+            picker: Picker::new(super::pick::AccountDist::Uniform, senders),
+            recipients: Recipients::Fresh,
+            workload: Workload::Transfer,
+            value: U256::from(1u64),
+            gas_limit: crate::fund::TRANSFER_GAS,
+            fee: Fee::Legacy { gas_price: 0 },
+            chain_id: 0,
+        }
+    }
+}
+
 /// Live counters for the progress line.
 #[derive(Debug, Default)]
 pub struct Counters {

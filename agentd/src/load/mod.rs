@@ -48,6 +48,19 @@ pub struct LoadSettings {
     pub progress: bool,
 }
 
+impl LoadSettings {
+    /// One endpoint, 10 s request timeout, 60 s inclusion wait, no progress line.
+    pub fn new(endpoint: &str, engine: EngineConfig) -> Self {
+        Self {
+            endpoints: vec![endpoint.to_string()],
+            timeout: Duration::from_secs(10),
+            engine,
+            wait: Duration::from_secs(60),
+            progress: false,
+        }
+    }
+}
+
 /// How the run was configured, for the JSON report.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunConfig {

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # The main job end to end on a local devnet: start it, fund accounts from the
-# root key, load it with signed transfers, report committed TPS read from the
-# chain, stop it. Uses the release binaries `make demo` built.
+# root key, load it and read committed TPS from the chain, profile blocks under
+# load, ingest the node's logs into Redis and answer block-time questions,
+# stop everything. Uses the release binaries `make demo` built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-feth=target/release/feth
+feth="$PWD/target/release/feth"
 dir=.devnet/demo
 web3=http://127.0.0.1:8545
+profiler=http://127.0.0.1:6060
+redis_port=6399
 export FETH_ABCID="$PWD/target/release/abcid"
 
 "$feth" devnet down --dir "$dir" >/dev/null 2>&1 || true
 "$feth" devnet up --dir "$dir" --fresh --timeout-commit 500ms
-trap '"$feth" devnet down --dir "$dir"' EXIT
+redis_pid=""
+cleanup() {
+  "$feth" devnet down --dir "$dir" || true
+  if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
 
 echo; echo "== feth fund: 500 accounts from the root key"
 "$feth" fund --network "$web3" --root-key "$dir/root.key" --count 500 --amount 1eth \
@@ -20,7 +28,17 @@ echo; echo "== feth fund: 500 accounts from the root key"
 echo; echo "== feth load: 20 s closed loop, committed TPS read from blocks"
 "$feth" load --network "$web3" --keys "$dir/keys.txt" --duration 20 --json "$dir/load.json"
 
-echo; echo "== the last blocks"
-height=$("$feth" devnet status --dir "$dir" --json | sed -n 's/.*"height": \([0-9]*\).*/\1/p')
-"$feth" block --network "$web3" --start $((height > 5 ? height - 5 : 1)) --count 5
-echo; echo "full report: $dir/load.json"
+echo; echo "== feth profiler: 3 blocks under load"
+"$feth" profiler --network "$profiler" --enable --blocks 3 --frequency-hz 499
+"$feth" load --network "$web3" --keys "$dir/keys.txt" --duration 5 --quiet >/dev/null
+(cd "$dir" && "$feth" profiler --network "$profiler")
+
+echo; echo "== feth etl: the node's logs into Redis, then the answers"
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" >/dev/null &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+"$feth" etl --tendermint "$dir/logs/cometbft.log" --abcid "$dir/logs/abcid.log" \
+  --rpc http://127.0.0.1:26657 --redis "redis://127.0.0.1:$redis_port" --no-progress
+"$feth" etl stats --redis "redis://127.0.0.1:$redis_port" --chain-id feth-devnet-9000 --window 20
+
+echo; echo "reports: $dir/load.json, flamegraphs in $dir/flamegraphs/, logs in $dir/logs/"

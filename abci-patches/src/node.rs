@@ -204,15 +204,13 @@ impl Node {
             invalid_txs: 0,
             size: 0,
         };
-        self.store.init(
-            &genesis,
-            BlockBatch {
-                block: block.clone(),
-                txs: Vec::new(),
-                diff: diff.clone(),
-            },
-        )?;
-        self.world_mut()?.apply(&diff);
+        let batch = BlockBatch {
+            block: block.clone(),
+            txs: Vec::new(),
+            diff,
+        };
+        self.store.init(&genesis, &batch)?;
+        self.world_mut()?.apply(&batch.diff);
         *self.chain.write().map_err(|_| NodeError::Poisoned)? = Some(Chain {
             genesis,
             head: block,
@@ -271,7 +269,7 @@ impl Node {
         let valid = block.valid();
         let invalid = block.outcomes.len() - valid;
         let batch = block.batch;
-        self.store.commit(batch.clone())?;
+        self.store.commit(&batch)?;
         {
             let mut check = self.check()?;
             self.world_mut()?.apply(&batch.diff);

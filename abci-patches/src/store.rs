@@ -210,16 +210,16 @@ impl Store {
     }
 
     /// Writes the genesis state and block 0 (InitChain).
-    pub fn init(&self, genesis: &Genesis, block: BlockBatch) -> Result<(), StoreError> {
+    pub fn init(&self, genesis: &Genesis, block: &BlockBatch) -> Result<(), StoreError> {
         self.write(block, Some(genesis))
     }
 
     /// Writes one block atomically and durably (Commit).
-    pub fn commit(&self, batch: BlockBatch) -> Result<(), StoreError> {
+    pub fn commit(&self, batch: &BlockBatch) -> Result<(), StoreError> {
         self.write(batch, None)
     }
 
-    fn write(&self, batch: BlockBatch, genesis: Option<&Genesis>) -> Result<(), StoreError> {
+    fn write(&self, batch: &BlockBatch, genesis: Option<&Genesis>) -> Result<(), StoreError> {
         let mut tx = self.db.begin_write().map_err(ctx("begin write"))?;
         tx.set_durability(Durability::Immediate)
             .map_err(ctx("set durability"))?;
@@ -412,7 +412,7 @@ mod tests {
             );
             diff.storage.insert((a, U256::from(3)), U256::from(8));
             store
-                .commit(BlockBatch {
+                .commit(&BlockBatch {
                     block: block(1),
                     txs: vec![],
                     diff,

@@ -588,9 +588,11 @@ impl Engine {
         }
     }
 
-    /// Resends, in nonce order per sender, every accepted transaction that
-    /// is not in a block yet (a node restart empties its mempool). Returns how
-    /// many were resent.
+    /// Resends, in nonce order per sender, the accepted transactions that are
+    /// not in a block yet *and* that the node no longer holds (a restart
+    /// emptied its mempool): those at or above the sender's `pending` nonce.
+    /// Transactions still in the mempool are left alone. Returns how many
+    /// were resent.
     pub async fn resend_missing(
         &self,
         included: &std::collections::HashSet<alloy_primitives::B256>,
@@ -607,18 +609,27 @@ impl Engine {
                 }
             }
         }
-        let count = by_account.values().map(Vec::len).sum();
+        let resent = AtomicU64::new(0);
         futures::stream::iter(by_account)
-            .for_each_concurrent(64, |(a, mut txs)| async move {
-                txs.sort_by_key(|(n, _)| *n);
-                for (_, raw) in txs {
-                    self.counters.resends.fetch_add(1, Ordering::Relaxed);
-                    // Failures are fine: the next round tries again.
-                    let _ = self.client(a as usize).send_raw(&raw).await;
+            .for_each_concurrent(64, |(a, mut txs)| {
+                let resent = &resent;
+                async move {
+                    let client = self.client(a as usize);
+                    let Ok(pending) = client.nonce(self.keys.addresses[a as usize], true).await
+                    else {
+                        return;
+                    };
+                    txs.sort_by_key(|(n, _)| *n);
+                    for (_, raw) in txs.into_iter().filter(|(n, _)| *n >= pending) {
+                        self.counters.resends.fetch_add(1, Ordering::Relaxed);
+                        resent.fetch_add(1, Ordering::Relaxed);
+                        // Failures are fine: the next round tries again.
+                        let _ = client.send_raw(&raw).await;
+                    }
                 }
             })
             .await;
-        count
+        resent.into_inner() as usize
     }
 
     /// Runs the load to completion; returns when every queued transaction is

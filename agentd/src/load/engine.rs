@@ -588,20 +588,20 @@ impl Engine {
         }
     }
 
-    /// Resends, in nonce order per sender, the accepted transactions that are
-    /// not in a block yet *and* that the node no longer holds (a restart
-    /// emptied its mempool): those at or above the sender's `pending` nonce.
-    /// Transactions still in the mempool are left alone. Returns how many
-    /// were resent.
+    /// Resends, in nonce order per sender, those of the `missing` (accepted,
+    /// not yet in a block) transactions that the node no longer holds (a
+    /// restart emptied its mempool): those at or above the sender's `pending`
+    /// nonce. Transactions still in the mempool are left alone. Returns how
+    /// many were resent.
     pub async fn resend_missing(
         &self,
-        included: &std::collections::HashSet<alloy_primitives::B256>,
+        missing: &std::collections::HashSet<alloy_primitives::B256>,
     ) -> usize {
         let mut by_account: BTreeMap<u32, Vec<(u64, Bytes)>> = BTreeMap::new();
         {
             let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
             for e in ledger.iter() {
-                if e.status == TxStatus::Accepted && !included.contains(&e.hash) {
+                if missing.contains(&e.hash) {
                     by_account
                         .entry(e.account)
                         .or_default()

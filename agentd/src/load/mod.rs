@@ -308,11 +308,7 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
             missing.len()
         ));
         if Instant::now() >= next_resend {
-            let included: HashSet<B256> = {
-                let scan = scanner.state.lock().unwrap_or_else(|e| e.into_inner());
-                scan.included.keys().copied().collect()
-            };
-            engine.resend_missing(&included).await;
+            engine.resend_missing(&missing).await;
             next_resend = Instant::now() + Duration::from_secs(2);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

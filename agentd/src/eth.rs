@@ -73,18 +73,36 @@ pub struct ReceiptSummary {
     pub contract_address: Option<Address>,
 }
 
+/// A reply to `eth_sendRawTransaction` (alone or in a batch).
 #[derive(Deserialize)]
 struct SendReply {
-    result: Option<B256>,
-    error: Option<SendError>,
-}
-
-#[derive(Deserialize)]
-struct IdReply {
     #[serde(default)]
     id: u64,
     result: Option<B256>,
     error: Option<SendError>,
+}
+
+impl SendReply {
+    /// The hash or the node's error; `None` when the reply holds neither.
+    fn into_result(self) -> Option<Result<B256, RpcError>> {
+        match (self.result, self.error) {
+            (_, Some(e)) => Some(Err(RpcError::Rpc {
+                code: e.code,
+                message: e.message,
+            })),
+            (Some(hash), None) => Some(Ok(hash)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Appends one `eth_sendRawTransaction` request object to `body`.
+fn push_send_call(body: &mut String, id: u64, raw: &[u8]) {
+    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    body.push_str(&id.to_string());
+    body.push_str(r#","method":"eth_sendRawTransaction","params":["0x"#);
+    body.push_str(&hex::encode(raw));
+    body.push_str(r#""]}"#);
 }
 
 #[derive(Deserialize)]
@@ -207,11 +225,7 @@ impl EthClient {
     pub async fn send_raw(&self, raw: &[u8]) -> Result<B256, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut body = String::with_capacity(raw.len() * 2 + 96);
-        body.push_str(r#"{"jsonrpc":"2.0","id":"#);
-        body.push_str(&id.to_string());
-        body.push_str(r#","method":"eth_sendRawTransaction","params":["0x"#);
-        body.push_str(&hex::encode(raw));
-        body.push_str(r#""]}"#);
+        push_send_call(&mut body, id, raw);
         let reply = self
             .http
             .post(&self.url)
@@ -228,17 +242,12 @@ impl EthClient {
                 String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
             ),
         })?;
-        match (reply.result, reply.error) {
-            (_, Some(e)) => Err(RpcError::Rpc {
-                code: e.code,
-                message: e.message,
-            }),
-            (Some(hash), None) => Ok(hash),
-            (None, None) => Err(RpcError::Decode {
+        reply.into_result().unwrap_or_else(|| {
+            Err(RpcError::Decode {
                 method: "eth_sendRawTransaction".to_string(),
                 message: "neither result nor error".to_string(),
-            }),
-        }
+            })
+        })
     }
 
     /// Several `eth_sendRawTransaction` calls in one JSON-RPC batch; one
@@ -256,11 +265,7 @@ impl EthClient {
             if i > 0 {
                 body.push(',');
             }
-            body.push_str(r#"{"jsonrpc":"2.0","id":"#);
-            body.push_str(&(first_id + i as u64).to_string());
-            body.push_str(r#","method":"eth_sendRawTransaction","params":["0x"#);
-            body.push_str(&hex::encode(raw));
-            body.push_str(r#""]}"#);
+            push_send_call(&mut body, first_id + i as u64, raw);
         }
         body.push(']');
         let sent = self
@@ -281,7 +286,7 @@ impl EthClient {
                 return raws.iter().map(|_| Err(err.clone())).collect();
             }
         };
-        let Ok(replies) = serde_json::from_slice::<Vec<IdReply>>(&bytes) else {
+        let Ok(replies) = serde_json::from_slice::<Vec<SendReply>>(&bytes) else {
             // Not an array: batches refused (or too large); send one by one.
             let mut out = Vec::with_capacity(raws.len());
             for raw in raws {
@@ -306,14 +311,9 @@ impl EthClient {
             else {
                 continue;
             };
-            *slot = match (reply.result, reply.error) {
-                (_, Some(e)) => Err(RpcError::Rpc {
-                    code: e.code,
-                    message: e.message,
-                }),
-                (Some(hash), None) => Ok(hash),
-                (None, None) => continue,
-            };
+            if let Some(result) = reply.into_result() {
+                *slot = result;
+            }
         }
         out
     }

@@ -29,8 +29,8 @@ pub struct AbciApp {
 }
 
 impl AbciApp {
-    /// Serves `node` over ABCI; `profiler`, when given, captures armed blocks
-    /// from the start of FinalizeBlock to the end of Commit.
+    /// Serves `node` over ABCI; `profiler`, when given, captures armed blocks,
+    /// each from the end of the previous Commit to the end of its own.
     pub fn new(node: Arc<Node>, profiler: Option<Arc<BlockProfiler>>) -> Self {
         Self { node, profiler }
     }

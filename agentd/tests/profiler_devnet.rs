@@ -1,15 +1,13 @@
 //! profiler-rpc embedded in abcid, on the real devnet under load: armed over
-//! RPC for three blocks, it captures each block's deliver_tx (FinalizeBlock
-//! and Commit) samples as well-formed SVGs holding abcid's frames and pprof
-//! protobufs carrying the block height.
-//!
-//! check_tx samples are not asserted per block here: on CometBFT 0.38 the
-//! FinalizeBlock→Commit window overlaps CheckTx only briefly (the mempool is
-//! locked around Commit), so at 1000 Hz a block may hold none. Role
-//! attribution is tested deterministically in profiler-rpc's own tests.
+//! RPC for three blocks, it captures each block's window (from the previous
+//! Commit's end to its own) with samples of both roles — CheckTx on the
+//! mempool connection, FinalizeBlock and Commit on the consensus connection —
+//! as well-formed SVGs holding abcid's frames of each, and pprof protobufs
+//! carrying the block height.
 
 mod common;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use common::{funded, TestNet};
@@ -56,39 +54,43 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     assert_eq!(profiles.len(), 3, "{profiles:?}");
     for p in &profiles {
         assert!(
-            p.deliver_tx_samples > 0,
-            "block {} has no deliver_tx samples: {p:?}",
+            p.check_tx_samples > 0 && p.deliver_tx_samples > 0,
+            "block {} lacks samples of a role: {p:?}",
             p.height
         );
+        let execution = p.execution_ms.expect("abcid calls begin_block");
+        assert!(execution > 0.0 && execution < p.duration_ms, "{p:?}");
     }
     let heights: Vec<u64> = profiles.iter().map(|p| p.height).collect();
     assert_eq!(heights[1], heights[0] + 1);
     assert_eq!(heights[2], heights[1] + 1);
 
-    // Merged over the three blocks, each role's SVG holds abcid's own frames.
-    let mut deliver_svg = String::new();
+    // Over the three blocks, each role's SVG and folded stacks hold abcid's own frames.
+    let mut texts: HashMap<(RoleFilter, ProfileKind), String> = HashMap::new();
     for &height in &heights {
-        for (role, out) in [
-            (RoleFilter::All, &mut String::new()),
-            (RoleFilter::DeliverTx, &mut deliver_svg),
-        ] {
-            let svg = client
-                .fetch(FetchParams {
-                    height: HeightSelector::Height(height),
-                    kind: ProfileKind::Svg,
-                    role,
-                })
-                .await
-                .unwrap()
-                .decode()
-                .unwrap();
-            let text = String::from_utf8(svg).unwrap();
-            let options = roxmltree::ParsingOptions {
-                allow_dtd: true,
-                ..Default::default()
-            };
-            roxmltree::Document::parse_with_options(&text, options).expect("well-formed SVG");
-            out.push_str(&text);
+        for role in [RoleFilter::All, RoleFilter::CheckTx, RoleFilter::DeliverTx] {
+            for kind in [ProfileKind::Svg, ProfileKind::Folded] {
+                let bytes = client
+                    .fetch(FetchParams {
+                        height: HeightSelector::Height(height),
+                        kind,
+                        role,
+                    })
+                    .await
+                    .unwrap()
+                    .decode()
+                    .unwrap();
+                let text = String::from_utf8(bytes).unwrap();
+                if kind == ProfileKind::Svg {
+                    let options = roxmltree::ParsingOptions {
+                        allow_dtd: true,
+                        ..Default::default()
+                    };
+                    roxmltree::Document::parse_with_options(&text, options)
+                        .expect("well-formed SVG");
+                }
+                texts.entry((role, kind)).or_default().push_str(&text);
+            }
         }
         let pb = client
             .fetch(FetchParams {
@@ -112,11 +114,21 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
             assert!(sample.label.iter().any(|l| string(l.key) == "thread"));
         }
     }
-    assert!(
-        deliver_svg.contains("abcid::app::AbciApp"),
-        "deliver_tx flamegraphs hold abcid's ABCI handlers"
-    );
+    // abcid's frames: CheckTx recovers the sender; FinalizeBlock executes the block.
+    let svg = |role| &texts[&(role, ProfileKind::Svg)];
+    assert!(svg(RoleFilter::CheckTx).contains("recover_sender"));
+    assert!(svg(RoleFilter::DeliverTx).contains("execute_block"));
+    assert!(svg(RoleFilter::All).contains("recover_sender"));
+    assert!(svg(RoleFilter::All).contains("execute_block"));
+    // Told apart: the CheckTx handler (a `check_tx` frame below the `check_tx` root) only
+    // in check_tx stacks, block execution only in deliver_tx stacks.
+    let stacks = |role| texts[&(role, ProfileKind::Folded)].lines();
+    let handles_check_tx = |line: &str| line.split(';').skip(1).any(|f| f == "check_tx");
+    assert!(stacks(RoleFilter::CheckTx).any(handles_check_tx));
+    assert!(!stacks(RoleFilter::CheckTx).any(|l| l.contains("execute_block")));
+    assert!(stacks(RoleFilter::DeliverTx).any(|l| l.contains("execute_block")));
+    assert!(!stacks(RoleFilter::DeliverTx).any(handles_check_tx));
 
-    let report = load.await.unwrap().unwrap();
+    let report = load.await.unwrap().expect("the load run");
     assert!(report.totals.included > 0, "the node kept producing blocks");
 }

@@ -90,7 +90,7 @@ fn in_range(param: &'static str, value: i64, min: u32, max: u32) -> Result<u32, 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
-    /// Capturing: the next `begin_block` (or the current block) is profiled.
+    /// Capturing: the block after the next `end_block` (or the current block) is profiled.
     Armed,
     /// All requested blocks were captured.
     Completed,
@@ -112,13 +112,13 @@ pub struct SessionStatus {
     pub frequency_hz: u32,
     /// Blocks requested.
     pub blocks_requested: u32,
-    /// Blocks whose capture started (`begin_block` seen while armed).
+    /// Blocks whose capture started (their window opened at an `end_block` while armed).
     pub blocks_started: u32,
     /// Blocks whose capture completed (`end_block` seen) and went to rendering.
     pub blocks_captured: u32,
-    /// Blocks abandoned (disabled mid-block, or `begin_block` without `end_block`).
+    /// Blocks abandoned (disabled mid-block).
     pub blocks_discarded: u32,
-    /// Height being captured right now.
+    /// Height being captured right now: the block after the last `end_block`.
     pub in_progress_height: Option<u64>,
 }
 
@@ -188,14 +188,21 @@ pub struct ProfileSummary {
     pub captured_unix_ms: u64,
     /// Sampling frequency.
     pub frequency_hz: u32,
-    /// How long the profiler ran for this block, in ms.
+    /// How long the profiler ran for this block, in ms: the block's window, from the
+    /// previous block's `end_block` to its own.
     pub duration_ms: f64,
-    /// How long after `begin_block` the profiler started, in ms (it starts on the
-    /// profiler's own thread: microseconds with a spare core, up to a scheduler slice
-    /// under full load).
+    /// How long after the previous block's `end_block` the profiler started, in ms (on the
+    /// profiler's own thread, after collecting the previous block when it was captured
+    /// too: well under a millisecond with a spare core, up to a scheduler slice under full
+    /// load). Samples in this gap are lost.
     pub start_delay_ms: f64,
     /// How long after `end_block` the profiler stopped, in ms.
     pub end_delay_ms: f64,
+    /// Time from `begin_block` (FinalizeBlock starts) to `end_block` (Commit ends), in ms:
+    /// the block's execution, the tail of its window. Absent when `begin_block` was not
+    /// called for the block.
+    #[serde(default)]
+    pub execution_ms: Option<f64>,
     /// Samples of all threads (the profiler's own threads excluded).
     pub samples: u64,
     /// Samples of threads tagged `check_tx`.

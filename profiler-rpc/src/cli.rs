@@ -472,22 +472,29 @@ fn print_collect_report(report: &CollectReport) {
         println!("no profiles to fetch");
     } else {
         println!(
-            "{:>10} {:>8} {:>9} {:>11} {:>10} {:>8}  files",
-            "height", "samples", "check_tx", "deliver_tx", "window", "lag"
+            "{:>10} {:>8} {:>9} {:>11} {:>10} {:>10} {:>8}  files",
+            "height", "samples", "check_tx", "deliver_tx", "window", "execution", "lag"
         );
         for p in &report.profiles {
+            let execution = p
+                .execution_ms
+                .map_or_else(|| "-".to_string(), |ms| format!("{ms:.0}ms"));
             println!(
-                "{:>10} {:>8} {:>9} {:>11} {:>8.0}ms {:>6.1}ms  {}",
+                "{:>10} {:>8} {:>9} {:>11} {:>8.0}ms {:>10} {:>6.1}ms  {}",
                 p.height,
                 p.samples,
                 p.check_tx_samples,
                 p.deliver_tx_samples,
                 p.duration_ms,
+                execution,
                 p.start_delay_ms.max(p.end_delay_ms),
                 report.dir.join(p.height.to_string()).display()
             );
         }
-        println!("(lag: how late the sampling window opened or closed after the node's calls)");
+        println!(
+            "(window: previous Commit end to this Commit end; execution: FinalizeBlock start to \
+             Commit end; lag: how late the window opened or closed after the node's calls)"
+        );
         println!(
             "{} file(s) downloaded, {} profile(s) already present",
             report.downloaded_files, report.already_present

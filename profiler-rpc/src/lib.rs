@@ -6,8 +6,9 @@
 //! [`BlockProfiler::end_block`] after Commit — and tags the thread of each ABCI
 //! connection with [`tag_current_thread`]. [`serve`] exposes the `profiler_*` JSON-RPC
 //! methods on their own port (loopback by default). A chain engineer arms the profiler
-//! for the next N blocks, and for each captured block gets, under
-//! `flamegraphs/<chain-id>/<height>/`:
+//! for the next N blocks — each captured from the end of the previous block's Commit to
+//! the end of its own, so that the CheckTx work between blocks is in it (see [`profiler`])
+//! — and for each captured block gets, under `flamegraphs/<chain-id>/<height>/`:
 //!
 //! * SVG flamegraphs of all threads and of each role (`check_tx`, `deliver_tx`),
 //! * pprof protobuf profiles (`go tool pprof`, speedscope) with `thread` and

@@ -16,7 +16,16 @@
 //! ```
 //!
 //! A session is armed by [`BlockProfiler::enable`] (or `profiler_enable`) and captures the
-//! next N blocks, each from `begin_block` to `end_block`; then it disarms itself.
+//! next N blocks; then it disarms itself.
+//!
+//! **The window of a block** is its whole life in the node: from the end of the previous
+//! block's Commit (`end_block(H - 1)`) to the end of its own (`end_block(H)`). It holds the
+//! CheckTx of the transactions that arrived meanwhile (the mempool connection's share, which
+//! on CometBFT 0.38 runs mostly between blocks: the mempool is locked around Commit), the
+//! block's FinalizeBlock and its Commit. Windows of consecutive captured blocks are
+//! contiguous; the first one opens at the first `end_block` after arming, so a session never
+//! captures a block it joined halfway. `begin_block` marks where execution starts inside the
+//! window ([`ProfileSummary::execution_ms`](crate::api::ProfileSummary::execution_ms)).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +75,8 @@ struct State {
     warming: bool,
     /// The current or latest session.
     session: Option<SessionStatus>,
+    /// When `begin_block` of the block being captured was called.
+    execution_started: Option<Instant>,
 }
 
 impl BlockProfiler {
@@ -105,9 +116,9 @@ impl BlockProfiler {
         }))
     }
 
-    /// Marks the start of block `height`; call it first thing in FinalizeBlock, on the
-    /// consensus thread. Disarmed: one atomic load. Armed: one uncontended lock and one
-    /// message to the sampling thread, which starts this block's capture.
+    /// Marks the start of block `height`'s execution; call it first thing in FinalizeBlock,
+    /// on the consensus thread. Disarmed: one atomic load. Armed: one uncontended lock, to
+    /// note the time (the block's window opened at the previous `end_block`).
     #[inline]
     pub fn begin_block(&self, height: u64) {
         if self.armed.load(Ordering::Acquire) {
@@ -116,9 +127,10 @@ impl BlockProfiler {
     }
 
     /// Marks the end of block `height`; call it at the very end of Commit, on the consensus
-    /// thread. Disarmed: one atomic load. Armed: one uncontended lock and one message; the
-    /// block is then collected, rendered and written off this thread. After the session's
-    /// last block the profiler disarms itself.
+    /// thread. Disarmed: one atomic load. Armed: one uncontended lock and up to two
+    /// messages: the block's window closes (its samples are collected, rendered and written
+    /// off this thread) and the next block's opens. After the session's last block the
+    /// profiler disarms itself.
     #[inline]
     pub fn end_block(&self, height: u64) {
         if self.armed.load(Ordering::Acquire) {
@@ -145,35 +157,22 @@ impl BlockProfiler {
     #[cold]
     #[inline(never)]
     fn begin_armed(&self, height: u64) {
-        let requested = Instant::now();
+        let now = Instant::now();
         let mut state = lock(&self.state);
-        let Some(session) = state
-            .session
+        let State {
+            session,
+            execution_started,
+            ..
+        } = &mut *state;
+        // Armed in the middle of a block: its window opens at its end_block.
+        let Some(session) = session
             .as_mut()
-            .filter(|s| s.state == SessionState::Armed)
+            .filter(|s| s.state == SessionState::Armed && s.in_progress_height.is_some())
         else {
             return;
         };
-        if let Some(previous) = session.in_progress_height.take() {
-            session.blocks_discarded += 1;
-            tracing::warn!(
-                previous,
-                height,
-                "begin_block without end_block; discarding the unfinished capture"
-            );
-        }
-        let sent = self.send(Command::Begin {
-            session_id: session.id,
-            height,
-            frequency_hz: session.frequency_hz,
-            requested,
-        });
-        if !sent {
-            self.sampler_gone(session, height);
-            return;
-        }
         session.in_progress_height = Some(height);
-        session.blocks_started += 1;
+        *execution_started = Some(now);
     }
 
     #[cold]
@@ -181,38 +180,44 @@ impl BlockProfiler {
     fn end_armed(&self, height: u64) {
         let requested = Instant::now();
         let mut state = lock(&self.state);
-        let Some(session) = state
-            .session
-            .as_mut()
-            .filter(|s| s.state == SessionState::Armed)
-        else {
+        let State {
+            session,
+            execution_started,
+            ..
+        } = &mut *state;
+        let execution = execution_started.take().map(|t| requested - t);
+        let Some(session) = session.as_mut().filter(|s| s.state == SessionState::Armed) else {
             return;
         };
-        match session.in_progress_height {
-            Some(current) if current == height => {}
-            // Armed in the middle of this block: capture starts at the next one.
-            None => return,
-            Some(current) => {
-                tracing::warn!(
-                    current,
-                    height,
-                    "end_block for a block that is not being captured; ignored"
-                );
+        if session.in_progress_height.take().is_some() {
+            self.shared.render_queued();
+            if !self.send(Command::End {
+                height,
+                requested,
+                execution,
+            }) {
+                self.shared.render_done();
+                self.sampler_gone(session, height);
+                return;
+            }
+            session.blocks_captured += 1;
+            if session.blocks_captured >= session.blocks_requested {
+                session.state = SessionState::Completed;
+                self.armed.store(false, Ordering::Release);
                 return;
             }
         }
-        session.in_progress_height = None;
-        self.shared.render_queued();
-        if !self.send(Command::End { height, requested }) {
-            self.shared.render_done();
-            self.sampler_gone(session, height);
+        let next = height + 1;
+        if !self.send(Command::Begin {
+            session_id: session.id,
+            frequency_hz: session.frequency_hz,
+            requested,
+        }) {
+            self.sampler_gone(session, next);
             return;
         }
-        session.blocks_captured += 1;
-        if session.blocks_captured >= session.blocks_requested {
-            session.state = SessionState::Completed;
-            self.armed.store(false, Ordering::Release);
-        }
+        session.in_progress_height = Some(next);
+        session.blocks_started += 1;
     }
 
     fn sampler_gone(&self, session: &mut SessionStatus, height: u64) {
@@ -226,8 +231,8 @@ impl BlockProfiler {
         );
     }
 
-    /// Arms a session: from the next `begin_block` on, `blocks` blocks are captured at
-    /// `frequency_hz`. Validates the params, refuses a second session, and first has the
+    /// Arms a session: the `blocks` blocks after the current one are captured at
+    /// `frequency_hz`, the first window opening at the next `end_block`. Validates the params, refuses a second session, and first has the
     /// sampling thread warm pprof-rs up (its expensive first build), waiting for it: this
     /// call blocks for up to a few hundred milliseconds — call it from the RPC thread,
     /// never from the consensus thread.
@@ -271,6 +276,7 @@ impl BlockProfiler {
             in_progress_height: None,
         };
         state.session = Some(status.clone());
+        state.execution_started = None;
         self.armed.store(true, Ordering::Release);
         tracing::info!(
             session = status.id,

@@ -35,6 +35,7 @@ pub(crate) struct RenderJob {
     pub started_at: SystemTime,
     pub start_delay_ms: f64,
     pub end_delay_ms: f64,
+    pub execution_ms: Option<f64>,
     pub captured_unix_ms: u64,
     pub report: UnresolvedReport,
 }
@@ -109,6 +110,7 @@ fn render_block(
         started_at,
         start_delay_ms,
         end_delay_ms,
+        execution_ms,
         captured_unix_ms,
         report,
     } = job;
@@ -182,6 +184,7 @@ fn render_block(
         duration_ms,
         start_delay_ms,
         end_delay_ms,
+        execution_ms,
         samples: all.total(),
         check_tx_samples: role_samples(Role::CheckTx),
         deliver_tx_samples: role_samples(Role::DeliverTx),

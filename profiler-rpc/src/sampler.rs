@@ -7,17 +7,20 @@
 //! None of that may run on the consensus thread, which only sends this thread a message:
 //!
 //! * `Warm` (from `enable`, which waits for the answer): first build, dropped at once;
-//! * `Begin`: start a fresh guard for the block;
-//! * `End`: collect the block's raw samples, drop the guard, queue the samples for
-//!   rendering;
+//! * `Begin` (at the previous block's `end_block`): start a fresh guard for the block;
+//! * `End` (at the block's `end_block`): collect the block's raw samples, drop the guard,
+//!   queue the samples for rendering;
 //! * `Stop`: drop the guard and its samples (disable).
 //!
-//! Scheduling: idle between blocks, the thread waits under the normal policy, so that
-//! `Begin` (about 0.1 ms of work) runs at once and the window opens promptly — preempting
-//! the node for at most that long. While a block is captured it waits under `SCHED_BATCH`,
-//! so that `End` (milliseconds: collecting samples, reallocating pprof-rs's table) never
-//! preempts the node: under full load the window then closes up to a scheduler slice late,
-//! into the idle gap after Commit. Each profile records both delays.
+//! Between two captured blocks `End` is followed at once by `Begin`: the next window opens
+//! as soon as the previous one is collected (milliseconds for a busy block; pprof-rs drops
+//! the samples that fall in that gap, and each profile records it as `start_delay_ms`).
+//!
+//! Scheduling: before a session's first window, the thread waits under the normal policy,
+//! so that the first `Begin` (about 0.1 ms of work) runs at once. While blocks are captured
+//! it waits under `SCHED_BATCH`, so that `End` (collecting samples, reallocating pprof-rs's
+//! table) never preempts the node: under full load a window then closes up to a scheduler
+//! slice late. Each profile records both delays.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
@@ -36,15 +39,20 @@ pub(crate) enum Command {
     Warm {
         reply: mpsc::SyncSender<Result<(), String>>,
     },
-    /// Start capturing `height`; `requested` is when `begin_block` was called.
+    /// Start capturing the next block; `requested` is when the previous block's
+    /// `end_block` was called.
     Begin {
         session_id: u64,
-        height: u64,
         frequency_hz: u32,
         requested: Instant,
     },
-    /// Stop capturing `height` and hand its samples to rendering.
-    End { height: u64, requested: Instant },
+    /// Stop capturing, call the block `height` and hand its samples to rendering;
+    /// `execution` is the time from its `begin_block` to its `end_block`.
+    End {
+        height: u64,
+        requested: Instant,
+        execution: Option<std::time::Duration>,
+    },
     /// Stop capturing and throw the samples away.
     Stop,
 }
@@ -53,7 +61,6 @@ pub(crate) enum Command {
 struct Active {
     guard: ProfilerGuard<'static>,
     session_id: u64,
-    height: u64,
     frequency_hz: u32,
     started: Instant,
     started_at: SystemTime,
@@ -122,11 +129,14 @@ impl Sampler {
             }
             Command::Begin {
                 session_id,
-                height,
                 frequency_hz,
                 requested,
-            } => self.begin(session_id, height, frequency_hz, requested),
-            Command::End { height, requested } => self.end(height, requested),
+            } => self.begin(session_id, frequency_hz, requested),
+            Command::End {
+                height,
+                requested,
+                execution,
+            } => self.end(height, requested, execution),
             Command::Stop => self.active = None,
         }
     }
@@ -144,12 +154,12 @@ impl Sampler {
         Ok(())
     }
 
-    fn begin(&mut self, session_id: u64, height: u64, frequency_hz: u32, requested: Instant) {
-        // A block that never ended (the caller already counted it as discarded).
+    fn begin(&mut self, session_id: u64, frequency_hz: u32, requested: Instant) {
+        // Never more than one guard (pprof-rs refuses a second build while one lives).
         self.active = None;
         let Some(builder) = &self.builder else {
             self.shared.record_failure(
-                Some(height),
+                None,
                 "start",
                 "profiler was not warmed up before arming".into(),
             );
@@ -162,7 +172,6 @@ impl Sampler {
                 self.active = Some(Active {
                     guard,
                     session_id,
-                    height,
                     frequency_hz,
                     started,
                     started_at: SystemTime::now(),
@@ -170,7 +179,7 @@ impl Sampler {
                 })
             }
             Err(e) => self.shared.record_failure(
-                Some(height),
+                None,
                 "start",
                 format!("starting the pprof-rs profiler: {e}"),
             ),
@@ -180,24 +189,12 @@ impl Sampler {
     /// Takes the block's raw samples, drops the guard (samples must be taken first: the
     /// drop discards them) and queues the block for rendering. Every `End` settles one
     /// pending block, here or in the rendering thread.
-    fn end(&mut self, height: u64, requested: Instant) {
+    fn end(&mut self, height: u64, requested: Instant, execution: Option<std::time::Duration>) {
         let Some(active) = self.active.take() else {
             // Its start failed (already reported).
             self.shared.render_done();
             return;
         };
-        if active.height != height {
-            self.shared.record_failure(
-                Some(height),
-                "capture",
-                format!(
-                    "end of block {height} while capturing block {}",
-                    active.height
-                ),
-            );
-            self.shared.render_done();
-            return;
-        }
         let report = active.guard.report().build_unresolved();
         let stopped = Instant::now();
         drop(active.guard);
@@ -221,6 +218,7 @@ impl Sampler {
             started_at: active.started_at,
             start_delay_ms: active.start_delay_ms,
             end_delay_ms: millis(stopped.saturating_duration_since(requested)),
+            execution_ms: execution.map(millis),
             captured_unix_ms: unix_ms(),
             report,
         };

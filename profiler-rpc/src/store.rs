@@ -266,6 +266,7 @@ mod tests {
             duration_ms: 12.5,
             start_delay_ms: 0.1,
             end_delay_ms: 0.2,
+            execution_ms: Some(4.0),
             samples: 3,
             check_tx_samples: 1,
             deliver_tx_samples: 2,

@@ -94,7 +94,8 @@ async fn cli_arms_waits_fetches_merges_and_diffs() {
     fetch.await.expect("fetch task").expect("feth profiler");
 
     let chain = out.join("cli-chain");
-    for height in [1, 2] {
+    // Armed during block 1: blocks 2 and 3 are captured.
+    for height in [2, 3] {
         let dir = chain.join(height.to_string());
         let meta: ProfileSummary = serde_json::from_slice(
             &std::fs::read(dir.join("meta.json")).expect("meta.json fetched"),
@@ -108,8 +109,11 @@ async fn cli_arms_waits_fetches_merges_and_diffs() {
             assert_eq!(local, remote, "{file} of height {height}");
         }
     }
-    assert!(!chain.join("3").exists(), "block 3 was not armed");
-    let merged = chain.join("merged-1-2");
+    assert!(
+        !chain.join("1").exists(),
+        "block 1 was joined halfway: not captured"
+    );
+    let merged = chain.join("merged-2-3");
     let titles = svg_titles(&std::fs::read(merged.join("all.svg")).expect("merged svg"));
     assert!(has_exact_frame(&titles, "check_tx") && has_exact_frame(&titles, "deliver_tx"));
     let merged_samples: u64 = std::fs::read_to_string(merged.join("all.folded"))
@@ -129,8 +133,8 @@ async fn cli_arms_waits_fetches_merges_and_diffs() {
         .expect("feth profiler status");
 
     let diff = local.path().join("diff.svg");
-    let before = chain.join("1");
-    let after = chain.join("2");
+    let before = chain.join("2");
+    let after = chain.join("3");
     feth(&[
         "flamegraph",
         "diff",

@@ -20,9 +20,12 @@ use pprof::protos::Message as _;
 pub const CHECK_TX_FN: &str = "feth_synthetic_check_tx_work";
 /// Distinctive frame of the consensus thread's work.
 pub const DELIVER_TX_FN: &str = "feth_synthetic_deliver_tx_work";
-/// Distinctive frame of CPU work between blocks (after Commit, before FinalizeBlock),
-/// which no block profile may contain.
+/// Distinctive frame of consensus-thread CPU work between blocks (after Commit, before
+/// FinalizeBlock): it belongs to the next block's window.
 pub const BETWEEN_BLOCKS_FN: &str = "feth_synthetic_between_blocks_work";
+/// Distinctive frame of CPU work after the driver's last block: outside every window once
+/// the session has completed.
+pub const AFTER_LAST_BLOCK_FN: &str = "feth_synthetic_after_last_block_work";
 /// Sampling frequency used by the tests.
 pub const TEST_HZ: i64 = 199;
 /// CPU time each role spends per block: ~50 samples per role at 199 Hz.
@@ -101,6 +104,17 @@ pub fn feth_synthetic_between_blocks_work(cpu: Duration) -> u64 {
     acc
 }
 
+/// Consensus-thread CPU work after the last block.
+#[inline(never)]
+pub fn feth_synthetic_after_last_block_work(cpu: Duration) -> u64 {
+    let until = thread_cpu_time() + cpu;
+    let mut acc = 0u64;
+    while thread_cpu_time() < until {
+        acc = mix(acc.wrapping_add(17));
+    }
+    acc
+}
+
 /// A profiler, its server on 127.0.0.1 and a client of it.
 pub struct Node {
     pub profiler: Arc<BlockProfiler>,
@@ -173,10 +187,11 @@ pub async fn new_profiler(config: ProfilerConfig) -> Arc<BlockProfiler> {
     }
 }
 
-/// Drives blocks like an ABCI app: the consensus thread (tagged deliver_tx) calls
-/// begin_block, asks the check_tx thread for work, does its own, waits, calls end_block,
-/// then, once the block's window has closed, works a little more before the next block:
-/// that work must appear in no block's profile.
+/// Drives blocks like an ABCI app on CometBFT 0.38: first the block's intake (the check_tx
+/// thread checks incoming transactions while the consensus thread, tagged deliver_tx, does
+/// some work of its own between blocks), then begin_block, the consensus thread's
+/// FinalizeBlock and Commit work, end_block. Once the block's profile is rendered the next
+/// block starts. After the last block the consensus thread works a little more.
 pub fn drive_blocks(profiler: &Arc<BlockProfiler>, heights: Range<u64>) {
     let (work_tx, work_rx) = mpsc::channel::<Duration>();
     let (done_tx, done_rx) = mpsc::channel::<u64>();
@@ -191,21 +206,20 @@ pub fn drive_blocks(profiler: &Arc<BlockProfiler>, heights: Range<u64>) {
     });
     let profiler = profiler.clone();
     let consensus = thread::spawn(move || {
+        tag_current_thread(Role::DeliverTx);
         for height in heights {
-            tag_current_thread(Role::DeliverTx);
-            profiler.begin_block(height);
             work_tx.send(CPU_PER_ROLE).expect("check thread alive");
-            black_box(feth_synthetic_deliver_tx_work(CPU_PER_ROLE));
+            black_box(feth_synthetic_between_blocks_work(CPU_PER_ROLE / 2));
             black_box(done_rx.recv().expect("check thread answers"));
+            profiler.begin_block(height);
+            black_box(feth_synthetic_deliver_tx_work(CPU_PER_ROLE));
             profiler.end_block(height);
-            // The window closes on the sampling thread shortly after end_block; let it
-            // close (and the block render) before working between blocks.
             assert!(
                 profiler.wait_for_renders(Duration::from_secs(120)),
                 "render stuck"
             );
-            black_box(feth_synthetic_between_blocks_work(CPU_PER_ROLE / 2));
         }
+        black_box(feth_synthetic_after_last_block_work(CPU_PER_ROLE / 2));
     });
     consensus.join().expect("consensus thread panicked");
     check.join().expect("check thread panicked");

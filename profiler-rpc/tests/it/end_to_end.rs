@@ -1,5 +1,6 @@
 //! Arm 3 blocks over JSON-RPC, run 5 blocks of a two-role workload, and check every
-//! output of the 3 captured blocks: SVGs, protobufs, folded stacks, list and fetch.
+//! output of the 3 captured blocks: SVGs, protobufs, folded stacks, list and fetch, and
+//! the windows: each block from the previous Commit's end to its own.
 
 use feth_profiler_rpc::api::ContentEncoding;
 use feth_profiler_rpc::{
@@ -7,8 +8,8 @@ use feth_profiler_rpc::{
 };
 
 use crate::common::{
-    has_exact_frame, has_frame, read, serial, svg_titles, DecodedProfile, Node, BETWEEN_BLOCKS_FN,
-    CHECK_TX_FN, DELIVER_TX_FN, TEST_HZ,
+    has_exact_frame, has_frame, read, serial, svg_titles, DecodedProfile, Node,
+    AFTER_LAST_BLOCK_FN, BETWEEN_BLOCKS_FN, CHECK_TX_FN, CPU_PER_ROLE, DELIVER_TX_FN, TEST_HZ,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,8 +47,9 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
     assert_eq!(status.profiles, 3);
 
     let listed = node.client.list().await.expect("list");
+    // Armed during block 3: its window opens at its end, and the session captures 4, 5, 6.
     let heights: Vec<u64> = listed.iter().map(|p| p.height).collect();
-    assert_eq!(heights, vec![3, 4, 5]);
+    assert_eq!(heights, vec![4, 5, 6]);
     let expected_files: Vec<String> = ProfileKind::ALL
         .iter()
         .flat_map(|kind| RoleFilter::ALL.map(|role| kind.file_name(role)))
@@ -58,12 +60,17 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
         assert!(profile.check_tx_samples > 0, "{profile:?}");
         assert!(profile.deliver_tx_samples > 0, "{profile:?}");
         assert!(profile.samples >= profile.check_tx_samples + profile.deliver_tx_samples);
-        assert!(profile.duration_ms > 0.0);
+        // Execution (FinalizeBlock to Commit) burns CPU_PER_ROLE of consensus-thread CPU
+        // time, so it lasts at least that long, inside the window.
+        let execution = profile.execution_ms.expect("begin_block was called");
+        assert!(execution >= CPU_PER_ROLE.as_secs_f64() * 1e3, "{profile:?}");
+        assert!(profile.duration_ms > execution, "{profile:?}");
         for file in &expected_files {
             assert!(profile.files.contains(file), "{file} missing: {profile:?}");
         }
     }
-    assert!(!node.chain_dir().join("6").exists());
+    assert!(!node.chain_dir().join("3").exists());
+    assert!(!node.chain_dir().join("7").exists());
 
     for profile in &listed {
         check_block_files(&node, profile.height).await;
@@ -78,7 +85,7 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
         })
         .await
         .expect("fetch latest");
-    assert_eq!(latest.height, 5);
+    assert_eq!(latest.height, 6);
 
     node.shutdown().await;
 }
@@ -93,8 +100,11 @@ async fn check_block_files(node: &Node, height: u64) {
     assert!(has_exact_frame(&all, "deliver_tx"), "height {height}");
     assert!(has_frame(&all, CHECK_TX_FN));
     assert!(has_frame(&all, DELIVER_TX_FN));
-    // Each block is its own window: work between blocks belongs to none of them.
-    assert!(!has_frame(&all, BETWEEN_BLOCKS_FN), "height {height}");
+    // A block's window opens at the previous Commit's end: the consensus thread's work
+    // between blocks is in it; its window closes at its own Commit's end: the work after the
+    // session's last block is in none.
+    assert!(has_frame(&all, BETWEEN_BLOCKS_FN), "height {height}");
+    assert!(!has_frame(&all, AFTER_LAST_BLOCK_FN), "height {height}");
     let check = svg_titles(&read(&dir, height, "check_tx.svg"));
     assert!(has_frame(&check, CHECK_TX_FN) && !has_frame(&check, DELIVER_TX_FN));
     assert!(!has_exact_frame(&check, "deliver_tx"));

@@ -20,14 +20,15 @@ async fn a_failed_write_is_reported_and_later_blocks_still_work() {
     std::fs::remove_dir_all(&chain_dir).expect("remove chain dir");
     std::fs::write(&chain_dir, b"in the way").expect("block the chain dir");
 
+    // Armed during block 10: block 11 is captured.
     node.client.enable(arm(1)).await.expect("enable");
-    node.run_blocks(10..11).await;
+    node.run_blocks(10..12).await;
 
     let status = node.client.status().await.expect("status");
     assert_eq!(status.failures_total, 1);
     assert_eq!(status.captured_total, 0);
     let error = status.last_error.expect("failure reported");
-    assert_eq!(error.height, Some(10));
+    assert_eq!(error.height, Some(11));
     assert_eq!(error.stage, "write");
     assert!(
         error.message.contains("failing-chain"),
@@ -40,7 +41,7 @@ async fn a_failed_write_is_reported_and_later_blocks_still_work() {
     // The node goes on; once the directory can be written again, so does the profiler.
     std::fs::remove_file(&chain_dir).expect("unblock");
     node.client.enable(arm(2)).await.expect("enable again");
-    node.run_blocks(11..13).await;
+    node.run_blocks(12..15).await;
 
     let status = node.client.status().await.expect("status");
     assert_eq!(status.failures_total, 1, "{:?}", status.last_error);
@@ -53,8 +54,8 @@ async fn a_failed_write_is_reported_and_later_blocks_still_work() {
         .iter()
         .map(|p| p.height)
         .collect();
-    assert_eq!(heights, vec![11, 12]);
-    assert!(chain_dir.join("12").join("all.svg").is_file());
+    assert_eq!(heights, vec![13, 14]);
+    assert!(chain_dir.join("14").join("all.svg").is_file());
 
     node.shutdown().await;
 }

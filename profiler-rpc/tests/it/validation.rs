@@ -140,7 +140,7 @@ async fn one_session_at_a_time_and_disable_discards_the_open_block() {
         .await
         .expect("re-enable");
     assert!(second.id > first.id);
-    node.run_blocks(10..12).await;
+    node.run_blocks(10..13).await;
     let status = node.client.status().await.expect("status");
     assert_eq!(
         status.session.map(|s| (s.id, s.state)),
@@ -154,7 +154,7 @@ async fn one_session_at_a_time_and_disable_discards_the_open_block() {
         .iter()
         .map(|p| p.height)
         .collect();
-    assert_eq!(listed, vec![10, 11]);
+    assert_eq!(listed, vec![11, 12]);
 
     // Disabling in the middle of a block throws that block away.
     node.client
@@ -164,6 +164,7 @@ async fn one_session_at_a_time_and_disable_discards_the_open_block() {
         })
         .await
         .expect("enable after completion");
+    node.profiler.end_block(19);
     node.profiler.begin_block(20);
     let disabled = node.client.disable().await.expect("disable");
     assert_eq!(disabled.discarded_height, Some(20));

@@ -153,11 +153,60 @@ pub async fn agent(
     })
 }
 
+/// How abcid runs in a round of `feth bench profiler`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfilerMode {
+    /// `abcid --no-profiler`: no profiler at all.
+    Off,
+    /// Profiler embedded, not armed.
+    Disarmed,
+    /// Profiler armed on every block of the round.
+    Armed,
+}
+
+impl ProfilerMode {
+    /// Order of the modes in cycle `i`: forwards, then backwards, so that a
+    /// drift over the run cancels out (ABC CBA …).
+    fn cycle(i: usize) -> [ProfilerMode; 3] {
+        let forwards = [Self::Off, Self::Disarmed, Self::Armed];
+        if i.is_multiple_of(2) {
+            forwards
+        } else {
+            [forwards[2], forwards[1], forwards[0]]
+        }
+    }
+
+    /// Name as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Disarmed => "disarmed",
+            Self::Armed => "armed",
+        }
+    }
+}
+
+/// What `feth bench profiler` runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfilerBenchPlan {
+    /// Funded sending accounts.
+    pub accounts: usize,
+    /// Seconds of saturating load per round.
+    pub seconds: u64,
+    /// Cycles of the three modes.
+    pub cycles: usize,
+    /// Sampling frequency while armed.
+    pub frequency_hz: i64,
+    /// CometBFT `timeout_commit` of the devnet.
+    pub timeout_commit: String,
+}
+
 /// One round of `feth bench profiler`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfilerRound {
-    /// Whether the profiler was armed on every block.
-    pub armed: bool,
+    /// How abcid ran.
+    pub mode: ProfilerMode,
     /// Committed TPS read from blocks.
     pub committed_tps: f64,
     /// Blocks captured in the round (armed rounds).
@@ -167,72 +216,126 @@ pub struct ProfilerRound {
 /// Figures of `feth bench profiler`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfilerBench {
-    /// Rounds in the order run (disarmed and armed interleaved).
+    /// What was run.
+    pub plan: ProfilerBenchPlan,
+    /// Rounds in the order run.
     pub rounds: Vec<ProfilerRound>,
+    /// Mean committed TPS without the profiler.
+    pub off_tps: f64,
     /// Mean committed TPS, disarmed.
     pub disarmed_tps: f64,
     /// Mean committed TPS, armed on every block.
     pub armed_tps: f64,
     /// `armed / disarmed` (target ≥ 0.97).
-    pub ratio: f64,
+    pub armed_ratio: f64,
+    /// `disarmed / off` (target: indistinguishable from 1).
+    pub disarmed_ratio: f64,
 }
 
-/// Saturates the node with `keys` for `seconds` per round, alternating
-/// disarmed and armed-on-every-block rounds, `pairs` times each.
-pub async fn profiler(
-    web3: &str,
-    profiler_url: &str,
-    keys: &KeySet,
-    seconds: u64,
-    pairs: usize,
-    frequency_hz: i64,
-) -> Result<ProfilerBench> {
+/// Starts a devnet of its own (release abcid next to this feth, free
+/// loopback ports, a temporary folder), funds `plan.accounts` senders, then
+/// saturates it for `plan.seconds` per round in three modes — without the
+/// profiler, disarmed, armed on every block — `plan.cycles` times, in ABC
+/// CBA order. Every round starts from a restarted node, so that all rounds
+/// begin alike.
+pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
+    use crate::devnet::{self, Devnet, DevnetOptions};
+    use crate::fund::{self, FundPlan};
     use feth_profiler_rpc::api::EnableParams;
     use feth_profiler_rpc::ProfilerClient;
-    let client = ProfilerClient::new(profiler_url, None)?;
-    let mut rounds = Vec::with_capacity(pairs * 2);
-    for i in 0..pairs * 2 {
-        // ABBA order cancels a drift over the run.
-        let armed = matches!(i % 4, 1 | 2);
-        let before = client.list().await?.len();
-        if armed {
-            client
+
+    let dir = tempfile::tempdir().context("cannot create a temporary devnet folder")?;
+    let mut options = DevnetOptions::for_test(dir.path(), devnet::free_ports()?);
+    options.timeout_commit = plan.timeout_commit.clone();
+    let mut net = Devnet::start(options)
+        .await
+        .context("starting the devnet")?;
+
+    let mut keys = KeySet::new(KeySource::Seed(alloy_primitives::B256::repeat_byte(11)));
+    keys.extend_to(plan.accounts);
+    let keys_file = dir.path().join("keys.txt");
+    keys.save(&keys_file)?;
+    let root = crate::keys::read_key_file(&net.state.root_key())?;
+    let client = crate::eth::EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
+    let funding = FundPlan {
+        amount: U256::from(10u64).pow(U256::from(20u64)),
+        redeposit: false,
+        wait: Duration::from_secs(120),
+        progress: false,
+    };
+    let report = fund::fund(
+        &client,
+        &root,
+        &keys.addresses,
+        &funding,
+        &fund::journal_path(&keys_file),
+    )
+    .await
+    .context("funding the senders")?;
+    anyhow::ensure!(
+        report.underfunded == 0,
+        "{} senders are still unfunded",
+        report.underfunded
+    );
+
+    let mut rounds = Vec::with_capacity(plan.cycles * 3);
+    for mode in (0..plan.cycles).flat_map(ProfilerMode::cycle) {
+        net.state.options.no_profiler = mode == ProfilerMode::Off;
+        net.restart().await.context("restarting the devnet")?;
+        let profiler = ProfilerClient::new(&net.state.profiler_url(), None)?;
+        if mode == ProfilerMode::Armed {
+            profiler
                 .enable(EnableParams {
                     blocks: Some(200),
-                    frequency_hz: Some(frequency_hz),
+                    frequency_hz: Some(plan.frequency_hz),
                 })
                 .await
                 .context("cannot arm the profiler")?;
         }
         let mut engine = EngineConfig::transfers(RateSchedule::Closed, keys.len());
-        engine.duration = Some(Duration::from_secs(seconds));
-        let mut settings = LoadSettings::new(web3, engine);
+        engine.duration = Some(Duration::from_secs(plan.seconds));
+        let mut settings = LoadSettings::new(&net.state.web3_url(), engine);
         settings.wait = Duration::from_secs(30);
         let report = load::run(settings, keys.clone()).await?;
-        if armed {
-            client.disable().await?;
-            client.wait_idle(Duration::from_secs(120)).await?;
+        let mut profiles = 0;
+        if mode == ProfilerMode::Armed {
+            let status = profiler.disable().await?;
+            profiles = status.session.map_or(0, |s| s.blocks_captured as usize);
+            profiler.wait_idle(Duration::from_secs(120)).await?;
         }
-        let profiles = client.list().await?.len().saturating_sub(before);
+        eprintln!(
+            "round {:>2}  {:<8}  {:>9.1} committed tx/s  {:>4} blocks profiled",
+            rounds.len() + 1,
+            mode.as_str(),
+            report.chain.committed_tps,
+            profiles
+        );
         rounds.push(ProfilerRound {
-            armed,
+            mode,
             committed_tps: report.chain.committed_tps,
             profiles,
         });
     }
-    let mean = |armed: bool| {
+    let mean = |mode: ProfilerMode| {
         let v: Vec<f64> = rounds
             .iter()
-            .filter(|r| r.armed == armed)
+            .filter(|r| r.mode == mode)
             .map(|r| r.committed_tps)
             .collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
-    let (disarmed_tps, armed_tps) = (mean(false), mean(true));
+    let (off_tps, disarmed_tps, armed_tps) = (
+        mean(ProfilerMode::Off),
+        mean(ProfilerMode::Disarmed),
+        mean(ProfilerMode::Armed),
+    );
     Ok(ProfilerBench {
+        plan,
         rounds,
+        off_tps,
         disarmed_tps,
         armed_tps,
-        ratio: armed_tps / disarmed_tps.max(1e-9),
+        armed_ratio: armed_tps / disarmed_tps.max(1e-9),
+        disarmed_ratio: disarmed_tps / off_tps.max(1e-9),
     })
 }

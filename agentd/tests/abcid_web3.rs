@@ -146,3 +146,29 @@ async fn contracts_deploy_and_answer_calls() {
         .unwrap();
     assert_eq!(U256::from_be_slice(&out), word);
 }
+
+/// `feth devnet up --no-profiler` (what `feth bench profiler` compares
+/// against): abcid serves the chain with no profiler RPC at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_devnet_without_the_profiler_serves_the_chain_and_no_profiler_rpc() {
+    let net = TestNet::start_with(|o| o.no_profiler = true).await;
+    let p = provider(&net);
+    let to = Address::repeat_byte(0x43);
+    let receipt = p
+        .send_transaction(
+            TransactionRequest::default()
+                .with_to(to)
+                .with_value(U256::from(7)),
+        )
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    assert!(receipt.status());
+    assert_eq!(p.get_balance(to).await.unwrap(), U256::from(7));
+    let profiler =
+        std::net::TcpStream::connect(("127.0.0.1", net.devnet.state.options.profiler_port));
+    assert!(profiler.is_err(), "no profiler RPC listens");
+    assert!(!net.devnet.state.options.dir.join("flamegraphs").exists());
+}

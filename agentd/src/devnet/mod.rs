@@ -96,6 +96,10 @@ pub struct DevnetOptions {
     /// Seconds to wait for the first block and the web3 server.
     #[arg(long, default_value_t = 60)]
     pub wait: u64,
+    /// Run abcid without its block profiler (`abcid --no-profiler`).
+    #[arg(long)]
+    #[serde(default)]
+    pub no_profiler: bool,
 }
 
 fn default_profiler_port() -> u16 {
@@ -123,8 +127,22 @@ impl DevnetOptions {
             log_format: LogFormat::Plain,
             fresh: false,
             wait: 60,
+            no_profiler: false,
         }
     }
+}
+
+/// Five distinct free ports on 127.0.0.1 (for `DevnetOptions::for_test`).
+pub fn free_ports() -> Result<[u16; 5]> {
+    let listeners = (0..5)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("cannot bind a free port on 127.0.0.1")?;
+    let mut ports = [0u16; 5];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
 }
 
 /// What `devnet.json` records.
@@ -288,13 +306,17 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
         .arg("--cometbft-rpc")
         .arg(state.rpc_url())
         .arg("--log-format")
-        .arg(o.log_format.as_str())
-        .arg("--profiler-addr")
-        .arg(format!("127.0.0.1:{}", o.profiler_port))
-        .arg("--profiler-dir")
-        .arg(o.dir.join("flamegraphs"))
-        .arg("--chain-name")
-        .arg(format!("feth-devnet-{}", o.chain_id));
+        .arg(o.log_format.as_str());
+    if o.no_profiler {
+        cmd.arg("--no-profiler");
+    } else {
+        cmd.arg("--profiler-addr")
+            .arg(format!("127.0.0.1:{}", o.profiler_port))
+            .arg("--profiler-dir")
+            .arg(o.dir.join("flamegraphs"))
+            .arg("--chain-name")
+            .arg(format!("feth-devnet-{}", o.chain_id));
+    }
     let pid = process::spawn_logged(cmd, &state.abcid_log())?;
     state.abcid_pid = Some(pid);
     let deadline = Instant::now() + Duration::from_secs(30);

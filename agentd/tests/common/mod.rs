@@ -3,27 +3,14 @@
 
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use feth::accounts::{KeySet, KeySource};
-use feth::devnet::{Devnet, DevnetOptions};
+use feth::devnet::{free_ports, Devnet, DevnetOptions};
 use feth::eth::EthClient;
 use feth::fund::{self, FundPlan};
 use secp256k1::SecretKey;
-
-/// Five distinct free ports on 127.0.0.1.
-pub fn free_ports() -> [u16; 5] {
-    let listeners: Vec<TcpListener> = (0..5)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
-    let mut ports = [0u16; 5];
-    for (p, l) in ports.iter_mut().zip(&listeners) {
-        *p = l.local_addr().unwrap().port();
-    }
-    ports
-}
 
 /// A running devnet with its temp folder.
 pub struct TestNet {
@@ -40,7 +27,7 @@ impl TestNet {
 
     pub async fn start_with(tweak: impl FnOnce(&mut DevnetOptions)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut opts = DevnetOptions::for_test(dir.path(), free_ports());
+        let mut opts = DevnetOptions::for_test(dir.path(), free_ports().unwrap());
         tweak(&mut opts);
         let devnet = Devnet::start(opts).await.expect("devnet starts");
         let root = feth::keys::read_key_file(&devnet.state.root_key()).unwrap();
@@ -84,7 +71,7 @@ pub struct Redis {
 impl Redis {
     pub fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_ports()[0];
+        let port = free_ports().unwrap()[0];
         let child = std::process::Command::new("redis-server")
             .args([
                 "--port",

@@ -3,8 +3,9 @@
 //! - Each account sends one transaction at a time, in nonce order: nodes such
 //!   as abcid refuse nonce gaps, and the order of concurrent requests on the
 //!   wire is not guaranteed. Accounts queue their due transactions (FIFO).
-//! - `max_parallelism` workers take ready accounts and submit their next
-//!   transaction; accounts are spread across endpoints.
+//! - `max_parallelism` workers take batches of ready accounts (see
+//!   [`super::ready`]) and submit their next transactions in one request;
+//!   accounts are spread across endpoints.
 //! - Signer threads keep each account's next transaction pre-signed, so
 //!   libsecp256k1 signing stays off the send path.
 //! - Open loop (`--rate`, `--ramp`): a scheduler releases transactions at
@@ -21,16 +22,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{keccak256, Address, Bytes, U256};
-use futures::StreamExt;
-use rand::SeedableRng;
-use tokio::sync::Notify;
-
 use super::ledger::{TxEntry, TxStatus};
 use super::pick::{Picker, RateSchedule};
+use super::ready::ReadyQueue;
 use crate::accounts::KeySet;
 use crate::eth::{EthClient, RpcError};
 use crate::sign::{self, Fee, SignedTx, TxRequest};
+use alloy_primitives::{keccak256, Address, Bytes, U256};
+use futures::StreamExt;
+use rand::SeedableRng;
 
 /// Where transfers go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -148,8 +148,7 @@ pub struct Engine {
     keys: Arc<KeySet>,
     accts: Vec<Mutex<Acct>>,
     /// Ready accounts, one queue per endpoint (a batch goes to one endpoint).
-    ready: Vec<Mutex<VecDeque<usize>>>,
-    notify: Notify,
+    ready: Vec<ReadyQueue>,
     /// Every submitted transaction.
     pub ledger: Mutex<Vec<TxEntry>>,
     /// Live counters.
@@ -228,7 +227,7 @@ impl Engine {
             })
             .collect();
         let ready = (0..clients.len())
-            .map(|_| Mutex::new(VecDeque::new()))
+            .map(|_| ReadyQueue::new(cfg.batch))
             .collect();
         Arc::new(Self {
             ready,
@@ -236,7 +235,6 @@ impl Engine {
             clients,
             keys,
             accts,
-            notify: Notify::new(),
             ledger: Mutex::new(Vec::new()),
             counters: Counters::default(),
             start,
@@ -371,43 +369,24 @@ impl Engine {
     }
 
     fn push_ready(&self, a: usize) {
-        self.ready[a % self.ready.len()]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(a);
-        self.notify.notify_one();
+        self.ready[a % self.ready.len()].push(a);
+    }
+
+    fn wake_workers(&self) {
+        for queue in &self.ready {
+            queue.wake_all();
+        }
     }
 
     fn finished(&self) -> bool {
         !self.scheduling.load(Ordering::SeqCst) && self.outstanding.load(Ordering::SeqCst) == 0
     }
 
-    /// Waits for ready accounts of endpoint `ep`; takes up to `batch` of them.
-    async fn next_ready(&self, ep: usize) -> Option<Vec<usize>> {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut queue = self.ready[ep].lock().unwrap_or_else(|e| e.into_inner());
-                if !queue.is_empty() {
-                    let n = queue.len().min(self.cfg.batch.max(1));
-                    return Some(queue.drain(..n).collect());
-                }
-            }
-            if self.finished() {
-                self.notify.notify_waiters();
-                return None;
-            }
-            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
-        }
-    }
-
     /// Stops taking new transactions; those already submitted are finished.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.scheduling.store(false, Ordering::SeqCst);
-        self.notify.notify_waiters();
+        self.wake_workers();
     }
 
     /// Takes account `a`'s next transaction to submit (or the one being retried).
@@ -531,9 +510,9 @@ impl Engine {
 
     /// Submits the next transaction of each account in `batch` (all on one
     /// endpoint) in one request, then handles each answer.
-    async fn process(self: &Arc<Self>, batch: Vec<usize>) {
+    async fn process(self: &Arc<Self>, batch: &[usize]) {
         let mut taken = Vec::with_capacity(batch.len());
-        for a in batch {
+        for &a in batch {
             if let Some((id, raw, nonce)) = self.take_tx(a) {
                 taken.push((a, id, raw, nonce));
             }
@@ -642,8 +621,10 @@ impl Engine {
             .map(|w| {
                 let me = self.clone();
                 tokio::spawn(async move {
-                    while let Some(batch) = me.next_ready(w % endpoints).await {
-                        me.process(batch).await;
+                    let queue = &me.ready[w % endpoints];
+                    let mut batch = Vec::with_capacity(me.cfg.batch);
+                    while queue.take(&mut batch, || me.finished()).await {
+                        me.process(&batch).await;
                     }
                 })
             })
@@ -705,6 +686,6 @@ impl Engine {
             tokio::time::sleep_until(due.max(now + Duration::from_micros(500)).into()).await;
         }
         self.scheduling.store(false, Ordering::SeqCst);
-        self.notify.notify_waiters();
+        self.wake_workers();
     }
 }

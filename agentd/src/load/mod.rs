@@ -3,13 +3,14 @@
 //!
 //! - [`pick`]: sender distribution and rate schedules.
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
-//!   recovery, pre-signing, open-loop scheduling).
+//!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming.
 //! - [`scan`]: reading committed blocks; [`report`]: the accounting.
 
 pub mod engine;
 pub mod erc20;
 pub mod ledger;
 pub mod pick;
+pub mod ready;
 pub mod report;
 pub mod scan;
 

@@ -162,6 +162,16 @@ pub struct Engine {
     fresh: AtomicU64,
 }
 
+/// What moves a busy account forward (see [`Engine::advance`]).
+enum Next {
+    /// Already on its way (being signed).
+    Nothing,
+    /// Queue it for a worker.
+    Ready,
+    /// Have its transaction with this nonce signed.
+    Sign(u64),
+}
+
 enum Outcome {
     Accepted,
     Busy,
@@ -304,20 +314,35 @@ impl Engine {
         jobs.as_ref().is_some_and(|tx| tx.send((a, nonce)).is_ok())
     }
 
-    /// Moves a busy account with due work forward: to the ready queue when its
-    /// next transaction is signed (or being retried), else to a signer thread,
-    /// which queues it once signed. Signing thus never waits on the send path
-    /// and every transaction is signed once.
-    fn advance(&self, a: usize, acct: &mut Acct) {
+    /// Decides how a busy account with due work moves forward: to the ready
+    /// queue when its next transaction is signed (or being retried), else to
+    /// a signer thread, which queues it once signed. Signing thus never waits
+    /// on the send path and every transaction is signed once. The caller
+    /// carries the step out with [`Self::follow`] once the account's lock is
+    /// released, so a thread woken by the hand-off never waits on that lock.
+    fn advance(acct: &mut Acct) -> Next {
         let signed = matches!(&acct.presigned, Some((n, _)) if *n == acct.next_nonce);
         if acct.current.is_some() || signed {
-            self.push_ready(a);
-        } else if !acct.signing {
-            if self.request_presign(a, acct.next_nonce) {
-                acct.signing = true;
-            } else {
-                // No signer threads (shutting down): the worker signs inline.
-                self.push_ready(a);
+            Next::Ready
+        } else if acct.signing {
+            Next::Nothing
+        } else {
+            acct.signing = true;
+            Next::Sign(acct.next_nonce)
+        }
+    }
+
+    /// Carries out what [`Self::advance`] decided for account `a`.
+    fn follow(&self, a: usize, next: Next) {
+        match next {
+            Next::Nothing => {}
+            Next::Ready => self.push_ready(a),
+            Next::Sign(nonce) => {
+                if !self.request_presign(a, nonce) {
+                    // No signer threads (shutting down): the worker signs inline.
+                    self.acct(a).signing = false;
+                    self.push_ready(a);
+                }
             }
         }
     }
@@ -336,17 +361,24 @@ impl Engine {
                     .spawn(move || loop {
                         let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                         let Ok((a, nonce)) = job else { return };
-                        let tx = (me.acct(a).next_nonce == nonce).then(|| me.sign(a, nonce));
-                        let mut acct = me.acct(a);
-                        acct.signing = false;
-                        if let Some(tx) = tx {
-                            if acct.next_nonce == nonce && acct.current.is_none() {
-                                acct.presigned = Some((nonce, tx));
+                        // Signed without holding the account's lock.
+                        let wanted = me.acct(a).next_nonce == nonce;
+                        let tx = wanted.then(|| me.sign(a, nonce));
+                        let next = {
+                            let mut acct = me.acct(a);
+                            acct.signing = false;
+                            if let Some(tx) = tx {
+                                if acct.next_nonce == nonce && acct.current.is_none() {
+                                    acct.presigned = Some((nonce, tx));
+                                }
                             }
-                        }
-                        if acct.busy && !acct.slots.is_empty() {
-                            me.advance(a, &mut acct);
-                        }
+                            if acct.busy && !acct.slots.is_empty() {
+                                Self::advance(&mut acct)
+                            } else {
+                                Next::Nothing
+                            }
+                        };
+                        me.follow(a, next);
                     })
                     .unwrap_or_else(|e| panic!("cannot start a signer thread: {e}"))
             })
@@ -355,17 +387,22 @@ impl Engine {
 
     /// Queues one due transaction for account `a`.
     fn enqueue(&self, a: usize, intended: Option<Instant>) {
-        let mut acct = self.acct(a);
-        if let Some(cap) = self.cfg.per_account {
-            if acct.sent + acct.slots.len() as u64 >= cap {
-                return;
+        let next = {
+            let mut acct = self.acct(a);
+            if let Some(cap) = self.cfg.per_account {
+                if acct.sent + acct.slots.len() as u64 >= cap {
+                    return;
+                }
             }
-        }
-        acct.slots.push_back(intended);
-        self.outstanding.fetch_add(1, Ordering::SeqCst);
-        if !std::mem::replace(&mut acct.busy, true) {
-            self.advance(a, &mut acct);
-        }
+            acct.slots.push_back(intended);
+            self.outstanding.fetch_add(1, Ordering::SeqCst);
+            if std::mem::replace(&mut acct.busy, true) {
+                Next::Nothing
+            } else {
+                Self::advance(&mut acct)
+            }
+        };
+        self.follow(a, next);
     }
 
     fn push_ready(&self, a: usize) {
@@ -559,12 +596,16 @@ impl Engine {
                 return;
             }
         }
-        let mut acct = self.acct(a);
-        if acct.slots.is_empty() {
-            acct.busy = false;
-        } else {
-            self.advance(a, &mut acct);
-        }
+        let next = {
+            let mut acct = self.acct(a);
+            if acct.slots.is_empty() {
+                acct.busy = false;
+                Next::Nothing
+            } else {
+                Self::advance(&mut acct)
+            }
+        };
+        self.follow(a, next);
     }
 
     /// Resends, in nonce order per sender, those of the `missing` (accepted,

@@ -141,11 +141,11 @@ mod tests {
     #[tokio::test]
     async fn full_batches_leave_at_once_and_partial_ones_after_the_linger() {
         let q = ReadyQueue::new(3);
+        let t = Instant::now();
         for a in 0..4 {
             q.push(a);
         }
         let mut out = Vec::new();
-        let t = Instant::now();
         assert!(q.take(&mut out, || false).await);
         assert_eq!(out, [0, 1, 2]);
         assert!(q.take(&mut out, || false).await);

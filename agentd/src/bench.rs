@@ -339,3 +339,16 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
         disarmed_ratio: disarmed_tps / off_tps.max(1e-9),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_agent_submits_every_transaction_to_the_sink() {
+        let url = crate::sink::start_local().await;
+        for batch in [1, 10] {
+            let r = super::agent(&url, 100, 1_000, 8, batch).await.unwrap();
+            assert_eq!(r.txs, 1_000, "batch {batch}");
+            assert!(r.ratio > 0.0);
+        }
+    }
+}

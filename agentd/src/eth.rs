@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256, U64};
+use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -73,40 +74,108 @@ pub struct ReceiptSummary {
     pub contract_address: Option<Address>,
 }
 
-/// A reply to `eth_sendRawTransaction` (alone or in a batch).
+/// A typed reply to one hot-path call (alone or in a batch).
 #[derive(Deserialize)]
-struct SendReply {
+struct Reply<T> {
     #[serde(default)]
     id: u64,
-    result: Option<B256>,
-    error: Option<SendError>,
+    result: Option<T>,
+    error: Option<ReplyError>,
 }
 
-impl SendReply {
-    /// The hash or the node's error; `None` when the reply holds neither.
-    fn into_result(self) -> Option<Result<B256, RpcError>> {
+impl<T> Reply<T> {
+    /// The result or the node's error; `None` when the reply holds neither.
+    fn into_result(self) -> Option<Result<T, RpcError>> {
         match (self.result, self.error) {
             (_, Some(e)) => Some(Err(RpcError::Rpc {
                 code: e.code,
                 message: e.message,
             })),
-            (Some(hash), None) => Some(Ok(hash)),
+            (Some(value), None) => Some(Ok(value)),
             (None, None) => None,
         }
     }
 }
 
+const SEND_RAW: &str = "eth_sendRawTransaction";
+const NONCE: &str = "eth_getTransactionCount";
+
+/// Appends `n` in decimal.
+fn push_u64(body: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    body.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `bytes` as a quoted `0x…` hex string.
+fn push_hex(body: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    body.reserve(bytes.len() * 2 + 4);
+    body.extend_from_slice(b"\"0x");
+    for b in bytes {
+        body.push(DIGITS[usize::from(b >> 4)]);
+        body.push(DIGITS[usize::from(b & 0xf)]);
+    }
+    body.push(b'"');
+}
+
+/// Appends the opening of a request object, up to its params' `[`.
+fn push_call_head(body: &mut Vec<u8>, id: u64, method: &str) {
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    push_u64(body, id);
+    body.extend_from_slice(br#","method":""#);
+    body.extend_from_slice(method.as_bytes());
+    body.extend_from_slice(br#"","params":["#);
+}
+
 /// Appends one `eth_sendRawTransaction` request object to `body`.
-fn push_send_call(body: &mut String, id: u64, raw: &[u8]) {
-    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
-    body.push_str(&id.to_string());
-    body.push_str(r#","method":"eth_sendRawTransaction","params":["0x"#);
-    body.push_str(&hex::encode(raw));
-    body.push_str(r#""]}"#);
+fn push_send_call(body: &mut Vec<u8>, id: u64, raw: &[u8]) {
+    push_call_head(body, id, SEND_RAW);
+    push_hex(body, raw);
+    body.extend_from_slice(b"]}");
+}
+
+/// Appends one `eth_getTransactionCount` request object to `body`.
+fn push_nonce_call(body: &mut Vec<u8>, id: u64, address: Address, pending: bool) {
+    push_call_head(body, id, NONCE);
+    push_hex(body, address.as_slice());
+    body.extend_from_slice(if pending {
+        br#","pending"]}"#.as_slice()
+    } else {
+        br#","latest"]}"#.as_slice()
+    });
+}
+
+/// A JSON-RPC batch request body of `n` calls written by `push_call`
+/// (given each call's index), numbered from `first_id`.
+fn batch_body(
+    first_id: u64,
+    n: usize,
+    per_call: usize,
+    mut push_call: impl FnMut(&mut Vec<u8>, u64, usize),
+) -> Vec<u8> {
+    let mut body = Vec::with_capacity(n * per_call + 2);
+    body.push(b'[');
+    for i in 0..n {
+        if i > 0 {
+            body.push(b',');
+        }
+        push_call(&mut body, first_id + i as u64, i);
+    }
+    body.push(b']');
+    body
 }
 
 #[derive(Deserialize)]
-struct SendError {
+struct ReplyError {
     #[serde(default)]
     code: i64,
     #[serde(default)]
@@ -118,6 +187,8 @@ struct SendError {
 pub struct EthClient {
     http: reqwest::Client,
     url: String,
+    /// `url`, parsed once rather than on every request.
+    target: reqwest::Url,
     next_id: AtomicU64,
 }
 
@@ -128,10 +199,13 @@ impl EthClient {
             .timeout(timeout)
             .pool_max_idle_per_host(1024)
             .tcp_nodelay(true)
-            .build()?;
+            .build()
+            .context("cannot build the HTTP client")?;
+        let target = reqwest::Url::parse(url).with_context(|| format!("bad endpoint URL {url}"))?;
         Ok(Self {
             http,
             url: url.to_string(),
+            target,
             next_id: AtomicU64::new(1),
         })
     }
@@ -151,7 +225,7 @@ impl EthClient {
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let reply = self
             .http
-            .post(&self.url)
+            .post(self.target.clone())
             .json(&body)
             .send()
             .await
@@ -208,11 +282,10 @@ impl EthClient {
 
     /// `eth_getTransactionCount` at `pending` or `latest`.
     pub async fn nonce(&self, address: Address, pending: bool) -> Result<u64, RpcError> {
-        let tag = if pending { "pending" } else { "latest" };
-        Ok(self
-            .call::<U64>("eth_getTransactionCount", json!([address, tag]))
-            .await?
-            .to())
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut body = Vec::with_capacity(128);
+        push_nonce_call(&mut body, id, address, pending);
+        Ok(self.typed_call::<U64>(NONCE, body).await?.to())
     }
 
     /// `eth_gasPrice`.
@@ -220,23 +293,30 @@ impl EthClient {
         Ok(self.call::<U256>("eth_gasPrice", json!([])).await?.to())
     }
 
-    /// `eth_sendRawTransaction`, the hot path: the body is written by hand
-    /// and the reply decoded into a typed struct (no `serde_json::Value`).
-    pub async fn send_raw(&self, raw: &[u8]) -> Result<B256, RpcError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut body = String::with_capacity(raw.len() * 2 + 96);
-        push_send_call(&mut body, id, raw);
+    /// Posts a JSON body written by hand; returns the reply's bytes.
+    async fn post(&self, body: Vec<u8>) -> Result<impl AsRef<[u8]>, RpcError> {
         let reply = self
             .http
-            .post(&self.url)
+            .post(self.target.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body)
             .send()
             .await
             .map_err(|e| self.transport(e))?;
-        let bytes = reply.bytes().await.map_err(|e| self.transport(e))?;
-        let reply: SendReply = serde_json::from_slice(&bytes).map_err(|e| RpcError::Decode {
-            method: "eth_sendRawTransaction".to_string(),
+        reply.bytes().await.map_err(|e| self.transport(e))
+    }
+
+    /// One hot-path call whose request `body` is written by hand; the reply
+    /// is decoded into a typed struct (no `serde_json::Value`).
+    async fn typed_call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        body: Vec<u8>,
+    ) -> Result<T, RpcError> {
+        let reply = self.post(body).await?;
+        let bytes = reply.as_ref();
+        let reply: Reply<T> = serde_json::from_slice(bytes).map_err(|e| RpcError::Decode {
+            method: method.to_string(),
             message: format!(
                 "{e}: {}",
                 String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
@@ -244,76 +324,102 @@ impl EthClient {
         })?;
         reply.into_result().unwrap_or_else(|| {
             Err(RpcError::Decode {
-                method: "eth_sendRawTransaction".to_string(),
+                method: method.to_string(),
                 message: "neither result nor error".to_string(),
             })
         })
+    }
+
+    /// Posts a batch `body` of `n` calls of `method` numbered from
+    /// `first_id`; one result per call, in order. `None` when the node
+    /// refused the batch (its answer is not an array).
+    async fn typed_batch<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        body: Vec<u8>,
+        first_id: u64,
+        n: usize,
+    ) -> Option<Vec<Result<T, RpcError>>> {
+        let bytes = match self.post(body).await {
+            Ok(bytes) => bytes,
+            Err(err) => return Some((0..n).map(|_| Err(err.clone())).collect()),
+        };
+        let replies = serde_json::from_slice::<Vec<Reply<T>>>(bytes.as_ref()).ok()?;
+        let mut out: Vec<Option<Result<T, RpcError>>> = (0..n).map(|_| None).collect();
+        for reply in replies {
+            let Some(slot) = reply
+                .id
+                .checked_sub(first_id)
+                .and_then(|i| out.get_mut(usize::try_from(i).ok()?))
+            else {
+                continue;
+            };
+            *slot = reply.into_result();
+        }
+        Some(
+            out.into_iter()
+                .map(|r| {
+                    r.unwrap_or_else(|| {
+                        Err(RpcError::Decode {
+                            method: method.to_string(),
+                            message: "no reply for this call in the batch".to_string(),
+                        })
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// `eth_getTransactionCount` of several addresses in one JSON-RPC batch;
+    /// one result per address, in order. A node that refuses batches is
+    /// asked one address at a time.
+    pub async fn nonces(&self, addresses: &[Address], pending: bool) -> Vec<Result<u64, RpcError>> {
+        if addresses.len() != 1 {
+            let first_id = self
+                .next_id
+                .fetch_add(addresses.len() as u64, Ordering::Relaxed);
+            let body = batch_body(first_id, addresses.len(), 120, |body, id, i| {
+                push_nonce_call(body, id, addresses[i], pending);
+            });
+            let batch = self.typed_batch::<U64>(NONCE, body, first_id, addresses.len());
+            if let Some(results) = batch.await {
+                return results.into_iter().map(|r| r.map(|n| n.to())).collect();
+            }
+        }
+        let mut out = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            out.push(self.nonce(address.to_owned(), pending).await);
+        }
+        out
+    }
+
+    /// `eth_sendRawTransaction`, the hot path: the body is written by hand
+    /// and the reply decoded into a typed struct (no `serde_json::Value`).
+    pub async fn send_raw(&self, raw: &[u8]) -> Result<B256, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut body = Vec::with_capacity(raw.len() * 2 + 96);
+        push_send_call(&mut body, id, raw);
+        self.typed_call(SEND_RAW, body).await
     }
 
     /// Several `eth_sendRawTransaction` calls in one JSON-RPC batch; one
     /// result per transaction, in order. A node that refuses batches gets
     /// the transactions one by one.
     pub async fn send_raw_batch(&self, raws: &[&[u8]]) -> Vec<Result<B256, RpcError>> {
-        if raws.len() == 1 {
-            return vec![self.send_raw(raws[0]).await];
+        if raws.len() != 1 {
+            let first_id = self.next_id.fetch_add(raws.len() as u64, Ordering::Relaxed);
+            let per_call = raws.iter().map(|r| r.len()).max().unwrap_or(0) * 2 + 96;
+            let body = batch_body(first_id, raws.len(), per_call, |body, id, i| {
+                push_send_call(body, id, raws[i]);
+            });
+            if let Some(results) = self.typed_batch(SEND_RAW, body, first_id, raws.len()).await {
+                return results;
+            }
+            // Batches refused (or too large): send one by one.
         }
-        let first_id = self.next_id.fetch_add(raws.len() as u64, Ordering::Relaxed);
-        let mut body =
-            String::with_capacity(raws.iter().map(|r| r.len() * 2 + 96).sum::<usize>() + 2);
-        body.push('[');
-        for (i, raw) in raws.iter().enumerate() {
-            if i > 0 {
-                body.push(',');
-            }
-            push_send_call(&mut body, first_id + i as u64, raw);
-        }
-        body.push(']');
-        let sent = self
-            .http
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await;
-        let bytes = match sent {
-            Ok(reply) => reply.bytes().await,
-            Err(e) => Err(e),
-        };
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err(e) => {
-                let err = self.transport(e);
-                return raws.iter().map(|_| Err(err.clone())).collect();
-            }
-        };
-        let Ok(replies) = serde_json::from_slice::<Vec<SendReply>>(&bytes) else {
-            // Not an array: batches refused (or too large); send one by one.
-            let mut out = Vec::with_capacity(raws.len());
-            for raw in raws {
-                out.push(self.send_raw(raw).await);
-            }
-            return out;
-        };
-        let mut out: Vec<Result<B256, RpcError>> = raws
-            .iter()
-            .map(|_| {
-                Err(RpcError::Decode {
-                    method: "eth_sendRawTransaction".to_string(),
-                    message: "no reply for this transaction in the batch".to_string(),
-                })
-            })
-            .collect();
-        for reply in replies {
-            let Some(slot) = reply
-                .id
-                .checked_sub(first_id)
-                .and_then(|i| out.get_mut(i as usize))
-            else {
-                continue;
-            };
-            if let Some(result) = reply.into_result() {
-                *slot = result;
-            }
+        let mut out = Vec::with_capacity(raws.len());
+        for raw in raws {
+            out.push(self.send_raw(raw).await);
         }
         out
     }
@@ -337,5 +443,54 @@ impl EthClient {
                 method: "eth_getBlockByNumber".to_string(),
                 message: "no latest block".to_string(),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_written_bodies_are_json_rpc_batches() {
+        let raws: [&[u8]; 2] = [&[0x02, 0xab], &[0xff; 3]];
+        let body = batch_body(7, raws.len(), 16, |body, id, i| {
+            push_send_call(body, id, raws[i]);
+        });
+        let calls: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            calls,
+            json!([
+                {"jsonrpc": "2.0", "id": 7, "method": SEND_RAW, "params": ["0x02ab"]},
+                {"jsonrpc": "2.0", "id": 8, "method": SEND_RAW, "params": ["0xffffff"]},
+            ])
+        );
+        let mut body = Vec::new();
+        push_nonce_call(&mut body, u64::MAX, Address::repeat_byte(0xa1), true);
+        let call: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            call,
+            json!({"jsonrpc": "2.0", "id": u64::MAX, "method": NONCE,
+                   "params": [Address::repeat_byte(0xa1), "pending"]})
+        );
+        let mut zero = Vec::new();
+        push_u64(&mut zero, 0);
+        assert_eq!(zero, b"0");
+    }
+
+    #[tokio::test]
+    async fn batches_get_one_answer_per_call_in_order() {
+        let url = crate::sink::start_local().await;
+        let client = EthClient::new(&url, Duration::from_secs(5)).unwrap();
+        let raws: Vec<Vec<u8>> = (0u8..5).map(|i| vec![i; 3]).collect();
+        let refs: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
+        let hashes = client.send_raw_batch(&refs).await;
+        let expected: Vec<B256> = raws.iter().map(alloy_primitives::keccak256).collect();
+        let got: Vec<B256> = hashes.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, expected);
+        let addresses = [Address::repeat_byte(1), Address::repeat_byte(2)];
+        let nonces = client.nonces(&addresses, true).await;
+        assert_eq!(nonces.len(), 2);
+        assert!(nonces.iter().all(|n| matches!(n, Ok(0))));
+        assert_eq!(client.nonce(addresses[0], false).await.unwrap(), 0);
     }
 }

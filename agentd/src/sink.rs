@@ -97,3 +97,23 @@ fn one(request: &Value) -> Value {
     };
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
+
+/// Starts a sink on a free loopback port in this process; returns its URL
+/// once it answers.
+#[cfg(test)]
+pub(crate) async fn start_local() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    tokio::spawn(serve(addr));
+    for _ in 0..100 {
+        if TcpStream::connect(addr).await.is_ok() {
+            return format!("http://{addr}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the sink did not come up on {addr}");
+}

@@ -3,8 +3,9 @@
 //! - Each account sends one transaction at a time, in nonce order: nodes such
 //!   as abcid refuse nonce gaps, and the order of concurrent requests on the
 //!   wire is not guaranteed. Accounts queue their due transactions (FIFO).
-//! - `max_parallelism` workers take ready accounts and submit their next
-//!   transaction; accounts are spread across endpoints.
+//! - `max_parallelism` workers take batches of ready accounts (see
+//!   [`super::ready`]) and submit their next transactions in one request;
+//!   accounts are spread across endpoints.
 //! - Signer threads keep each account's next transaction pre-signed, so
 //!   libsecp256k1 signing stays off the send path.
 //! - Open loop (`--rate`, `--ramp`): a scheduler releases transactions at
@@ -21,16 +22,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{keccak256, Address, Bytes, U256};
-use futures::StreamExt;
-use rand::SeedableRng;
-use tokio::sync::Notify;
-
 use super::ledger::{TxEntry, TxStatus};
 use super::pick::{Picker, RateSchedule};
+use super::ready::ReadyQueue;
 use crate::accounts::KeySet;
 use crate::eth::{EthClient, RpcError};
 use crate::sign::{self, Fee, SignedTx, TxRequest};
+use alloy_primitives::{keccak256, Address, Bytes, U256};
+use futures::StreamExt;
+use rand::SeedableRng;
 
 /// Where transfers go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -148,8 +148,7 @@ pub struct Engine {
     keys: Arc<KeySet>,
     accts: Vec<Mutex<Acct>>,
     /// Ready accounts, one queue per endpoint (a batch goes to one endpoint).
-    ready: Vec<Mutex<VecDeque<usize>>>,
-    notify: Notify,
+    ready: Vec<ReadyQueue>,
     /// Every submitted transaction.
     pub ledger: Mutex<Vec<TxEntry>>,
     /// Live counters.
@@ -161,6 +160,16 @@ pub struct Engine {
     outstanding: AtomicU64,
     sign_jobs: Mutex<Option<std::sync::mpsc::Sender<(usize, u64)>>>,
     fresh: AtomicU64,
+}
+
+/// What moves a busy account forward (see [`Engine::advance`]).
+enum Next {
+    /// Already on its way (being signed).
+    Nothing,
+    /// Queue it for a worker.
+    Ready,
+    /// Have its transaction with this nonce signed.
+    Sign(u64),
 }
 
 enum Outcome {
@@ -228,7 +237,7 @@ impl Engine {
             })
             .collect();
         let ready = (0..clients.len())
-            .map(|_| Mutex::new(VecDeque::new()))
+            .map(|_| ReadyQueue::new(cfg.batch))
             .collect();
         Arc::new(Self {
             ready,
@@ -236,7 +245,6 @@ impl Engine {
             clients,
             keys,
             accts,
-            notify: Notify::new(),
             ledger: Mutex::new(Vec::new()),
             counters: Counters::default(),
             start,
@@ -306,20 +314,35 @@ impl Engine {
         jobs.as_ref().is_some_and(|tx| tx.send((a, nonce)).is_ok())
     }
 
-    /// Moves a busy account with due work forward: to the ready queue when its
-    /// next transaction is signed (or being retried), else to a signer thread,
-    /// which queues it once signed. Signing thus never waits on the send path
-    /// and every transaction is signed once.
-    fn advance(&self, a: usize, acct: &mut Acct) {
+    /// Decides how a busy account with due work moves forward: to the ready
+    /// queue when its next transaction is signed (or being retried), else to
+    /// a signer thread, which queues it once signed. Signing thus never waits
+    /// on the send path and every transaction is signed once. The caller
+    /// carries the step out with [`Self::follow`] once the account's lock is
+    /// released, so a thread woken by the hand-off never waits on that lock.
+    fn advance(acct: &mut Acct) -> Next {
         let signed = matches!(&acct.presigned, Some((n, _)) if *n == acct.next_nonce);
         if acct.current.is_some() || signed {
-            self.push_ready(a);
-        } else if !acct.signing {
-            if self.request_presign(a, acct.next_nonce) {
-                acct.signing = true;
-            } else {
-                // No signer threads (shutting down): the worker signs inline.
-                self.push_ready(a);
+            Next::Ready
+        } else if acct.signing {
+            Next::Nothing
+        } else {
+            acct.signing = true;
+            Next::Sign(acct.next_nonce)
+        }
+    }
+
+    /// Carries out what [`Self::advance`] decided for account `a`.
+    fn follow(&self, a: usize, next: Next) {
+        match next {
+            Next::Nothing => {}
+            Next::Ready => self.push_ready(a),
+            Next::Sign(nonce) => {
+                if !self.request_presign(a, nonce) {
+                    // No signer threads (shutting down): the worker signs inline.
+                    self.acct(a).signing = false;
+                    self.push_ready(a);
+                }
             }
         }
     }
@@ -338,17 +361,24 @@ impl Engine {
                     .spawn(move || loop {
                         let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                         let Ok((a, nonce)) = job else { return };
-                        let tx = (me.acct(a).next_nonce == nonce).then(|| me.sign(a, nonce));
-                        let mut acct = me.acct(a);
-                        acct.signing = false;
-                        if let Some(tx) = tx {
-                            if acct.next_nonce == nonce && acct.current.is_none() {
-                                acct.presigned = Some((nonce, tx));
+                        // Signed without holding the account's lock.
+                        let wanted = me.acct(a).next_nonce == nonce;
+                        let tx = wanted.then(|| me.sign(a, nonce));
+                        let next = {
+                            let mut acct = me.acct(a);
+                            acct.signing = false;
+                            if let Some(tx) = tx {
+                                if acct.next_nonce == nonce && acct.current.is_none() {
+                                    acct.presigned = Some((nonce, tx));
+                                }
                             }
-                        }
-                        if acct.busy && !acct.slots.is_empty() {
-                            me.advance(a, &mut acct);
-                        }
+                            if acct.busy && !acct.slots.is_empty() {
+                                Self::advance(&mut acct)
+                            } else {
+                                Next::Nothing
+                            }
+                        };
+                        me.follow(a, next);
                     })
                     .unwrap_or_else(|e| panic!("cannot start a signer thread: {e}"))
             })
@@ -357,57 +387,43 @@ impl Engine {
 
     /// Queues one due transaction for account `a`.
     fn enqueue(&self, a: usize, intended: Option<Instant>) {
-        let mut acct = self.acct(a);
-        if let Some(cap) = self.cfg.per_account {
-            if acct.sent + acct.slots.len() as u64 >= cap {
-                return;
+        let next = {
+            let mut acct = self.acct(a);
+            if let Some(cap) = self.cfg.per_account {
+                if acct.sent + acct.slots.len() as u64 >= cap {
+                    return;
+                }
             }
-        }
-        acct.slots.push_back(intended);
-        self.outstanding.fetch_add(1, Ordering::SeqCst);
-        if !std::mem::replace(&mut acct.busy, true) {
-            self.advance(a, &mut acct);
-        }
+            acct.slots.push_back(intended);
+            self.outstanding.fetch_add(1, Ordering::SeqCst);
+            if std::mem::replace(&mut acct.busy, true) {
+                Next::Nothing
+            } else {
+                Self::advance(&mut acct)
+            }
+        };
+        self.follow(a, next);
     }
 
     fn push_ready(&self, a: usize) {
-        self.ready[a % self.ready.len()]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(a);
-        self.notify.notify_one();
+        self.ready[a % self.ready.len()].push(a);
+    }
+
+    fn wake_workers(&self) {
+        for queue in &self.ready {
+            queue.wake_all();
+        }
     }
 
     fn finished(&self) -> bool {
         !self.scheduling.load(Ordering::SeqCst) && self.outstanding.load(Ordering::SeqCst) == 0
     }
 
-    /// Waits for ready accounts of endpoint `ep`; takes up to `batch` of them.
-    async fn next_ready(&self, ep: usize) -> Option<Vec<usize>> {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut queue = self.ready[ep].lock().unwrap_or_else(|e| e.into_inner());
-                if !queue.is_empty() {
-                    let n = queue.len().min(self.cfg.batch.max(1));
-                    return Some(queue.drain(..n).collect());
-                }
-            }
-            if self.finished() {
-                self.notify.notify_waiters();
-                return None;
-            }
-            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
-        }
-    }
-
     /// Stops taking new transactions; those already submitted are finished.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         self.scheduling.store(false, Ordering::SeqCst);
-        self.notify.notify_waiters();
+        self.wake_workers();
     }
 
     /// Takes account `a`'s next transaction to submit (or the one being retried).
@@ -531,9 +547,9 @@ impl Engine {
 
     /// Submits the next transaction of each account in `batch` (all on one
     /// endpoint) in one request, then handles each answer.
-    async fn process(self: &Arc<Self>, batch: Vec<usize>) {
+    async fn process(self: &Arc<Self>, batch: &[usize]) {
         let mut taken = Vec::with_capacity(batch.len());
-        for a in batch {
+        for &a in batch {
             if let Some((id, raw, nonce)) = self.take_tx(a) {
                 taken.push((a, id, raw, nonce));
             }
@@ -580,12 +596,16 @@ impl Engine {
                 return;
             }
         }
-        let mut acct = self.acct(a);
-        if acct.slots.is_empty() {
-            acct.busy = false;
-        } else {
-            self.advance(a, &mut acct);
-        }
+        let next = {
+            let mut acct = self.acct(a);
+            if acct.slots.is_empty() {
+                acct.busy = false;
+                Next::Nothing
+            } else {
+                Self::advance(&mut acct)
+            }
+        };
+        self.follow(a, next);
     }
 
     /// Resends, in nonce order per sender, those of the `missing` (accepted,
@@ -642,8 +662,10 @@ impl Engine {
             .map(|w| {
                 let me = self.clone();
                 tokio::spawn(async move {
-                    while let Some(batch) = me.next_ready(w % endpoints).await {
-                        me.process(batch).await;
+                    let queue = &me.ready[w % endpoints];
+                    let mut batch = Vec::with_capacity(me.cfg.batch);
+                    while queue.take(&mut batch, || me.finished()).await {
+                        me.process(&batch).await;
                     }
                 })
             })
@@ -705,6 +727,6 @@ impl Engine {
             tokio::time::sleep_until(due.max(now + Duration::from_micros(500)).into()).await;
         }
         self.scheduling.store(false, Ordering::SeqCst);
-        self.notify.notify_waiters();
+        self.wake_workers();
     }
 }

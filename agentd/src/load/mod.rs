@@ -3,13 +3,14 @@
 //!
 //! - [`pick`]: sender distribution and rate schedules.
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
-//!   recovery, pre-signing, open-loop scheduling).
+//!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming.
 //! - [`scan`]: reading committed blocks; [`report`]: the accounting.
 
 pub mod engine;
 pub mod erc20;
 pub mod ledger;
 pub mod pick;
+pub mod ready;
 pub mod report;
 pub mod scan;
 
@@ -126,20 +127,42 @@ pub struct LoadReport {
     pub series: Vec<Second>,
 }
 
-/// Reads the pending nonce of every sender, 64 requests at a time.
-async fn pending_nonces(clients: &[Arc<EthClient>], keys: &KeySet) -> Result<Vec<u64>> {
-    let results: Vec<_> = stream::iter(keys.addresses.iter().copied().enumerate())
-        .map(|(i, a)| {
-            let c = clients[i % clients.len()].clone();
-            async move { c.nonce(a, true).await }
+/// Reads the pending nonce of every sender from the endpoint that will
+/// serve it, `batch` senders per JSON-RPC batch request and 64 requests at
+/// a time.
+async fn pending_nonces(
+    clients: &[Arc<EthClient>],
+    keys: &KeySet,
+    batch: usize,
+) -> Result<Vec<u64>> {
+    let (endpoints, batch) = (clients.len(), batch.max(1));
+    // Sender `i` is served by endpoint `i % endpoints`: read it there.
+    // Chunks are made as they are requested (a million senders stay cheap).
+    let chunks = (0..endpoints).flat_map(|ep| {
+        let count = keys.len().saturating_sub(ep).div_ceil(endpoints);
+        (0..count.div_ceil(batch)).map(move |k| {
+            let senders: Vec<usize> = (k * batch..((k + 1) * batch).min(count))
+                .map(|j| ep + j * endpoints)
+                .collect();
+            (ep, senders)
         })
-        .buffered(64)
-        .collect()
-        .await;
-    results
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .context("cannot read the senders' nonces")
+    });
+    let mut answers = stream::iter(chunks)
+        .map(|(ep, senders)| {
+            let client = clients[ep].clone();
+            let addresses: Vec<_> = senders.iter().map(|&i| keys.addresses[i]).collect();
+            async move { (senders, client.nonces(&addresses, true).await) }
+        })
+        .buffer_unordered(64);
+    let mut nonces = vec![0u64; keys.len()];
+    while let Some((senders, results)) = answers.next().await {
+        for (i, result) in senders.into_iter().zip(results) {
+            nonces[i] = result.with_context(|| {
+                format!("cannot read the nonce of sender {}", keys.addresses[i])
+            })?;
+        }
+    }
+    Ok(nonces)
 }
 
 fn describe(schedule: RateSchedule) -> String {
@@ -199,7 +222,7 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
         settings.engine.workload = Workload::Erc20 { token };
         settings.engine.gas_limit = erc20::TRANSFER_GAS;
     }
-    let nonces = pending_nonces(&clients, &keys).await?;
+    let nonces = pending_nonces(&clients, &keys, settings.engine.batch).await?;
     let height = clients[0].block_number().await?;
     let engine_start = Instant::now();
     let scanner = Scanner::new(clients[0].clone(), height, engine_start);

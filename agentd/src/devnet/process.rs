@@ -39,17 +39,33 @@ pub fn is_running(pid: u32, name: &str) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.trim_end_matches(" (deleted)") == name);
-    matches && !is_zombie(pid)
+    matches && stat(pid).is_some_and(|(state, _)| !exited(state))
 }
 
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
+/// State letter and start time (clock ticks after boot) of `pid`, from
+/// `/proc/<pid>/stat`.
+fn stat(pid: u32) -> Option<(char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name: field 3 (state) onwards.
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let start_time = fields.nth(18)?.parse().ok()?;
+    Some((state, start_time))
+}
+
+/// Zombie or dead: the process has released everything it held.
+fn exited(state: char) -> bool {
+    matches!(state, 'Z' | 'X' | 'x')
+}
+
+/// Whether the process that started at `start_time` as `pid` has fully
+/// exited. Its `/proc/<pid>/exe` goes away early in exit, before its files
+/// (and their locks) are closed; only a zombie or a vanished entry means
+/// the files are closed too.
+fn has_exited(pid: u32, start_time: u64) -> bool {
+    reap(pid);
+    !matches!(stat(pid), Some((state, start)) if start == start_time && !exited(state))
 }
 
 /// Sends `signal` to `pid`.
@@ -71,25 +87,27 @@ fn reap(pid: u32) {
     }
 }
 
-/// Stops `pid` (if it still runs `name`): SIGTERM, then SIGKILL after `grace`.
-/// Returns whether a process was stopped.
+/// Stops `pid` (if it still runs `name`): SIGTERM, then SIGKILL after `grace`,
+/// and waits until it has fully exited (its files closed, so a successor can
+/// take its locks). Returns whether a process was stopped.
 pub fn stop(pid: u32, name: &str, grace: Duration) -> bool {
     if !is_running(pid, name) {
         return false;
     }
+    let Some((_, start_time)) = stat(pid) else {
+        return false;
+    };
     signal(pid, libc::SIGTERM);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
-        reap(pid);
-        if !is_running(pid, name) {
+        if has_exited(pid, start_time) {
             return true;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
     signal(pid, libc::SIGKILL);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline && is_running(pid, name) {
-        reap(pid);
+    while Instant::now() < deadline && !has_exited(pid, start_time) {
         std::thread::sleep(Duration::from_millis(20));
     }
     true
@@ -100,4 +118,42 @@ pub fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_returns_once_the_process_has_fully_exited() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let pid = spawn_logged(cmd, &dir.path().join("sleep.log")).unwrap();
+        assert!(is_running(pid, "sleep"));
+        let (state, start_time) = stat(pid).unwrap();
+        assert!(!exited(state));
+        assert!(!has_exited(pid, start_time));
+
+        assert!(stop(pid, "sleep", Duration::from_secs(5)));
+        // Reaped: no zombie, no entry, nothing left holding files.
+        assert!(has_exited(pid, start_time));
+        assert!(stat(pid).is_none());
+        assert!(!is_running(pid, "sleep"));
+        assert!(
+            !stop(pid, "sleep", Duration::from_secs(1)),
+            "nothing left to stop"
+        );
+    }
+
+    #[test]
+    fn a_different_binary_is_never_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let pid = spawn_logged(cmd, &dir.path().join("sleep.log")).unwrap();
+        assert!(!stop(pid, "abcid", Duration::ZERO));
+        assert!(is_running(pid, "sleep"));
+        assert!(stop(pid, "sleep", Duration::from_secs(5)));
+    }
 }

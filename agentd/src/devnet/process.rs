@@ -61,11 +61,20 @@ fn exited(state: char) -> bool {
 
 /// Whether the process that started at `start_time` as `pid` has fully
 /// exited. Its `/proc/<pid>/exe` goes away early in exit, before its files
-/// (and their locks) are closed; only a zombie or a vanished entry means
-/// the files are closed too.
+/// (and their locks) are closed, and its main thread turns zombie while other
+/// threads may still be closing the shared files: only a vanished entry, or
+/// a zombie with no thread left but itself, means every file is closed.
 fn has_exited(pid: u32, start_time: u64) -> bool {
     reap(pid);
-    !matches!(stat(pid), Some((state, start)) if start == start_time && !exited(state))
+    match stat(pid) {
+        Some((state, start)) if start == start_time => exited(state) && threads(pid) <= 1,
+        _ => true,
+    }
+}
+
+/// Threads still listed under `/proc/<pid>/task`.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |dir| dir.count())
 }
 
 /// Sends `signal` to `pid`.

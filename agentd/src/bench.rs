@@ -2,6 +2,7 @@
 //! transfers, against the raw libsecp256k1 signing rate measured in the same
 //! run, both per CPU-second.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, Bytes, U256};
@@ -207,7 +208,8 @@ pub struct ProfilerBenchPlan {
 pub struct ProfilerRound {
     /// How abcid ran.
     pub mode: ProfilerMode,
-    /// Committed TPS read from blocks.
+    /// Committed TPS of the blocks of the measured window (after the
+    /// warm-up), from their header times.
     pub committed_tps: f64,
     /// Blocks captured in the round (armed rounds).
     pub profiles: usize,
@@ -218,6 +220,8 @@ pub struct ProfilerRound {
 pub struct ProfilerBench {
     /// What was run.
     pub plan: ProfilerBenchPlan,
+    /// Whether the devnet ran on tmpfs (`/dev/shm`), out of reach of disk latency.
+    pub on_tmpfs: bool,
     /// Rounds in the order run.
     pub rounds: Vec<ProfilerRound>,
     /// Mean committed TPS without the profiler.
@@ -232,6 +236,35 @@ pub struct ProfilerBench {
     pub disarmed_ratio: f64,
 }
 
+/// Load before a round's measured window: the node restarted, its mempool
+/// fills and its blocks reach a steady size.
+const WARM_UP: Duration = Duration::from_secs(3);
+
+/// Transactions per second committed in blocks `first + 1 ..= last`, over the
+/// time between the headers of `first` and `last` (nanosecond header times:
+/// web3's whole-second block timestamps would skew a 15 s window by up to 7 %).
+async fn steady_tps(rpc: &feth_etl::rpc::Rpc, first: u64, last: u64) -> Result<f64> {
+    anyhow::ensure!(
+        last > first + 1,
+        "only {} blocks in the measured window; make --seconds longer",
+        last.saturating_sub(first)
+    );
+    let heights: Vec<u64> = (first..=last).collect();
+    let (facts, missing) = rpc.fetch(&heights, &[]).await?;
+    anyhow::ensure!(
+        missing.is_empty(),
+        "the node did not describe blocks {missing:?}"
+    );
+    let time = |h: u64| facts.get(&h).and_then(|f| f.time_ns);
+    let (Some(start), Some(end)) = (time(first), time(last)) else {
+        anyhow::bail!("no header time for block {first} or {last}");
+    };
+    let txs: u64 = (first + 1..=last)
+        .map(|h| facts.get(&h).and_then(|f| f.txs).unwrap_or(0))
+        .sum();
+    Ok(txs as f64 / ((end - start) as f64 / 1e9))
+}
+
 /// Starts a devnet of its own (release abcid next to this feth, free
 /// loopback ports, a temporary folder), funds `plan.accounts` senders, then
 /// saturates it for `plan.seconds` per round in three modes — without the
@@ -244,7 +277,17 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
     use feth_profiler_rpc::api::EnableParams;
     use feth_profiler_rpc::ProfilerClient;
 
-    let dir = tempfile::tempdir().context("cannot create a temporary devnet folder")?;
+    // On tmpfs when there is one: CometBFT and abcid both fsync every block,
+    // and a virtual disk's fsync latency varies far more than the profiler's
+    // cost; this benchmark compares CPU work.
+    let shm = Path::new("/dev/shm");
+    let on_tmpfs = shm.is_dir();
+    let dir = if on_tmpfs {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .context("cannot create a temporary devnet folder")?;
     let mut options = DevnetOptions::for_test(dir.path(), devnet::free_ports()?);
     options.timeout_commit = plan.timeout_commit.clone();
     let mut net = Devnet::start(options)
@@ -292,11 +335,26 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
                 .await
                 .context("cannot arm the profiler")?;
         }
+        // Saturate; measure only the blocks committed between the end of the
+        // warm-up and a second before the load stops.
         let mut engine = EngineConfig::transfers(RateSchedule::Closed, keys.len());
-        engine.duration = Some(Duration::from_secs(plan.seconds));
+        engine.duration =
+            Some(WARM_UP + Duration::from_secs(plan.seconds) + Duration::from_secs(1));
         let mut settings = LoadSettings::new(&net.state.web3_url(), engine);
         settings.wait = Duration::from_secs(30);
-        let report = load::run(settings, keys.clone()).await?;
+        let load = tokio::spawn(load::run(settings, keys.clone()));
+        let rpc = feth_etl::rpc::Rpc::new(&net.state.rpc_url(), 20, 2)?;
+        tokio::time::sleep(WARM_UP).await;
+        let first = rpc.status().await?.latest_height;
+        tokio::time::sleep(Duration::from_secs(plan.seconds)).await;
+        let last = rpc.status().await?.latest_height;
+        let report = load.await.context("the load task panicked")??;
+        anyhow::ensure!(
+            report.totals.included > 0,
+            "round {}: nothing was included",
+            rounds.len() + 1
+        );
+        let committed_tps = steady_tps(&rpc, first, last).await?;
         let mut profiles = 0;
         if mode == ProfilerMode::Armed {
             let status = profiler.disable().await?;
@@ -307,12 +365,12 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
             "round {:>2}  {:<8}  {:>9.1} committed tx/s  {:>4} blocks profiled",
             rounds.len() + 1,
             mode.as_str(),
-            report.chain.committed_tps,
+            committed_tps,
             profiles
         );
         rounds.push(ProfilerRound {
             mode,
-            committed_tps: report.chain.committed_tps,
+            committed_tps,
             profiles,
         });
     }
@@ -331,6 +389,7 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
     );
     Ok(ProfilerBench {
         plan,
+        on_tmpfs,
         rounds,
         off_tps,
         disarmed_tps,

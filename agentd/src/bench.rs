@@ -259,6 +259,10 @@ async fn steady_tps(rpc: &feth_etl::rpc::Rpc, first: u64, last: u64) -> Result<f
     let (Some(start), Some(end)) = (time(first), time(last)) else {
         anyhow::bail!("no header time for block {first} or {last}");
     };
+    anyhow::ensure!(
+        end > start,
+        "block {last}'s header time is not after block {first}'s"
+    );
     let txs: u64 = (first + 1..=last)
         .map(|h| facts.get(&h).and_then(|f| f.txs).unwrap_or(0))
         .sum();
@@ -266,7 +270,7 @@ async fn steady_tps(rpc: &feth_etl::rpc::Rpc, first: u64, last: u64) -> Result<f
 }
 
 /// Starts a devnet of its own (release abcid next to this feth, free
-/// loopback ports, a temporary folder), funds `plan.accounts` senders, then
+/// loopback ports, a temporary folder on tmpfs when there is one), funds `plan.accounts` senders, then
 /// saturates it for `plan.seconds` per round in three modes — without the
 /// profiler, disarmed, armed on every block — `plan.cycles` times, in ABC
 /// CBA order. Every round starts from a restarted node, so that all rounds

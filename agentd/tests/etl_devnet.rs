@@ -7,16 +7,17 @@ mod common;
 
 use std::time::Duration;
 
-use common::{funded, Redis, TestNet};
+use common::{funded, TestNet};
 use feth::load::engine::EngineConfig;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
 use feth_etl::cli::{IngestArgs, StatsArgs};
+use feth_etl::local_redis::LocalRedis;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abcid_and_cometbft_logs_agree_with_the_chain() {
     let net = TestNet::start().await;
-    let redis = Redis::start();
+    let redis = LocalRedis::start().expect("redis-server starts");
     let (keys, _dir) = funded(&net, 20, 6).await;
     let mut engine = EngineConfig::transfers(RateSchedule::Fixed(300.0), 20);
     engine.duration = Some(Duration::from_secs(5));

@@ -13,9 +13,10 @@ mod tile;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use feth_etl::cli::IngestArgs;
+use feth_etl::local_redis::LocalRedis;
 use feth_etl::parse::{Line, Parser};
 use feth_etl::time::Clock;
 
@@ -27,59 +28,6 @@ struct Row {
 
 fn rate(r: &Row) -> f64 {
     r.lines as f64 / r.secs
-}
-
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-/// A private redis-server, killed by PID on drop.
-struct Redis {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_redis() -> Result<Redis, String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let port = free_port().map_err(|e| e.to_string())?;
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start redis-server ({e}): apt-get install redis-server"))?;
-    let r = Redis {
-        child,
-        port,
-        _dir: dir,
-    };
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(r);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err("redis-server did not start".into())
 }
 
 fn flushall(port: u16) -> Result<(), String> {
@@ -200,9 +148,9 @@ fn main() -> Result<(), String> {
         lines,
     )?);
 
-    let redis = start_redis()?;
+    let redis = LocalRedis::start().map_err(|e| format!("{e:#}"))?;
     let port = redis.port;
-    let url = format!("redis://127.0.0.1:{port}/0");
+    let url = redis.url.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod detect;
 pub mod ingest;
+pub mod local_redis;
 pub mod output;
 pub mod parse;
 pub mod rpc;

@@ -61,54 +61,6 @@ impl TestNet {
     }
 }
 
-/// A private `redis-server` on a free port, stopped (by PID) when dropped.
-pub struct Redis {
-    child: std::process::Child,
-    pub url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    pub fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_ports().unwrap()[0];
-        let child = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (scripts/setup.sh)");
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self {
-            child,
-            url: format!("redis://127.0.0.1:{port}/"),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `count` accounts derived from `seed`, each funded with 1 ETH from the root.
 pub async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

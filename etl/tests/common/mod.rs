@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use feth_etl::cli::{IngestArgs, OutputFormat, StatsArgs};
 use feth_etl::ingest::Outcome;
+use feth_etl::local_redis::LocalRedis;
 use feth_etl::stats::StatsReport;
 
 /// A free TCP port on 127.0.0.1.
@@ -79,56 +80,21 @@ impl Drop for Proc {
     }
 }
 
-/// A private redis-server.
+/// A private redis-server with the tests' helpers.
 pub struct Redis {
-    _proc: Proc,
-    _dir: tempfile::TempDir,
+    _server: LocalRedis,
     pub port: u16,
     pub url: String,
 }
 
 impl Redis {
     pub fn start() -> Self {
-        let bin = which("redis-server").expect(
-            "redis-server not in PATH: apt-get install redis-server (scripts/install-tools.sh)",
-        );
-        let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
-        let child = Command::new(bin)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn redis-server");
-        let r = Redis {
-            _proc: Proc { child },
-            _dir: dir,
-            port,
-            url: format!("redis://127.0.0.1:{port}/0"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        let server = LocalRedis::start().unwrap_or_else(|e| panic!("{e:#}"));
+        Redis {
+            port: server.port,
+            url: server.url.clone(),
+            _server: server,
         }
-        r
     }
 
     pub async fn con(&self) -> redis::aio::MultiplexedConnection {
@@ -200,14 +166,6 @@ impl Redis {
         }
         out
     }
-}
-
-pub fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 /// Log format of a node.

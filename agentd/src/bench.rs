@@ -277,7 +277,7 @@ async fn steady_tps(rpc: &feth_etl::rpc::Rpc, first: u64, last: u64) -> Result<f
 /// begin alike.
 pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
     use crate::devnet::{self, Devnet, DevnetOptions};
-    use crate::fund::{self, FundPlan};
+    use crate::fund;
     use feth_profiler_rpc::api::EnableParams;
     use feth_profiler_rpc::ProfilerClient;
 
@@ -298,32 +298,18 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
         .await
         .context("starting the devnet")?;
 
-    let mut keys = KeySet::new(KeySource::Seed(alloy_primitives::B256::repeat_byte(11)));
-    keys.extend_to(plan.accounts);
-    let keys_file = dir.path().join("keys.txt");
-    keys.save(&keys_file)?;
     let root = crate::keys::read_key_file(&net.state.root_key())?;
     let client = crate::eth::EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
-    let funding = FundPlan {
-        amount: U256::from(10u64).pow(U256::from(20u64)),
-        redeposit: false,
-        wait: Duration::from_secs(120),
-        progress: false,
-    };
-    let report = fund::fund(
+    let (keys, _) = fund::fund_seeded(
         &client,
         &root,
-        &keys.addresses,
-        &funding,
-        &fund::journal_path(&keys_file),
+        alloy_primitives::B256::repeat_byte(11),
+        plan.accounts,
+        U256::from(10u64).pow(U256::from(20u64)),
+        &dir.path().join("keys.txt"),
     )
     .await
     .context("funding the senders")?;
-    anyhow::ensure!(
-        report.underfunded == 0,
-        "{} senders are still unfunded",
-        report.underfunded
-    );
 
     let mut rounds = Vec::with_capacity(plan.cycles * 3);
     for mode in (0..plan.cycles).flat_map(ProfilerMode::cycle) {

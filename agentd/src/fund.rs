@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use secp256k1::SecretKey;
 use serde::{Deserialize, Serialize};
 
+use crate::accounts::{KeySet, KeySource};
 use crate::eth::{EthClient, RpcError};
 use crate::sign::{self, Fee, TxRequest};
 use crate::{fees, keys};
@@ -362,4 +363,38 @@ fn transfer(chain_id: u64, nonce: u64, to: Address, value: U256, fee: Fee) -> Tx
         fee,
         input: Bytes::new(),
     }
+}
+
+/// Derives `count` keys from `seed`, saves them to `keys_file` (mode 0600)
+/// and funds each with `amount` from `root`: the reproducible senders of
+/// tests and benchmarks. Fails unless every account ends up funded.
+pub async fn fund_seeded(
+    client: &EthClient,
+    root: &SecretKey,
+    seed: B256,
+    count: usize,
+    amount: U256,
+    keys_file: &Path,
+) -> Result<(KeySet, FundReport)> {
+    let mut keys = KeySet::new(KeySource::Seed(seed));
+    keys.extend_to(count);
+    keys.save(keys_file)?;
+    let plan = FundPlan {
+        amount,
+        redeposit: false,
+        wait: Duration::from_secs(120),
+        progress: false,
+    };
+    let report = fund(
+        client,
+        root,
+        &keys.addresses,
+        &plan,
+        &journal_path(keys_file),
+    )
+    .await?;
+    if report.underfunded > 0 {
+        bail!("{} accounts are still unfunded", report.underfunded);
+    }
+    Ok((keys, report))
 }

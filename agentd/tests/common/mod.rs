@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
-use feth::accounts::{KeySet, KeySource};
+use feth::accounts::KeySet;
 use feth::devnet::{free_ports, Devnet, DevnetOptions};
 use feth::eth::EthClient;
-use feth::fund::{self, FundPlan};
+use feth::fund;
 use secp256k1::SecretKey;
 
 /// A running devnet with its temp folder.
@@ -64,26 +64,16 @@ impl TestNet {
 /// `count` accounts derived from `seed`, each funded with 1 ETH from the root.
 pub async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(seed)));
-    keys.extend_to(count);
-    let path = dir.path().join("keys.txt");
-    keys.save(&path).unwrap();
-    let plan = FundPlan {
-        amount: U256::from(10u64).pow(U256::from(18u64)),
-        redeposit: false,
-        wait: Duration::from_secs(120),
-        progress: false,
-    };
-    let report = fund::fund(
+    let (keys, report) = fund::fund_seeded(
         &net.client(),
         &net.root,
-        &keys.addresses,
-        &plan,
-        &fund::journal_path(&path),
+        B256::repeat_byte(seed),
+        count,
+        U256::from(10u64).pow(U256::from(18u64)),
+        &dir.path().join("keys.txt"),
     )
     .await
     .unwrap();
     assert_eq!(report.paid, count);
-    assert_eq!(report.underfunded, 0);
     (keys, dir)
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, Bytes, U256};
 use common::TestNet;
+use feth::devnet::{free_ports, Devnet, DevnetOptions, DevnetState};
 use feth::eth::{EthClient, RpcError};
 use feth::sign::{self, Fee, TxRequest};
 use secp256k1::SecretKey;
@@ -311,4 +312,21 @@ async fn sigkill_of_abcid_loses_nothing_committed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_of_cometbft_loses_nothing_committed() {
     crash_and_recover(false).await;
+}
+
+/// A devnet that cannot come up leaves nothing running: here CometBFT
+/// refuses its configuration after abcid has started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_start_stops_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = DevnetOptions::for_test(dir.path(), free_ports().unwrap());
+    opts.set = vec!["mempool.size=-1".to_string()];
+    opts.wait = 20;
+    let error = Devnet::start(opts)
+        .await
+        .expect_err("CometBFT refuses the config");
+    assert!(format!("{error:#}").contains("CometBFT"), "{error:#}");
+    let state = DevnetState::load(dir.path()).unwrap();
+    assert_eq!(state.running(), (false, false));
+    assert_eq!((state.cometbft_pid, state.abcid_pid), (None, None));
 }

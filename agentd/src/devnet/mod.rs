@@ -270,9 +270,18 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
         abcid_pid: None,
     };
     start_abcid(&mut state)?;
-    start_cometbft(&mut state)?;
+    if let Err(e) = start_cometbft(&mut state) {
+        stop_processes(&mut state, false);
+        return Err(e);
+    }
     state.save()?;
-    wait_ready(&state).await?;
+    if let Err(e) = wait_ready(&state).await {
+        // Half a devnet is no use (CometBFT spins without its app): stop what
+        // this call started; the logs stay for the error's pointers.
+        stop_processes(&mut state, false);
+        state.save()?;
+        return Err(e);
+    }
     Ok(state)
 }
 
@@ -322,6 +331,8 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", o.abci_port)).is_err() {
         if !process::is_running(pid, "abcid") || Instant::now() > deadline {
+            process::stop(pid, "abcid", Duration::ZERO);
+            state.abcid_pid = None;
             bail!(
                 "abcid did not start (see {}):\n{}",
                 state.abcid_log().display(),

@@ -133,12 +133,18 @@ pub fn tail(path: &Path, lines: usize) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn stop_returns_once_the_process_has_fully_exited() {
+    /// A `sleep 30` started like a devnet process; the folder holds its log.
+    fn sleeper() -> (tempfile::TempDir, u32) {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("sleep");
         cmd.arg("30");
         let pid = spawn_logged(cmd, &dir.path().join("sleep.log")).unwrap();
+        (dir, pid)
+    }
+
+    #[test]
+    fn stop_returns_once_the_process_has_fully_exited() {
+        let (_dir, pid) = sleeper();
         assert!(is_running(pid, "sleep"));
         let (state, start_time) = stat(pid).unwrap();
         assert!(!exited(state));
@@ -157,10 +163,7 @@ mod tests {
 
     #[test]
     fn a_different_binary_is_never_stopped() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new("sleep");
-        cmd.arg("30");
-        let pid = spawn_logged(cmd, &dir.path().join("sleep.log")).unwrap();
+        let (_dir, pid) = sleeper();
         assert!(!stop(pid, "abcid", Duration::ZERO));
         assert!(is_running(pid, "sleep"));
         assert!(stop(pid, "sleep", Duration::from_secs(5)));

@@ -173,6 +173,51 @@ pub struct Status {
     pub failures_total: u64,
     /// The most recent failure.
     pub last_error: Option<ErrorReport>,
+    /// What the armed hooks cost the consensus thread since the node started.
+    #[serde(default)]
+    pub consensus_cost: ConsensusCost,
+}
+
+/// Time the consensus thread spent in armed `begin_block` and `end_block` calls (disarmed
+/// calls are a single atomic load and are not counted).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsensusCost {
+    /// Armed `end_block` calls: blocks whose window closed or opened.
+    pub blocks: u64,
+    /// Total wall time of the armed calls, both hooks, in nanoseconds (preemption by the
+    /// scheduler included).
+    pub total_ns: u64,
+    /// The longest single call, wall time, in nanoseconds.
+    pub max_call_ns: u64,
+    /// Total CPU time of the consensus thread in the armed calls, in nanoseconds.
+    #[serde(default)]
+    pub cpu_ns: u64,
+    /// The most CPU time of a single call, in nanoseconds.
+    #[serde(default)]
+    pub max_call_cpu_ns: u64,
+}
+
+impl ConsensusCost {
+    /// Mean wall time per armed block (`begin_block` + `end_block`), in microseconds.
+    pub fn mean_block_us(&self) -> f64 {
+        self.total_ns as f64 / 1e3 / self.blocks.max(1) as f64
+    }
+
+    /// Mean consensus-thread CPU time per armed block, in microseconds.
+    pub fn mean_block_cpu_us(&self) -> f64 {
+        self.cpu_ns as f64 / 1e3 / self.blocks.max(1) as f64
+    }
+
+    /// What accrued between `earlier` and this reading (the maxima are this reading's).
+    pub fn since(&self, earlier: &ConsensusCost) -> ConsensusCost {
+        ConsensusCost {
+            blocks: self.blocks.saturating_sub(earlier.blocks),
+            total_ns: self.total_ns.saturating_sub(earlier.total_ns),
+            max_call_ns: self.max_call_ns,
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            max_call_cpu_ns: self.max_call_cpu_ns,
+        }
+    }
 }
 
 /// One captured block, as listed by `profiler_list` and stored in its `meta.json`.
@@ -191,10 +236,11 @@ pub struct ProfileSummary {
     /// How long the profiler ran for this block, in ms: the block's window, from the
     /// previous block's `end_block` to its own.
     pub duration_ms: f64,
-    /// How long after the previous block's `end_block` the profiler started, in ms (on the
-    /// profiler's own thread, after collecting the previous block when it was captured
-    /// too: well under a millisecond with a spare core, up to a scheduler slice under full
-    /// load). Samples in this gap are lost.
+    /// How long after the previous block's `end_block` this block's window opened, in ms:
+    /// for a session's first block, the time to start the profiler (samples in that gap
+    /// are lost); for the next ones, the time to collect the previous block (on the
+    /// profiler's own thread: well under a millisecond with a spare core, up to a
+    /// scheduler slice under full load), whose samples count for the previous block.
     pub start_delay_ms: f64,
     /// How long after `end_block` the profiler stopped, in ms.
     pub end_delay_ms: f64,

@@ -49,8 +49,8 @@ mod shared;
 mod store;
 
 pub use api::{
-    DisableOutcome, EnableParams, FetchParams, FetchResponse, HeightSelector, ProfileKind,
-    ProfileSummary, SessionState, SessionStatus, Status,
+    ConsensusCost, DisableOutcome, EnableParams, FetchParams, FetchResponse, HeightSelector,
+    ProfileKind, ProfileSummary, SessionState, SessionStatus, Status,
 };
 pub use client::{ClientError, ProfilerClient};
 pub use config::{ProfilerConfig, Retention};

@@ -11,8 +11,9 @@ use std::ffi::CStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Prefix of the profiler's own threads; their samples are left out of block profiles.
-pub(crate) const PROFILER_THREAD_PREFIX: &str = "fethprof-";
+/// Prefix of the profiler's own thread names (`fethprof-sample`, `fethprof-render`); their
+/// samples are left out of block profiles.
+pub const PROFILER_THREAD_PREFIX: &str = "fethprof-";
 
 /// The ABCI connection a thread serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -45,6 +45,13 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
     assert_eq!(status.captured_total, 3);
     assert_eq!(status.pending_renders, 0);
     assert_eq!(status.profiles, 3);
+    // Armed end_block calls: block 3's (the first window opens) and 4, 5, 6's.
+    let cost = &status.consensus_cost;
+    assert_eq!(cost.blocks, 4, "{cost:?}");
+    assert!(
+        cost.total_ns > 0 && cost.max_call_ns <= cost.total_ns,
+        "{cost:?}"
+    );
 
     let listed = node.client.list().await.expect("list");
     // Armed during block 3: its window opens at its end, and the session captures 4, 5, 6.
@@ -60,6 +67,11 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
         assert!(profile.check_tx_samples > 0, "{profile:?}");
         assert!(profile.deliver_tx_samples > 0, "{profile:?}");
         assert!(profile.samples >= profile.check_tx_samples + profile.deliver_tx_samples);
+        // A block holds its own samples only: its work is 2.5 × CPU_PER_ROLE of CPU time
+        // (~124 samples). The session's guard runs on across blocks, so a block that kept
+        // the earlier blocks' counts too would hold two or three times that by block 5.
+        let own = 2.5 * CPU_PER_ROLE.as_secs_f64() * TEST_HZ as f64;
+        assert!((profile.samples as f64) < 1.6 * own, "{profile:?}");
         // Execution (FinalizeBlock to Commit) burns CPU_PER_ROLE of consensus-thread CPU
         // time, so it lasts at least that long, inside the window.
         let execution = profile.execution_ms.expect("begin_block was called");

@@ -36,18 +36,25 @@ enum What {
         #[arg(long)]
         json: bool,
     },
-    /// Committed TPS under saturation on a devnet of its own: abcid without the
-    /// profiler, disarmed, and armed on every block, interleaved in one run.
+    /// What abcid's block profiler costs a saturated node, on a devnet of its own:
+    /// armed against disarmed on one live node (switched by RPC, ABBA pairs of windows),
+    /// then disarmed against `abcid --no-profiler` (restarted rounds, ABBA).
     Profiler {
         /// Funded sending accounts.
         #[arg(long, default_value_t = 500)]
         accounts: usize,
-        /// Seconds of load per round.
-        #[arg(long, default_value_t = 15)]
-        seconds: u64,
-        /// Cycles of the three modes (each cycle is three rounds).
+        /// Armed/disarmed pairs of windows on the live node.
+        #[arg(long, default_value_t = 12)]
+        pairs: usize,
+        /// Seconds per live window.
+        #[arg(long, default_value_t = 5)]
+        window: u64,
+        /// Off/disarmed pairs of restarted rounds (0 skips that comparison).
         #[arg(long, default_value_t = 2)]
-        cycles: usize,
+        round_pairs: usize,
+        /// Seconds measured per restarted round (after a 3 s warm-up).
+        #[arg(long, default_value_t = 15)]
+        round_seconds: u64,
         /// Sampling frequency while armed.
         #[arg(long, default_value_t = 99)]
         frequency_hz: i64,
@@ -83,16 +90,20 @@ pub async fn run(command: BenchCommand) -> Result<()> {
         What::Sink { addr } => crate::sink::serve(addr).await,
         What::Profiler {
             accounts,
-            seconds,
-            cycles,
+            pairs,
+            window,
+            round_pairs,
+            round_seconds,
             frequency_hz,
             timeout_commit,
             json,
         } => {
             let r = bench::profiler(bench::ProfilerBenchPlan {
                 accounts: accounts.max(1),
-                seconds: seconds.max(1),
-                cycles: cycles.max(1),
+                pairs: pairs.max(1),
+                window_secs: window.max(1),
+                round_pairs,
+                round_secs: round_seconds.max(1),
                 frequency_hz,
                 timeout_commit,
             })
@@ -100,14 +111,7 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                println!(
-                    "committed tx/s: off {:.1}   disarmed {:.1}   armed {:.1}",
-                    r.off_tps, r.disarmed_tps, r.armed_tps
-                );
-                println!(
-                    "armed/disarmed {:.3} (target ≥ 0.97)   disarmed/off {:.3} (target ≈ 1)",
-                    r.armed_ratio, r.disarmed_ratio
-                );
+                print_profiler_bench(&r);
             }
             Ok(())
         }
@@ -169,5 +173,76 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+fn print_profiler_bench(r: &bench::ProfilerBench) {
+    let a = &r.armed;
+    println!(
+        "armed vs disarmed, one live node, {} ABBA pairs of {} s windows{}:",
+        a.tps_ratio.pairs,
+        r.plan.window_secs,
+        if r.on_tmpfs { ", on tmpfs" } else { "" }
+    );
+    println!(
+        "  committed tx/s       disarmed {:.1}   armed {:.1}",
+        a.baseline_tps, a.treated_tps
+    );
+    println!(
+        "  armed / disarmed     {}   target ≥ 0.97: {}",
+        a.tps_ratio.describe(),
+        verdict_at_least(&a.tps_ratio, 0.97)
+    );
+    println!(
+        "  node CPU per tx      armed / disarmed {}",
+        a.cpu_per_tx_ratio.describe()
+    );
+    let cost = &r.consensus_cost;
+    println!(
+        "  consensus thread     {:.1} µs per armed block, {:.1} µs of it CPU (longest call {:.1} µs, {:.1} µs CPU; {} blocks)",
+        cost.mean_block_us(),
+        cost.mean_block_cpu_us(),
+        cost.max_call_ns as f64 / 1e3,
+        cost.max_call_cpu_ns as f64 / 1e3,
+        cost.blocks
+    );
+    println!(
+        "  profiler threads     {:.1} % of one core while armed; {:.0} ms in all disarmed windows",
+        r.profiler_threads_core_share_armed * 100.0,
+        r.profiler_threads_cpu_ms_disarmed
+    );
+    if let Some(d) = &r.disarmed {
+        println!(
+            "disarmed vs off (abcid --no-profiler), {} ABBA pairs of restarted {} s rounds:",
+            d.tps_ratio.pairs, r.plan.round_secs
+        );
+        println!(
+            "  committed tx/s       off {:.1}   disarmed {:.1}",
+            d.baseline_tps, d.treated_tps
+        );
+        println!(
+            "  disarmed / off       {}   {}",
+            d.tps_ratio.describe(),
+            match (d.tps_ratio.pairs, d.tps_ratio.holds(1.0)) {
+                (1, _) => "one pair: no verdict",
+                (_, true) => "indistinguishable from 1",
+                (_, false) => "differs from 1",
+            }
+        );
+        println!(
+            "  node CPU per tx      disarmed / off {}",
+            d.cpu_per_tx_ratio.describe()
+        );
+    }
+}
+
+/// Whether a ratio meets a floor: at 95 % confidence, by its mean only, or not.
+fn verdict_at_least(r: &bench::RatioEstimate, floor: f64) -> &'static str {
+    if r.surely_at_least(floor) {
+        "met (whole 95 % CI above)"
+    } else if r.mean >= floor {
+        "mean meets it, CI reaches below"
+    } else {
+        "NOT met"
     }
 }

@@ -117,6 +117,7 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),
         wait: Duration::from_secs_f64(args.wait.max(0.0)),
         progress: !args.quiet,
+        stop: None,
         engine: EngineConfig {
             schedule,
             per_account: args.count,

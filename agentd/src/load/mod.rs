@@ -47,6 +47,9 @@ pub struct LoadSettings {
     pub wait: Duration,
     /// Show a live progress line.
     pub progress: bool,
+    /// Stop sending once this turns true (or its sender is dropped), as Ctrl-C does;
+    /// a closed loop without `--count` or `--duration` runs until then.
+    pub stop: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl LoadSettings {
@@ -58,6 +61,7 @@ impl LoadSettings {
             engine,
             wait: Duration::from_secs(60),
             progress: false,
+            stop: None,
         }
     }
 }
@@ -300,9 +304,17 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
     let signer_threads = cpus.clamp(1, 8);
     let interrupt = {
         let engine = engine.clone();
+        let stop = settings.stop.take();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                engine.stop();
+            let asked = async move {
+                match stop {
+                    Some(mut stop) => drop(stop.wait_for(|s| *s).await),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                signal = tokio::signal::ctrl_c() => if signal.is_ok() { engine.stop() },
+                () = asked => engine.stop(),
             }
         })
     };

@@ -1,0 +1,14 @@
+//! `feth bench`: figures that answer "did this change make it faster?".
+//!
+//! - [`agent`]: how fast the agent prepares and submits signed transfers, against the raw
+//!   libsecp256k1 signing rate measured in the same run.
+//! - [`profiler`]: what abcid's embedded block profiler costs a saturated node, in
+//!   committed TPS.
+
+pub mod agent;
+pub mod profiler;
+pub mod stats;
+
+pub use agent::{agent, process_cpu, raw_sign_rate, rss_bytes, AgentBench};
+pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
+pub use stats::RatioEstimate;

@@ -41,7 +41,7 @@ async fn both_comparisons_are_measured_on_a_real_devnet() {
         "every block of the armed window went through the armed hooks: {:?}",
         r.consensus_cost
     );
-    assert!(r.consensus_cost.total_ns > 0 && r.consensus_cost.cpu_ns > 0);
+    assert!(r.consensus_cost.total_ns > 0);
     assert!(armed.profiler_threads_cpu_ms > 0.0, "{armed:?}");
     assert!(r.profiler_threads_core_share_armed > 0.0);
     // Never armed since its restart, the profiler's threads sleep; without the profiler

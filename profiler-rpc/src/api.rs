@@ -189,12 +189,6 @@ pub struct ConsensusCost {
     pub total_ns: u64,
     /// The longest single call, wall time, in nanoseconds.
     pub max_call_ns: u64,
-    /// Total CPU time of the consensus thread in the armed calls, in nanoseconds.
-    #[serde(default)]
-    pub cpu_ns: u64,
-    /// The most CPU time of a single call, in nanoseconds.
-    #[serde(default)]
-    pub max_call_cpu_ns: u64,
 }
 
 impl ConsensusCost {
@@ -203,19 +197,12 @@ impl ConsensusCost {
         self.total_ns as f64 / 1e3 / self.blocks.max(1) as f64
     }
 
-    /// Mean consensus-thread CPU time per armed block, in microseconds.
-    pub fn mean_block_cpu_us(&self) -> f64 {
-        self.cpu_ns as f64 / 1e3 / self.blocks.max(1) as f64
-    }
-
     /// What accrued between `earlier` and this reading (the maxima are this reading's).
     pub fn since(&self, earlier: &ConsensusCost) -> ConsensusCost {
         ConsensusCost {
             blocks: self.blocks.saturating_sub(earlier.blocks),
             total_ns: self.total_ns.saturating_sub(earlier.total_ns),
             max_call_ns: self.max_call_ns,
-            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
-            max_call_cpu_ns: self.max_call_cpu_ns,
         }
     }
 }

@@ -178,9 +178,8 @@ async fn show_status(client: &ProfilerClient, json: bool) -> anyhow::Result<()> 
     let cost = &status.consensus_cost;
     if cost.blocks > 0 {
         println!(
-            "  consensus thread in armed hooks: {:.1} µs per block, {:.1} µs of it CPU (longest call {:.1} µs, {} blocks)",
+            "  consensus thread in armed hooks: {:.1} µs per block (longest call {:.1} µs, {} blocks)",
             cost.mean_block_us(),
-            cost.mean_block_cpu_us(),
             cost.max_call_ns as f64 / 1e3,
             cost.blocks
         );

@@ -16,8 +16,10 @@
 //! * folded stacks, the input of merged and differential flamegraphs ([`diff`]).
 //!
 //! Cost on the consensus thread: an atomic load when disarmed; when armed, one uncontended
-//! lock and one channel send per call. Starting and stopping pprof-rs happens on the
-//! profiler's `fethprof-sample` thread, symbolising, rendering and writing on its
+//! lock and up to two channel sends per call, measured by the node itself and reported as
+//! `consensus_cost` by `profiler_status`. pprof-rs runs one guard per session on the
+//! profiler's `fethprof-sample` thread, which collects each block's samples as the
+//! difference from the previous block's; symbolising, rendering and writing run on its
 //! `fethprof-render` thread (`SCHED_BATCH`, nice 19: spare CPU only), and their failures
 //! are reported by `profiler_status`, never propagated to the node.
 //!

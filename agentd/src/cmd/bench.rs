@@ -199,11 +199,9 @@ fn print_profiler_bench(r: &bench::ProfilerBench) {
     );
     let cost = &r.consensus_cost;
     println!(
-        "  consensus thread     {:.1} µs per armed block, {:.1} µs of it CPU (longest call {:.1} µs, {:.1} µs CPU; {} blocks)",
+        "  consensus thread     {:.1} µs per armed block, wall time (longest call {:.1} µs; {} blocks)",
         cost.mean_block_us(),
-        cost.mean_block_cpu_us(),
         cost.max_call_ns as f64 / 1e3,
-        cost.max_call_cpu_ns as f64 / 1e3,
         cost.blocks
     );
     println!(

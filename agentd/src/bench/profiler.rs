@@ -504,14 +504,7 @@ impl NodeCpu {
 
 /// User + system CPU of a `/proc/.../stat` line.
 fn cpu_of_stat(stat: &str) -> Result<Duration> {
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .context("no command name")?
-        .1
-        .split_whitespace()
-        .collect();
-    // After the name: state (0), …, utime (11), stime (12), in clock ticks.
+    let fields = devnet::process::stat_fields(stat).context("no command name")?;
     let ticks = |i: usize| -> Result<u64> {
         fields
             .get(i)

@@ -7,7 +7,7 @@
 //! (ports, PIDs, binaries).
 
 mod config;
-mod process;
+pub(crate) mod process;
 pub mod tools;
 
 use std::path::{Path, PathBuf};

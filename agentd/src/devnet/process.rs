@@ -46,12 +46,17 @@ pub fn is_running(pid: u32, name: &str) -> bool {
 /// `/proc/<pid>/stat`.
 fn stat(pid: u32) -> Option<(char, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the parenthesised command name: field 3 (state) onwards.
-    let (_, rest) = text.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let start_time = fields.nth(18)?.parse().ok()?;
+    let fields = stat_fields(&text)?;
+    let state = fields.first()?.chars().next()?;
+    let start_time = fields.get(19)?.parse().ok()?;
     Some((state, start_time))
+}
+
+/// The fields of a `/proc/<pid>[/task/<tid>]/stat` line after the command name, which may
+/// hold spaces and parentheses: 0 is the state, 11 and 12 the user and system CPU time
+/// (clock ticks), 19 the start time. `None` when the line has no command name.
+pub fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    Some(stat.rsplit_once(')')?.1.split_whitespace().collect())
 }
 
 /// Zombie or dead: the process has released everything it held.

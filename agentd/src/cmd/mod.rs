@@ -1,4 +1,5 @@
-//! The `feth` subcommands: argument structs and what they run.
+//! The `feth` command line: every subcommand's arguments, turned into the
+//! plain configuration types of the libraries, and what each one runs.
 
 pub mod bench;
 pub mod devnet;
@@ -6,3 +7,67 @@ pub mod fund;
 pub mod info;
 pub mod load;
 pub mod send;
+
+use clap::{Parser, Subcommand};
+
+/// Fund accounts, load an EVM-on-CometBFT chain and report committed TPS.
+#[derive(Debug, Parser)]
+#[command(name = "feth", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a local devnet: the pinned CometBFT and abcid.
+    Devnet(devnet::DevnetCommand),
+    /// Create and fund many accounts from a root key.
+    Fund(fund::FundArgs),
+    /// Fire parallel signed transfers and report committed TPS.
+    Load(load::LoadArgs),
+    /// Balance and nonce of an account.
+    Info(info::InfoArgs),
+    /// Heights, timestamps, transaction counts and block times.
+    Block(info::BlockArgs),
+    /// Arm the block profiler of a running node, or fetch what it captured.
+    Profiler(feth_profiler_rpc::cli::ProfilerArgs),
+    /// Flamegraph tools: differential flamegraphs of two sets of profiles.
+    Flamegraph(feth_profiler_rpc::cli::FlamegraphArgs),
+    /// Node logs into Redis; block times, TPS and valid/invalid counts out.
+    Etl(feth_etl::cli::EtlArgs),
+    /// Benchmarks that print figures.
+    Bench(bench::BenchCommand),
+    /// Send signed value transfers and wait until they are committed.
+    Send(send::SendArgs),
+}
+
+impl Cli {
+    /// Runs the chosen subcommand.
+    pub async fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Devnet(c) => devnet::run(c).await,
+            Command::Fund(a) => fund::run(a).await,
+            Command::Load(a) => load::run(a).await,
+            Command::Info(a) => info::info(a).await,
+            Command::Block(a) => info::block(a).await,
+            Command::Profiler(a) => feth_profiler_rpc::cli::run_profiler(a).await,
+            Command::Flamegraph(a) => feth_profiler_rpc::cli::run_flamegraph(a).await,
+            Command::Etl(a) => feth_etl::cli::run(a).await,
+            Command::Bench(c) => bench::run(c).await,
+            Command::Send(a) => send::run(a).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -3,11 +3,11 @@
 //! counts agree with the chain as web3 reports it, and ingesting twice
 //! changes nothing.
 
-mod common;
+
 
 use std::time::Duration;
 
-use common::{funded, TestNet};
+use crate::common::{funded, TestNet};
 use feth::load::engine::EngineConfig;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};

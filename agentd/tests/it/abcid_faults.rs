@@ -1,12 +1,12 @@
 //! Bad transactions get their documented errors and change nothing; killing
 //! abcid or CometBFT with SIGKILL mid-stream loses nothing committed.
 
-mod common;
+
 
 use std::time::Duration;
 
 use alloy_primitives::{Address, Bytes, U256};
-use common::TestNet;
+use crate::common::TestNet;
 use feth::devnet::{free_ports, Devnet, DevnetOptions, DevnetState};
 use feth::eth::{EthClient, RpcError};
 use feth::sign::{self, Fee, TxRequest};

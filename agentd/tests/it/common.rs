@@ -1,7 +1,7 @@
 //! Shared test support: a real devnet (CometBFT + abcid) on free ports in a
 //! temporary folder, stopped when dropped.
 
-#![allow(dead_code)]
+
 
 use std::time::Duration;
 

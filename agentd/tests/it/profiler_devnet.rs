@@ -5,12 +5,12 @@
 //! as well-formed SVGs holding abcid's frames of each, and pprof protobufs
 //! carrying the block height.
 
-mod common;
+
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{funded, TestNet};
+use crate::common::{funded, TestNet};
 use feth::load::engine::EngineConfig;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};

@@ -2,12 +2,12 @@
 //! agrees with the chain, recovery from nonce gaps, full mempools and a node
 //! restart.
 
-mod common;
+
 
 use std::time::Duration;
 
 use alloy_primitives::U256;
-use common::{funded, TestNet};
+use crate::common::{funded, TestNet};
 use feth::accounts::KeySet;
 use feth::eth::EthClient;
 use feth::fund::{self, FundPlan};

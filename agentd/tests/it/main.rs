@@ -1,0 +1,9 @@
+//! feth's integration tests: one binary, each module a real devnet scenario
+//! (CometBFT + abcid on free loopback ports in a temporary folder).
+
+mod abcid_faults;
+mod abcid_web3;
+mod common;
+mod etl_devnet;
+mod load;
+mod profiler_devnet;

@@ -1,6 +1,7 @@
 //! The `feth` command line: every subcommand's arguments, turned into the
 //! plain configuration types of the libraries, and what each one runs.
 
+pub mod args;
 pub mod bench;
 pub mod devnet;
 pub mod fund;

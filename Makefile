@@ -1,20 +1,26 @@
 # feth: the two set-up commands of the README, plus helpers.
-.PHONY: setup demo test lint fmt
+.PHONY: setup setup-test demo test lint fmt
 
 CARGO ?= cargo
 
+## setup: what the demo needs (redis-server, the pinned CometBFT)
 setup:
 	bash scripts/setup.sh
+
+## setup-test: also the CometBFT versions only the etl tests run
+setup-test:
+	bash scripts/setup.sh --test
 
 ## demo: the main job end to end on a local devnet
 demo: setup
 	$(CARGO) build --release --workspace --bins
 	bash scripts/demo.sh
 
-## test: every test, against real CometBFT and Redis
-test: setup
+## test: lint, bench builds and every test, against real CometBFT and Redis
+test: setup-test lint
+	$(CARGO) bench --workspace --no-run
 	$(CARGO) build --workspace --bins
-	FETH_ETL_ALL_VERSIONS=1 $(CARGO) test --workspace --no-fail-fast
+	$(CARGO) test --workspace --no-fail-fast -- --include-ignored
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -26,7 +26,7 @@ echo; echo "== feth fund: 500 accounts from the root key"
   --out "$dir/keys.txt" --seed demo
 
 echo; echo "== feth load: 20 s closed loop, committed TPS read from blocks"
-"$feth" load --network "$web3" --keys "$dir/keys.txt" --duration 20 --json "$dir/load.json"
+"$feth" load --network "$web3" --keys "$dir/keys.txt" --duration 20 --json > "$dir/load.json"
 
 echo; echo "== feth profiler: 3 blocks under load"
 "$feth" profiler --network "$profiler" --enable --blocks 3 --frequency-hz 499

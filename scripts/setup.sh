@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what feth's demo and tests need on a fresh Debian machine:
-# redis-server (Debian package) and the pinned CometBFT (go install into
-# tools/bin). Idempotent: does nothing that is already done.
+# Installs what feth's demo needs on a fresh Debian machine: redis-server
+# (Debian package) and the pinned CometBFT (go install into tools/bin).
+# `setup.sh --test` also installs what only the tests use (Tendermint 0.34,
+# CometBFT 0.37 and 1.0 for the etl's all-versions tests).
+# Idempotent: does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,5 +30,6 @@ else
   GOBIN="$bin" go install "github.com/cometbft/cometbft/cmd/cometbft@$version"
 fi
 
-# The etl's all-versions tests also run Tendermint 0.34, CometBFT 0.37 and 1.0.
-bash etl/scripts/install-extra-cometbft.sh
+if [ "${1:-}" = "--test" ]; then
+  bash etl/scripts/install-extra-cometbft.sh
+fi

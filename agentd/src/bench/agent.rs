@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::accounts::{KeySet, KeySource};
-use crate::load::engine::EngineConfig;
+use crate::load::engine::LoadPlan;
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadSettings};
 use crate::sign::{self, Fee, TxRequest};
@@ -118,11 +118,11 @@ pub async fn agent(
     let rss_loaded = rss_bytes();
     let per_account = txs.div_ceil(accounts as u64).max(1);
     let active = (txs / per_account).clamp(1, accounts as u64) as usize;
-    let mut engine = EngineConfig::transfers(RateSchedule::Closed, active);
-    engine.per_account = Some(per_account);
-    engine.max_parallelism = parallelism;
-    engine.batch = batch;
-    let mut settings = LoadSettings::new(sink_url, engine);
+    let mut plan = LoadPlan::transfers(RateSchedule::Closed, active);
+    plan.per_account = Some(per_account);
+    plan.max_parallelism = parallelism;
+    plan.batch = batch;
+    let mut settings = LoadSettings::new(sink_url, plan);
     settings.wait = Duration::ZERO;
     let mut senders = keys.clone();
     senders.keys.truncate(active);

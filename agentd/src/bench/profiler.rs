@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::devnet::{self, Devnet, DevnetOptions};
-use crate::load::engine::{EngineConfig, Recipients};
+use crate::load::engine::{LoadPlan, Recipients};
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadReport, LoadSettings};
 
@@ -218,7 +218,7 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
         tempfile::tempdir()
     }
     .context("cannot create a temporary devnet folder")?;
-    let mut options = DevnetOptions::for_test(dir.path(), devnet::free_ports()?);
+    let mut options = DevnetOptions::private(dir.path(), devnet::free_ports()?);
     options.timeout_commit = plan.timeout_commit.clone();
     let mut net = Devnet::start(options)
         .await
@@ -375,9 +375,9 @@ struct Load {
 
 impl Load {
     fn start(net: &Devnet, keys: &KeySet) -> Self {
-        let mut engine = EngineConfig::transfers(RateSchedule::Closed, keys.len());
-        engine.recipients = Recipients::Existing;
-        let mut settings = LoadSettings::new(&net.state.web3_url(), engine);
+        let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
+        plan.recipients = Recipients::Existing;
+        let mut settings = LoadSettings::new(&net.state.web3_url(), plan);
         settings.wait = Duration::from_secs(30);
         let (stop, asked) = watch::channel(false);
         settings.stop = Some(asked);

@@ -1,13 +1,15 @@
 //! `feth fund`: create (or reuse) accounts and fund them from the root key.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use alloy_primitives::{keccak256, B256};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use serde_json::json;
 
+use super::args::NetworkArgs;
 use crate::accounts::{KeySet, KeySource};
 use crate::eth::EthClient;
 use crate::fund::{self, FundPlan};
@@ -16,9 +18,8 @@ use crate::{keys, units};
 /// `feth fund …`
 #[derive(Debug, Args)]
 pub struct FundArgs {
-    /// web3 JSON-RPC endpoint (the first of several is used).
-    #[arg(long, default_value = "http://127.0.0.1:8545", value_delimiter = ',')]
-    network: Vec<String>,
+    #[command(flatten)]
+    network: NetworkArgs,
     /// Number of accounts.
     #[arg(long)]
     count: usize,
@@ -43,7 +44,7 @@ pub struct FundArgs {
     /// Seconds to wait for the chain to include the transfers.
     #[arg(long, default_value_t = 300)]
     wait: u64,
-    /// Print the report as JSON on stdout.
+    /// Print the report as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
 }
@@ -81,37 +82,21 @@ pub async fn run(args: FundArgs) -> Result<()> {
     set.extend_to(args.count);
     // Keys are saved before any value moves, so none is ever lost.
     set.save(&path)?;
-    let network = args.network.first().context("--network is empty")?;
-    let client = EthClient::new(network, Duration::from_secs(30))?;
+    let client = EthClient::new(args.network.first()?, Duration::from_secs(30))?;
     let plan = FundPlan {
         amount,
         redeposit: args.redeposit,
         wait: Duration::from_secs(args.wait),
-        progress: !args.json,
+        progress: true,
     };
     let accounts = &set.addresses[..args.count];
     let report = fund::fund(&client, &root, accounts, &plan, &fund::journal_path(&path)).await?;
     if args.json {
         let out = json!({ "keys_file": path, "amount_wei": amount, "report": report });
         println!("{}", serde_json::to_string_pretty(&out)?);
+        print_summary(&mut std::io::stderr(), &path, set.len(), &report)?;
     } else {
-        println!(
-            "keys file   {} ({} accounts, mode 0600)",
-            path.display(),
-            set.len()
-        );
-        if report.resumed > 0 {
-            println!(
-                "resumed     {} payment(s) of an interrupted run",
-                report.resumed
-            );
-        }
-        println!(
-            "funded      {} account(s), {} wei in all",
-            report.paid, report.value_wei
-        );
-        println!("skipped     {} account(s) already funded", report.skipped);
-        println!("took        {:.2} s", report.seconds);
+        print_summary(&mut std::io::stdout(), &path, set.len(), &report)?;
     }
     if report.underfunded > 0 {
         bail!(
@@ -120,4 +105,35 @@ pub async fn run(args: FundArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn print_summary(
+    out: &mut impl Write,
+    path: &Path,
+    accounts: usize,
+    report: &fund::FundReport,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "keys file   {} ({accounts} accounts, mode 0600)",
+        path.display()
+    )?;
+    if report.resumed > 0 {
+        writeln!(
+            out,
+            "resumed     {} payment(s) of an interrupted run",
+            report.resumed
+        )?;
+    }
+    writeln!(
+        out,
+        "funded      {} account(s), {} wei in all",
+        report.paid, report.value_wei
+    )?;
+    writeln!(
+        out,
+        "skipped     {} account(s) already funded",
+        report.skipped
+    )?;
+    writeln!(out, "took        {:.2} s", report.seconds)
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 use alloy_primitives::Address;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+
+use super::args::NetworkArgs;
 use serde::Serialize;
 
 use crate::eth::EthClient;
@@ -12,9 +14,8 @@ use crate::eth::EthClient;
 /// `feth info --account ADDR`
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// web3 JSON-RPC endpoint.
-    #[arg(long, default_value = "http://127.0.0.1:8545")]
-    network: String,
+    #[command(flatten)]
+    network: NetworkArgs,
     /// The account.
     #[arg(long)]
     account: Address,
@@ -33,13 +34,13 @@ struct AccountInfo {
 
 /// Runs `feth info`.
 pub async fn info(args: InfoArgs) -> Result<()> {
-    let client = EthClient::new(&args.network, Duration::from_secs(10))?;
+    let client = EthClient::new(args.network.first()?, Duration::from_secs(10))?;
     let info = AccountInfo {
         address: args.account,
         balance_wei: client
             .balance(args.account)
             .await
-            .with_context(|| format!("cannot reach {}", args.network))?,
+            .with_context(|| format!("cannot reach {}", args.network.urls.join(",")))?,
         nonce: client.nonce(args.account, false).await?,
         pending_nonce: client.nonce(args.account, true).await?,
     };
@@ -59,9 +60,8 @@ pub async fn info(args: InfoArgs) -> Result<()> {
 /// `feth block --start H --count N`
 #[derive(Debug, Args)]
 pub struct BlockArgs {
-    /// web3 JSON-RPC endpoint.
-    #[arg(long, default_value = "http://127.0.0.1:8545")]
-    network: String,
+    #[command(flatten)]
+    network: NetworkArgs,
     /// First height.
     #[arg(long)]
     start: u64,
@@ -87,7 +87,7 @@ pub async fn block(args: BlockArgs) -> Result<()> {
     if args.count == 0 {
         bail!("--count must be at least 1");
     }
-    let client = EthClient::new(&args.network, Duration::from_secs(10))?;
+    let client = EthClient::new(args.network.first()?, Duration::from_secs(10))?;
     let mut previous = match args.start.checked_sub(1) {
         Some(h) => client.block(h).await?.map(|b| b.timestamp.to::<u64>()),
         None => None,
@@ -97,7 +97,7 @@ pub async fn block(args: BlockArgs) -> Result<()> {
         let Some(b) = client
             .block(h)
             .await
-            .with_context(|| format!("cannot reach {}", args.network))?
+            .with_context(|| format!("cannot reach {}", args.network.urls.join(",")))?
         else {
             break;
         };

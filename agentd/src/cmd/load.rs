@@ -1,17 +1,20 @@
 //! `feth load`: the agent a chain engineer points at a fullnode to learn its
 //! real committed TPS.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::args::NetworkArgs;
 use crate::accounts::KeySet;
-use crate::load::engine::{EngineConfig, Recipients, Workload};
+use crate::load::engine::{
+    LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM,
+};
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::{self, LoadReport, LoadSettings};
-use crate::sign::Fee;
 use crate::units;
 
 /// `--workload`.
@@ -21,12 +24,20 @@ enum WorkloadArg {
     Erc20,
 }
 
+/// `--recipients`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum RecipientsArg {
+    /// Other accounts of the keys file.
+    Existing,
+    /// New addresses that never held anything.
+    Fresh,
+}
+
 /// `feth load …`
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// web3 JSON-RPC endpoint(s); senders are spread across them.
-    #[arg(long, default_value = "http://127.0.0.1:8545", value_delimiter = ',')]
-    network: Vec<String>,
+    #[command(flatten)]
+    network: NetworkArgs,
     /// Keys file made by `feth fund`.
     #[arg(long, default_value = "feth-keys.txt")]
     keys: PathBuf,
@@ -34,14 +45,14 @@ pub struct LoadArgs {
     #[arg(long)]
     senders: Option<usize>,
     /// Concurrent requests in flight.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = DEFAULT_MAX_PARALLELISM)]
     max_parallelism: usize,
     /// Transactions per account.
     #[arg(long)]
     count: Option<u64>,
     /// Transactions (of different senders) per JSON-RPC batch; 1 disables
     /// batching. CometBFT's own RPC refuses batches over 10 by default.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DEFAULT_BATCH)]
     batch: usize,
     /// Seconds to send for.
     #[arg(long)]
@@ -56,8 +67,8 @@ pub struct LoadArgs {
     #[arg(long, default_value = "uniform")]
     accounts: AccountDist,
     /// Recipients: other accounts of the keys file, or fresh addresses.
-    #[arg(long, value_enum, default_value_t = Recipients::Fresh)]
-    recipients: Recipients,
+    #[arg(long, value_enum, default_value_t = RecipientsArg::Fresh)]
+    recipients: RecipientsArg,
     /// What each transaction does: a value transfer, or an ERC-20 `transfer`
     /// (the first account deploys a token and hands it to the others).
     #[arg(long, value_enum, default_value_t = WorkloadArg::Transfer)]
@@ -71,9 +82,10 @@ pub struct LoadArgs {
     /// Longest wait for inclusion after sending stops, seconds.
     #[arg(long, default_value_t = 60.0)]
     wait: f64,
-    /// Write the full report (config, environment, series, totals) as JSON.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// Print the full report (config, environment, series, totals) as JSON
+    /// on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -86,66 +98,78 @@ fn positive(name: &str, v: f64) -> Result<f64> {
     Ok(v)
 }
 
+impl LoadArgs {
+    /// What to send, as these arguments ask for it.
+    fn plan(&self, senders: usize) -> Result<LoadPlan> {
+        let schedule = match (&self.rate, &self.ramp) {
+            (Some(r), _) => RateSchedule::Fixed(positive("--rate", *r)?),
+            (None, Some(text)) => RateSchedule::parse_ramp(text)?,
+            (None, None) => RateSchedule::Closed,
+        };
+        if self.count.is_none() && self.duration.is_none() {
+            bail!("say how much to send: --count N (per account) and/or --duration SECONDS");
+        }
+        if self.count == Some(0) {
+            bail!("--count must be at least 1");
+        }
+        Ok(LoadPlan {
+            schedule,
+            per_account: self.count,
+            duration: self
+                .duration
+                .map(|d| positive("--duration", d).map(Duration::from_secs_f64))
+                .transpose()?,
+            max_parallelism: self.max_parallelism.max(1),
+            batch: self.batch.max(1),
+            picker: Picker::new(self.accounts, senders),
+            recipients: match self.recipients {
+                RecipientsArg::Existing => Recipients::Existing,
+                RecipientsArg::Fresh => Recipients::Fresh,
+            },
+            workload: match self.workload {
+                WorkloadArg::Transfer => WorkloadKind::Transfer,
+                WorkloadArg::Erc20 => WorkloadKind::Erc20,
+            },
+            value: units::parse_amount(&self.value)?,
+        })
+    }
+
+    /// The senders: the keys file, or its first `--senders` accounts.
+    fn keys(&self) -> Result<KeySet> {
+        let mut keys = KeySet::load(&self.keys).with_context(|| {
+            format!(
+                "create accounts first: feth fund --count N --amount A --out {}",
+                self.keys.display()
+            )
+        })?;
+        if let Some(n) = self.senders {
+            if n == 0 || n > keys.len() {
+                bail!("--senders {n}: the keys file holds {} accounts", keys.len());
+            }
+            keys.keys.truncate(n);
+            keys.addresses.truncate(n);
+        }
+        Ok(keys)
+    }
+}
+
 /// Runs `feth load`.
 pub async fn run(args: LoadArgs) -> Result<()> {
-    let schedule = match (&args.rate, &args.ramp) {
-        (Some(r), _) => RateSchedule::Fixed(positive("--rate", *r)?),
-        (None, Some(text)) => RateSchedule::parse_ramp(text)?,
-        (None, None) => RateSchedule::Closed,
-    };
-    if args.count.is_none() && args.duration.is_none() {
-        bail!("say how much to send: --count N (per account) and/or --duration SECONDS");
-    }
-    if args.count == Some(0) {
-        bail!("--count must be at least 1");
-    }
-    let mut keys = KeySet::load(&args.keys).with_context(|| {
-        format!(
-            "create accounts first: feth fund --count N --amount A --out {}",
-            args.keys.display()
-        )
-    })?;
-    if let Some(n) = args.senders {
-        if n == 0 || n > keys.len() {
-            bail!("--senders {n}: the keys file holds {} accounts", keys.len());
-        }
-        keys.keys.truncate(n);
-        keys.addresses.truncate(n);
-    }
+    let keys = args.keys()?;
     let settings = LoadSettings {
-        endpoints: args.network.clone(),
+        endpoints: args.network.urls.clone(),
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),
         wait: Duration::from_secs_f64(args.wait.max(0.0)),
         progress: !args.quiet,
         stop: None,
-        engine: EngineConfig {
-            schedule,
-            per_account: args.count,
-            duration: args
-                .duration
-                .map(|d| positive("--duration", d).map(Duration::from_secs_f64))
-                .transpose()?,
-            max_parallelism: args.max_parallelism.max(1),
-            batch: args.batch.max(1),
-            picker: Picker::new(args.accounts, keys.len()),
-            recipients: args.recipients,
-            workload: match args.workload {
-                WorkloadArg::Transfer => Workload::Transfer,
-                WorkloadArg::Erc20 => Workload::Erc20 {
-                    token: alloy_primitives::Address::ZERO,
-                },
-            },
-            value: units::parse_amount(&args.value)?,
-            gas_limit: crate::fund::TRANSFER_GAS,
-            fee: Fee::Legacy { gas_price: 0 },
-            chain_id: 0,
-        },
+        plan: args.plan(keys.len())?,
     };
     let report = load::run(settings, keys).await?;
-    print_summary(&report);
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    if args.json {
+        print_summary(&mut std::io::stderr(), &report)?;
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_summary(&mut std::io::stdout(), &report)?;
     }
     if report.totals.included == 0 {
         bail!("nothing was included: the run failed (see the rejections above)");
@@ -153,39 +177,102 @@ pub async fn run(args: LoadArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_summary(r: &LoadReport) {
+fn print_summary(out: &mut impl Write, r: &LoadReport) -> std::io::Result<()> {
     let t = &r.totals;
     let c = &r.chain;
-    println!(
+    writeln!(
+        out,
         "committed TPS   {:>10.1}  ours, read from blocks {}..{} over {:.0} s",
         c.committed_tps, c.first_block, c.last_block, c.seconds
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "                {:>10.1}  all transactions in those blocks",
         c.committed_tps_all
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "send rate       {:>10.1}  tx/s submitted over {:.1} s (not a TPS figure)",
         r.send_rate, r.send_seconds
-    );
+    )?;
     let (b, o) = (&r.latency_ms.to_block_time, &r.latency_ms.to_observed);
-    println!(
+    writeln!(
+        out,
         "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block timestamp (1 s resolution)",
         b.p50, b.p90, b.p99, b.max
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "                p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block seen (100 ms polling)",
         o.p50, o.p90, o.p99, o.max
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "transactions    {} signed = {} included + {} rejected + {} unresolved",
         t.signed, t.included, t.rejected, t.unresolved
-    );
+    )?;
     for (reason, n) in &t.rejected_by_reason {
-        println!("  rejected      {n:>8}  {reason}");
+        writeln!(out, "  rejected      {n:>8}  {reason}")?;
     }
-    println!(
+    writeln!(
+        out,
         "recovery        {} back-offs, {} resends, {} nonce resyncs",
         r.backoffs, r.resends, r.resyncs
-    );
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Load {
+        #[command(flatten)]
+        args: LoadArgs,
+    }
+
+    fn plan(args: &[&str]) -> Result<LoadPlan> {
+        let load = Load::try_parse_from(std::iter::once("load").chain(args.iter().copied()))?;
+        load.args.plan(100)
+    }
+
+    #[test]
+    fn no_optional_flags_give_the_default_plan() {
+        let expected = LoadPlan {
+            duration: Some(Duration::from_secs(5)),
+            ..LoadPlan::transfers(RateSchedule::Closed, 100)
+        };
+        assert_eq!(plan(&["--duration", "5"]).unwrap(), expected);
+    }
+
+    #[test]
+    fn flags_reach_the_plan() {
+        let p = plan(&[
+            "--count",
+            "3",
+            "--rate",
+            "250",
+            "--workload",
+            "erc20",
+            "--batch",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(p.schedule, RateSchedule::Fixed(250.0));
+        assert_eq!((p.per_account, p.batch), (Some(3), 1));
+        assert_eq!(p.workload, WorkloadKind::Erc20);
+    }
+
+    #[test]
+    fn a_load_without_an_amount_or_with_a_bad_rate_is_refused() {
+        let e = plan(&[]).unwrap_err().to_string();
+        assert!(e.contains("--count N") && e.contains("--duration"), "{e}");
+        let e = plan(&["--count", "1", "--rate", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--rate must be a positive number"), "{e}");
+    }
 }

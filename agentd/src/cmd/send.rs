@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, Bytes, B256, U256};
 use anyhow::{bail, Context, Result};
 use clap::Args;
+
+use super::args::NetworkArgs;
 use serde::Serialize;
 
 use crate::eth::EthClient;
@@ -15,9 +17,8 @@ use crate::{fees, keys};
 /// `feth send …`
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// web3 JSON-RPC endpoint.
-    #[arg(long, default_value = "http://127.0.0.1:8545")]
-    network: String,
+    #[command(flatten)]
+    network: NetworkArgs,
     /// File holding the sender's hex private key (mode 0600).
     #[arg(long)]
     key_file: PathBuf,
@@ -64,11 +65,11 @@ pub async fn run(args: SendArgs) -> Result<()> {
     let to = args
         .to
         .unwrap_or_else(|| keys::address_of(&keys::random_key()));
-    let client = EthClient::new(&args.network, Duration::from_secs(10))?;
+    let client = EthClient::new(args.network.first()?, Duration::from_secs(10))?;
     let chain_id = client
         .chain_id()
         .await
-        .with_context(|| format!("cannot reach {}", args.network))?;
+        .with_context(|| format!("cannot reach {}", args.network.urls.join(",")))?;
     let fee = fees::detect(&client).await?;
     let first_nonce = client.nonce(from, true).await?;
     let started = Instant::now();

@@ -7,7 +7,7 @@
 //! (ports, PIDs, binaries).
 
 mod config;
-pub(crate) mod process;
+pub mod process;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
@@ -15,14 +15,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::eth::EthClient;
 use crate::keys;
 
 /// Log layout of both processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// CometBFT's plain and abcid's text lines.
@@ -40,99 +39,128 @@ impl LogFormat {
     }
 }
 
+/// Default folder of a devnet.
+pub const DEFAULT_DIR: &str = ".devnet";
+/// Default EIP-155 chain id.
+pub const DEFAULT_CHAIN_ID: u64 = 9000;
+/// Default ports: CometBFT RPC, P2P, ABCI, abcid web3, abcid profiler.
+pub const DEFAULT_PORTS: [u16; 5] = [26657, 26656, 26658, 8545, 6060];
+/// Default CometBFT `consensus.timeout_commit`.
+pub const DEFAULT_TIMEOUT_COMMIT: &str = "1s";
+/// Default CometBFT `mempool.size` (transactions).
+pub const DEFAULT_MEMPOOL_SIZE: u64 = 10_000;
+/// Default CometBFT `mempool.max_txs_bytes`.
+pub const DEFAULT_MEMPOOL_MAX_TXS_BYTES: u64 = 1 << 30;
+/// Default CometBFT `rpc.max_body_bytes`.
+pub const DEFAULT_RPC_MAX_BODY_BYTES: u64 = 10_000_000;
+/// Default CometBFT `rpc.max_open_connections`.
+pub const DEFAULT_RPC_MAX_OPEN_CONNECTIONS: u64 = 2_000;
+/// Default genesis balance of the root account, in wei (10⁹ ether).
+pub const DEFAULT_ROOT_BALANCE: &str = "1000000000000000000000000000";
+/// Default seconds to wait for the first block and the web3 server.
+pub const DEFAULT_WAIT_SECS: u64 = 60;
+
 /// How to set up and run a devnet. Every port is configurable so that
-/// several devnets (tests) run side by side.
-#[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
+/// several devnets (tests, benchmarks) run side by side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DevnetOptions {
     /// Folder holding the devnet's homes, logs and key.
-    #[arg(long, default_value = ".devnet")]
     pub dir: PathBuf,
     /// EIP-155 chain id.
-    #[arg(long, default_value_t = 9000)]
     pub chain_id: u64,
     /// CometBFT RPC port.
-    #[arg(long, default_value_t = 26657)]
     pub rpc_port: u16,
     /// CometBFT P2P port.
-    #[arg(long, default_value_t = 26656)]
     pub p2p_port: u16,
     /// ABCI port between CometBFT and abcid.
-    #[arg(long, default_value_t = 26658)]
     pub abci_port: u16,
     /// abcid's web3 JSON-RPC port.
-    #[arg(long, default_value_t = 8545)]
     pub web3_port: u16,
     /// abcid's profiler JSON-RPC port.
-    #[arg(long, default_value_t = 6060)]
     #[serde(default = "default_profiler_port")]
     pub profiler_port: u16,
     /// CometBFT `consensus.timeout_commit`.
-    #[arg(long, default_value = "1s")]
     pub timeout_commit: String,
     /// CometBFT `mempool.size` (transactions).
-    #[arg(long, default_value_t = 10_000)]
     pub mempool_size: u64,
     /// CometBFT `mempool.max_txs_bytes`.
-    #[arg(long, default_value_t = 1 << 30)]
     pub mempool_max_txs_bytes: u64,
     /// CometBFT `rpc.max_body_bytes`.
-    #[arg(long, default_value_t = 10_000_000)]
     pub rpc_max_body_bytes: u64,
     /// CometBFT `rpc.max_open_connections`.
-    #[arg(long, default_value_t = 2_000)]
     pub rpc_max_open_connections: u64,
-    /// Any other `config.toml` setting, as KEY=VALUE (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    /// Any other `config.toml` setting, as KEY=VALUE.
     pub set: Vec<String>,
     /// Root account's genesis balance, in wei.
-    #[arg(long, default_value = "1000000000000000000000000000")]
     pub root_balance: String,
     /// Log layout of both processes.
-    #[arg(long, value_enum, default_value_t = LogFormat::Plain)]
     pub log_format: LogFormat,
     /// Delete the folder first and start a new chain.
-    #[arg(long)]
     pub fresh: bool,
     /// Seconds to wait for the first block and the web3 server.
-    #[arg(long, default_value_t = 60)]
     pub wait: u64,
     /// Run abcid without its block profiler (`abcid --no-profiler`).
-    #[arg(long)]
     #[serde(default)]
     pub no_profiler: bool,
 }
 
 fn default_profiler_port() -> u16 {
-    6060
+    DEFAULT_PORTS[4]
 }
 
-impl DevnetOptions {
-    /// Options with defaults for `dir`, the given ports and a fast block time.
-    pub fn for_test(dir: &Path, ports: [u16; 5]) -> Self {
+impl Default for DevnetOptions {
+    fn default() -> Self {
         Self {
-            dir: dir.to_path_buf(),
-            chain_id: 9000,
-            rpc_port: ports[0],
-            p2p_port: ports[1],
-            abci_port: ports[2],
-            web3_port: ports[3],
-            profiler_port: ports[4],
-            timeout_commit: "300ms".to_string(),
-            mempool_size: 10_000,
-            mempool_max_txs_bytes: 1 << 30,
-            rpc_max_body_bytes: 10_000_000,
-            rpc_max_open_connections: 2_000,
+            dir: PathBuf::from(DEFAULT_DIR),
+            chain_id: DEFAULT_CHAIN_ID,
+            rpc_port: DEFAULT_PORTS[0],
+            p2p_port: DEFAULT_PORTS[1],
+            abci_port: DEFAULT_PORTS[2],
+            web3_port: DEFAULT_PORTS[3],
+            profiler_port: DEFAULT_PORTS[4],
+            timeout_commit: DEFAULT_TIMEOUT_COMMIT.to_string(),
+            mempool_size: DEFAULT_MEMPOOL_SIZE,
+            mempool_max_txs_bytes: DEFAULT_MEMPOOL_MAX_TXS_BYTES,
+            rpc_max_body_bytes: DEFAULT_RPC_MAX_BODY_BYTES,
+            rpc_max_open_connections: DEFAULT_RPC_MAX_OPEN_CONNECTIONS,
             set: Vec::new(),
-            root_balance: "1000000000000000000000000000".to_string(),
+            root_balance: DEFAULT_ROOT_BALANCE.to_string(),
             log_format: LogFormat::Plain,
             fresh: false,
-            wait: 60,
+            wait: DEFAULT_WAIT_SECS,
             no_profiler: false,
         }
     }
 }
 
-/// Five distinct free ports on 127.0.0.1 (for `DevnetOptions::for_test`).
+impl DevnetOptions {
+    /// A devnet of its own in `dir` (tests, benchmarks): the given ports
+    /// (see [`free_ports`]) and 300 ms blocks; defaults for the rest.
+    pub fn private(dir: &Path, ports: [u16; 5]) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            timeout_commit: "300ms".to_string(),
+            ..Self::default()
+        }
+        .with_ports(ports)
+    }
+
+    /// The same options on other ports: CometBFT RPC, P2P, ABCI, abcid web3
+    /// and abcid profiler, in that order.
+    pub fn with_ports(self, ports: [u16; 5]) -> Self {
+        let [rpc_port, p2p_port, abci_port, web3_port, profiler_port] = ports;
+        Self {
+            rpc_port,
+            p2p_port,
+            abci_port,
+            web3_port,
+            profiler_port,
+            ..self
+        }
+    }
+}
+
+/// Five distinct free ports on 127.0.0.1 (for [`DevnetOptions::private`]).
 pub fn free_ports() -> Result<[u16; 5]> {
     let listeners = (0..5)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
@@ -480,21 +508,6 @@ impl Devnet {
         Ok(Self {
             state: up(opts).await?,
         })
-    }
-
-    /// Kills abcid with SIGKILL (CometBFT then stops on its own, as it does
-    /// when its application disappears).
-    pub fn kill_abcid(&mut self) {
-        if let Some(pid) = self.state.abcid_pid.take() {
-            process::stop(pid, "abcid", Duration::ZERO);
-        }
-    }
-
-    /// Kills CometBFT with SIGKILL.
-    pub fn kill_cometbft(&mut self) {
-        if let Some(pid) = self.state.cometbft_pid.take() {
-            process::stop(pid, "cometbft", Duration::ZERO);
-        }
     }
 
     /// Stops whatever still runs and starts both again on the same chain.

@@ -33,7 +33,7 @@ use futures::StreamExt;
 use rand::SeedableRng;
 
 /// Where transfers go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recipients {
     /// Other accounts of the keys file.
@@ -55,9 +55,25 @@ pub enum Workload {
     },
 }
 
-/// What the engine needs.
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
+/// What each transaction does, as asked for (the token of an ERC-20 load is
+/// deployed by the run itself, see [`Workload`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// Value transfers.
+    Transfer,
+    /// ERC-20 `transfer(recipient, 1)` calls.
+    Erc20,
+}
+
+/// Default concurrent requests.
+pub const DEFAULT_MAX_PARALLELISM: usize = 64;
+/// Default transactions per JSON-RPC batch (CometBFT's RPC refuses batches
+/// over 10 by default).
+pub const DEFAULT_BATCH: usize = 10;
+
+/// What to send, as a person asks for it: complete without the node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPlan {
     /// Send rate over time.
     pub schedule: RateSchedule,
     /// Transactions per account (closed loop), or a cap in open loop.
@@ -73,37 +89,43 @@ pub struct EngineConfig {
     /// Who receives.
     pub recipients: Recipients,
     /// What each transaction does.
-    pub workload: Workload,
+    pub workload: WorkloadKind,
     /// Value per transfer, wei.
     pub value: U256,
+}
+
+impl LoadPlan {
+    /// Value transfers of 1 wei to fresh addresses from `senders` uniformly
+    /// chosen accounts, 64 requests in flight, batches of 10.
+    pub fn transfers(schedule: RateSchedule, senders: usize) -> Self {
+        Self {
+            schedule,
+            per_account: None,
+            duration: None,
+            max_parallelism: DEFAULT_MAX_PARALLELISM,
+            batch: DEFAULT_BATCH,
+            picker: Picker::new(super::pick::AccountDist::Uniform, senders),
+            recipients: Recipients::Fresh,
+            workload: WorkloadKind::Transfer,
+            value: U256::from(1u64),
+        }
+    }
+}
+
+/// What the engine runs: the plan, and what the chain decided (chain id,
+/// fee model, the deployed token).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The plan.
+    pub plan: LoadPlan,
+    /// What each transaction does.
+    pub workload: Workload,
     /// Gas limit per transaction.
     pub gas_limit: u64,
     /// Fee model.
     pub fee: Fee,
     /// EIP-155 chain id.
     pub chain_id: u64,
-}
-
-impl EngineConfig {
-    /// Value transfers of 1 wei to fresh addresses from `senders` uniformly
-    /// chosen accounts, 64 requests in flight, batches of 10; the fee and
-    /// chain id are filled in from the node by [`crate::load::run`].
-    pub fn transfers(schedule: RateSchedule, senders: usize) -> Self {
-        Self {
-            schedule,
-            per_account: None,
-            duration: None,
-            max_parallelism: 64,
-            batch: 10,
-            picker: Picker::new(super::pick::AccountDist::Uniform, senders),
-            recipients: Recipients::Fresh,
-            workload: Workload::Transfer,
-            value: U256::from(1u64),
-            gas_limit: crate::fund::TRANSFER_GAS,
-            fee: Fee::Legacy { gas_price: 0 },
-            chain_id: 0,
-        }
-    }
 }
 
 /// Live counters for the progress line.
@@ -237,7 +259,7 @@ impl Engine {
             })
             .collect();
         let ready = (0..clients.len())
-            .map(|_| ReadyQueue::new(cfg.batch))
+            .map(|_| ReadyQueue::new(cfg.plan.batch))
             .collect();
         Arc::new(Self {
             ready,
@@ -272,7 +294,7 @@ impl Engine {
 
     /// Signs account `a`'s transfer with `nonce`.
     fn sign(&self, a: usize, nonce: u64) -> SignedTx {
-        let to = match self.cfg.recipients {
+        let to = match self.cfg.plan.recipients {
             Recipients::Existing => {
                 // Another account of the set, varying with the nonce.
                 let n = self.keys.len();
@@ -288,7 +310,7 @@ impl Engine {
             }
         };
         let (to, value, input) = match self.cfg.workload {
-            Workload::Transfer => (to, self.cfg.value, Bytes::new()),
+            Workload::Transfer => (to, self.cfg.plan.value, Bytes::new()),
             Workload::Erc20 { token } => (
                 token,
                 U256::ZERO,
@@ -389,7 +411,7 @@ impl Engine {
     fn enqueue(&self, a: usize, intended: Option<Instant>) {
         let next = {
             let mut acct = self.acct(a);
-            if let Some(cap) = self.cfg.per_account {
+            if let Some(cap) = self.cfg.plan.per_account {
                 if acct.sent + acct.slots.len() as u64 >= cap {
                     return;
                 }
@@ -483,7 +505,8 @@ impl Engine {
         acct.backoff = Duration::ZERO;
         acct.slots.pop_front();
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
-        let endless = self.cfg.schedule == RateSchedule::Closed && self.cfg.per_account.is_none();
+        let endless =
+            self.cfg.plan.schedule == RateSchedule::Closed && self.cfg.plan.per_account.is_none();
         if endless && !self.stop.load(Ordering::SeqCst) {
             // Closed loop bounded by --duration only: always one more.
             acct.slots.push_back(None);
@@ -658,24 +681,24 @@ impl Engine {
         let signers = self.start_signers(signer_threads);
         let accounts = self.accts.len();
         let endpoints = self.clients.len();
-        let workers: Vec<_> = (0..self.cfg.max_parallelism.max(endpoints))
+        let workers: Vec<_> = (0..self.cfg.plan.max_parallelism.max(endpoints))
             .map(|w| {
                 let me = self.clone();
                 tokio::spawn(async move {
                     let queue = &me.ready[w % endpoints];
-                    let mut batch = Vec::with_capacity(me.cfg.batch);
+                    let mut batch = Vec::with_capacity(me.cfg.plan.batch);
                     while queue.take(&mut batch, || me.finished()).await {
                         me.process(&batch).await;
                     }
                 })
             })
             .collect();
-        let deadline = self.cfg.duration.map(|d| self.start + d);
-        match self.cfg.schedule {
+        let deadline = self.cfg.plan.duration.map(|d| self.start + d);
+        match self.cfg.plan.schedule {
             RateSchedule::Closed => {
                 // With --count every transaction is queued now; with
                 // --duration alone each settled one queues the next.
-                let per = self.cfg.per_account.unwrap_or(1);
+                let per = self.cfg.plan.per_account.unwrap_or(1);
                 for a in 0..accounts {
                     for _ in 0..per {
                         self.enqueue(a, None);
@@ -705,6 +728,7 @@ impl Engine {
         let mut rng = rand::rngs::StdRng::from_entropy();
         let cap = self
             .cfg
+            .plan
             .per_account
             .map(|c| c.saturating_mul(self.accts.len() as u64));
         let mut due = self.start;
@@ -718,7 +742,7 @@ impl Engine {
                 break;
             }
             while due <= now && cap.is_none_or(|c| released < c) {
-                let a = self.cfg.picker.pick(&mut rng);
+                let a = self.cfg.plan.picker.pick(&mut rng);
                 self.enqueue(a, Some(due));
                 released += 1;
                 let rate = schedule.rate_at(self.secs(due)).unwrap_or(1.0).max(0.001);

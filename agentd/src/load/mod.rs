@@ -24,8 +24,9 @@ use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use tokio::task::JoinHandle;
 
-use self::engine::{Engine, EngineConfig, Recipients, Workload};
+use self::engine::{Engine, EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
 use self::ledger::TxStatus;
 use self::pick::RateSchedule;
 use self::report::{ChainFigures, Latencies, Second, Totals};
@@ -41,8 +42,8 @@ pub struct LoadSettings {
     pub endpoints: Vec<String>,
     /// Per-request timeout.
     pub timeout: Duration,
-    /// Engine settings (fee and chain id are filled in from the node).
-    pub engine: EngineConfig,
+    /// What to send.
+    pub plan: LoadPlan,
     /// Longest wait for inclusion after sending stops.
     pub wait: Duration,
     /// Show a live progress line.
@@ -54,11 +55,11 @@ pub struct LoadSettings {
 
 impl LoadSettings {
     /// One endpoint, 10 s request timeout, 60 s inclusion wait, no progress line.
-    pub fn new(endpoint: &str, engine: EngineConfig) -> Self {
+    pub fn new(endpoint: &str, plan: LoadPlan) -> Self {
         Self {
             endpoints: vec![endpoint.to_string()],
             timeout: Duration::from_secs(10),
-            engine,
+            plan,
             wait: Duration::from_secs(60),
             progress: false,
             stop: None,
@@ -181,20 +182,20 @@ fn describe(schedule: RateSchedule) -> String {
     }
 }
 
-/// Runs a load with `keys` as senders.
-pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport> {
-    if keys.is_empty() {
-        bail!("the keys file has no accounts; create some with `feth fund`");
-    }
-    let clients = settings
-        .endpoints
+/// Connects to every endpoint and checks they serve one chain; returns the
+/// clients and the chain id.
+async fn connect(endpoints: &[String], timeout: Duration) -> Result<(Vec<Arc<EthClient>>, u64)> {
+    let clients = endpoints
         .iter()
-        .map(|u| EthClient::new(u, settings.timeout).map(Arc::new))
+        .map(|u| EthClient::new(u, timeout).map(Arc::new))
         .collect::<Result<Vec<_>>>()?;
-    let chain_id = clients[0]
+    let first = clients
+        .first()
+        .context("give at least one endpoint (--network)")?;
+    let chain_id = first
         .chain_id()
         .await
-        .with_context(|| format!("cannot reach {}", settings.endpoints[0]))?;
+        .with_context(|| format!("cannot reach {}", first.url()))?;
     for c in &clients[1..] {
         let other = c
             .chain_id()
@@ -204,126 +205,122 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
             bail!(
                 "{} is on chain {other}, {} on chain {chain_id}",
                 c.url(),
-                clients[0].url()
+                first.url()
             );
         }
     }
-    settings.engine.chain_id = chain_id;
-    settings.engine.fee = crate::fees::detect(&clients[0]).await?;
-    if let Workload::Erc20 { .. } = settings.engine.workload {
-        if keys.len() < 2 {
-            bail!("the erc20 workload needs at least 2 accounts (the first deploys the token)");
-        }
-        let per_holder = U256::from(1_000_000_000u64);
-        let token = erc20::prepare(
-            &clients[0],
-            &keys,
-            chain_id,
-            settings.engine.fee,
-            per_holder,
-        )
-        .await?;
-        settings.engine.workload = Workload::Erc20 { token };
-        settings.engine.gas_limit = erc20::TRANSFER_GAS;
-    }
-    let nonces = pending_nonces(&clients, &keys, settings.engine.batch).await?;
-    let height = clients[0].block_number().await?;
-    let engine_start = Instant::now();
-    let scanner = Scanner::new(clients[0].clone(), height, engine_start);
-    let window_start = scanner.block_time(height).await?;
-    let (stop_scan, stop_rx) = tokio::sync::watch::channel(false);
-    let scan_task = {
-        let s = scanner.clone();
-        tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
-    };
+    Ok((clients, chain_id))
+}
 
-    let config = RunConfig {
-        endpoints: settings.endpoints.clone(),
-        senders: keys.len(),
-        max_parallelism: settings.engine.max_parallelism,
-        schedule: describe(settings.engine.schedule),
-        count: settings.engine.per_account,
-        duration_secs: settings.engine.duration.map(|d| d.as_secs_f64()),
-        recipients: settings.engine.recipients,
-        workload: settings.engine.workload,
-        fee: match settings.engine.fee {
+/// Completes the plan with what the chain decides: fee model, and for an
+/// ERC-20 load the token, deployed and handed out now.
+async fn engine_config(
+    plan: LoadPlan,
+    client: &EthClient,
+    keys: &KeySet,
+    chain_id: u64,
+) -> Result<EngineConfig> {
+    let fee = crate::fees::detect(client).await?;
+    let (workload, gas_limit) = match plan.workload {
+        WorkloadKind::Transfer => (Workload::Transfer, crate::fund::TRANSFER_GAS),
+        WorkloadKind::Erc20 => {
+            if keys.len() < 2 {
+                bail!("the erc20 workload needs at least 2 accounts (the first deploys the token)");
+            }
+            let per_holder = U256::from(1_000_000_000u64);
+            let token = erc20::prepare(client, keys, chain_id, fee, per_holder).await?;
+            (Workload::Erc20 { token }, erc20::TRANSFER_GAS)
+        }
+    };
+    Ok(EngineConfig {
+        plan,
+        workload,
+        gas_limit,
+        fee,
+        chain_id,
+    })
+}
+
+fn run_config(endpoints: &[String], senders: usize, cfg: &EngineConfig) -> RunConfig {
+    let plan = &cfg.plan;
+    RunConfig {
+        endpoints: endpoints.to_vec(),
+        senders,
+        max_parallelism: plan.max_parallelism,
+        schedule: describe(plan.schedule),
+        count: plan.per_account,
+        duration_secs: plan.duration.map(|d| d.as_secs_f64()),
+        recipients: plan.recipients,
+        workload: cfg.workload,
+        fee: match cfg.fee {
             Fee::Legacy { gas_price } => format!("legacy, gas price {gas_price} wei"),
             Fee::Eip1559 { max_fee, tip } => {
                 format!("eip1559, max fee {max_fee} wei, tip {tip} wei")
             }
         },
-        chain_id,
-    };
-    let started_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let engine = Engine::new(
-        settings.engine.clone(),
-        clients.clone(),
-        Arc::new(keys),
-        &nonces,
-        engine_start,
+        chain_id: cfg.chain_id,
+    }
+}
+
+fn progress_bar(visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
+    pb
+}
 
-    let pb = if settings.progress {
-        let pb = ProgressBar::new_spinner();
-        pb.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        pb
-    } else {
-        ProgressBar::hidden()
-    };
-    let ticker = {
-        let engine = engine.clone();
-        let scan = scanner.state.clone();
-        let pb = pb.clone();
-        tokio::spawn(async move {
-            loop {
-                let c = &engine.counters;
-                let (blocks, height) = {
-                    let s = scan.lock().unwrap_or_else(|e| e.into_inner());
-                    (s.blocks.len(), s.next.saturating_sub(1))
-                };
-                pb.set_message(format!(
-                    "sent {}  accepted {}  rejected {}  backoffs {}  resends {}  blocks {blocks} (height {height})",
-                    c.sent.load(Ordering::Relaxed),
-                    c.accepted.load(Ordering::Relaxed),
-                    c.rejected.load(Ordering::Relaxed),
-                    c.backoffs.load(Ordering::Relaxed),
-                    c.resends.load(Ordering::Relaxed),
-                ));
-                pb.tick();
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        })
-    };
-
-    let signer_threads = cpus.clamp(1, 8);
-    let interrupt = {
-        let engine = engine.clone();
-        let stop = settings.stop.take();
-        tokio::spawn(async move {
-            let asked = async move {
-                match stop {
-                    Some(mut stop) => drop(stop.wait_for(|s| *s).await),
-                    None => std::future::pending().await,
-                }
+/// Updates the progress line four times a second until aborted.
+fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> JoinHandle<()> {
+    let scan = scanner.state.clone();
+    tokio::spawn(async move {
+        loop {
+            let c = &engine.counters;
+            let (blocks, height) = {
+                let s = scan.lock().unwrap_or_else(|e| e.into_inner());
+                (s.blocks.len(), s.next.saturating_sub(1))
             };
-            tokio::select! {
-                signal = tokio::signal::ctrl_c() => if signal.is_ok() { engine.stop() },
-                () = asked => engine.stop(),
-            }
-        })
-    };
-    engine.run(signer_threads).await;
-    let send_seconds = engine.start.elapsed().as_secs_f64();
+            pb.set_message(format!(
+                "sent {}  accepted {}  rejected {}  backoffs {}  resends {}  blocks {blocks} (height {height})",
+                c.sent.load(Ordering::Relaxed),
+                c.accepted.load(Ordering::Relaxed),
+                c.rejected.load(Ordering::Relaxed),
+                c.backoffs.load(Ordering::Relaxed),
+                c.resends.load(Ordering::Relaxed),
+            ));
+            pb.tick();
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    })
+}
 
-    // Wait (bounded) until every accepted transaction is in a block;
-    // resend the missing ones now and then (a restarted node lost them).
-    let deadline = Instant::now() + settings.wait;
+/// Stops the engine on Ctrl-C or when `stop` turns true.
+fn spawn_interrupt(
+    engine: Arc<Engine>,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let asked = async move {
+            match stop {
+                Some(mut stop) => drop(stop.wait_for(|s| *s).await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            signal = tokio::signal::ctrl_c() => if signal.is_ok() { engine.stop() },
+            () = asked => engine.stop(),
+        }
+    })
+}
+
+/// Waits (bounded by `wait`) until every accepted transaction is in a block,
+/// resending the missing ones every 2 s (a restarted node lost them).
+async fn wait_for_inclusion(engine: &Engine, scanner: &Scanner, pb: &ProgressBar, wait: Duration) {
+    let deadline = Instant::now() + wait;
     let mut next_resend = Instant::now() + Duration::from_secs(2);
     loop {
         let missing: HashSet<B256> = {
@@ -336,7 +333,7 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
                 .collect()
         };
         if missing.is_empty() || Instant::now() > deadline {
-            break;
+            return;
         }
         pb.set_message(format!(
             "waiting for {} transaction(s) to be included",
@@ -348,6 +345,49 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+fn environment(started_unix: f64, cpus: usize) -> Environment {
+    Environment {
+        feth_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: std::fs::read_to_string("/etc/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        cpus,
+        started_unix,
+    }
+}
+
+/// Runs a load with `keys` as senders.
+pub async fn run(settings: LoadSettings, keys: KeySet) -> Result<LoadReport> {
+    if keys.is_empty() {
+        bail!("the keys file has no accounts; create some with `feth fund`");
+    }
+    let (clients, chain_id) = connect(&settings.endpoints, settings.timeout).await?;
+    let cfg = engine_config(settings.plan, &clients[0], &keys, chain_id).await?;
+    let nonces = pending_nonces(&clients, &keys, cfg.plan.batch).await?;
+    let height = clients[0].block_number().await?;
+    let engine_start = Instant::now();
+    let scanner = Scanner::new(clients[0].clone(), height, engine_start);
+    let window_start = scanner.block_time(height).await?;
+    let (stop_scan, stop_rx) = tokio::sync::watch::channel(false);
+    let scan_task = {
+        let s = scanner.clone();
+        tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
+    };
+    let config = run_config(&settings.endpoints, keys.len(), &cfg);
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine = Engine::new(cfg, clients.clone(), Arc::new(keys), &nonces, engine_start);
+    let pb = progress_bar(settings.progress);
+    let ticker = spawn_ticker(engine.clone(), &scanner, pb.clone());
+    let interrupt = spawn_interrupt(engine.clone(), settings.stop);
+    engine.run(cpus.clamp(1, 8)).await;
+    let send_seconds = engine.start.elapsed().as_secs_f64();
+    wait_for_inclusion(&engine, &scanner, &pb, settings.wait).await;
     let _ = stop_scan.send(true);
     let _ = scan_task.await;
     ticker.abort();
@@ -361,15 +401,7 @@ pub async fn run(mut settings: LoadSettings, keys: KeySet) -> Result<LoadReport>
     let c = &engine.counters;
     Ok(LoadReport {
         config,
-        environment: Environment {
-            feth_version: env!("CARGO_PKG_VERSION").to_string(),
-            host: std::fs::read_to_string("/etc/hostname")
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
-            cpus,
-            started_unix,
-        },
+        environment: environment(started_unix, cpus),
         send_rate: totals.signed as f64 / send_seconds.max(1e-9),
         send_seconds,
         totals,

@@ -49,7 +49,7 @@ impl FromStr for AccountDist {
 }
 
 /// Draws account indices from a distribution over `n` accounts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Picker {
     n: usize,
     /// Cumulative probabilities (Zipf only).

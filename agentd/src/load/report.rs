@@ -2,8 +2,9 @@
 //! one of included, rejected (with a reason) or unresolved; committed TPS is
 //! read from blocks, the send rate shown apart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use alloy_primitives::B256;
 use serde::Serialize;
 
 use super::ledger::{Fate, TxEntry, TxStatus};
@@ -58,6 +59,9 @@ pub struct Totals {
     pub unresolved: u64,
     /// Rejections by reason.
     pub rejected_by_reason: BTreeMap<String, u64>,
+    /// Ledger entries with the hash of an earlier one (identical bytes signed
+    /// again, e.g. after a nonce resync), counted once under their last status.
+    pub duplicates_folded: u64,
 }
 
 /// Figures read from the chain over the run's window.
@@ -89,7 +93,16 @@ pub fn account(
     let mut observed = Vec::new();
     let mut series: BTreeMap<u64, Second> = BTreeMap::new();
     let mut last_used_block: Option<usize> = None;
-    for entry in ledger {
+    let last_entry: HashMap<B256, usize> = ledger
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.hash, i))
+        .collect();
+    for (i, entry) in ledger.iter().enumerate() {
+        if last_entry.get(&entry.hash) != Some(&i) {
+            totals.duplicates_folded += 1;
+            continue;
+        }
         totals.signed += 1;
         let sec = series.entry(entry.first_sent as u64).or_default();
         sec.sent += 1;
@@ -170,7 +183,7 @@ fn percentiles(values: &mut [f64]) -> Latency {
 mod tests {
     use super::*;
     use crate::load::scan::ScannedBlock;
-    use alloy_primitives::{Bytes, B256};
+    use alloy_primitives::Bytes;
 
     fn entry(i: u8, status: TxStatus) -> TxEntry {
         TxEntry {
@@ -210,12 +223,53 @@ mod tests {
             (t.signed, t.included, t.rejected, t.unresolved),
             (4, 2, 1, 1)
         );
-        assert_eq!(t.signed, t.included + t.rejected + t.unresolved);
         assert_eq!(chain.committed_tps, 1.0);
         assert_eq!(chain.committed_tps_all, 2.5);
         assert_eq!(lat.to_block_time.p50, 1500.0);
         assert_eq!(lat.to_observed.p50, 1500.0);
         assert_eq!(series[2].included, 2);
         assert_eq!(series[0].sent, 4);
+    }
+
+    fn one_block_with(hashes: &[u8]) -> ScanState {
+        let mut scan = ScanState::default();
+        scan.blocks.push(ScannedBlock {
+            number: 10,
+            timestamp: 1002,
+            txs: hashes.len(),
+            seen: 2.0,
+        });
+        for &h in hashes {
+            scan.included.insert(B256::repeat_byte(h), 0);
+        }
+        scan
+    }
+
+    #[test]
+    fn a_hash_signed_twice_is_counted_once_under_its_last_status() {
+        // Identical bytes signed again after a resync: the same hash twice.
+        let ledger = vec![
+            entry(1, TxStatus::Rejected("nonce too low".into())),
+            entry(2, TxStatus::Accepted),
+            entry(1, TxStatus::Accepted),
+            entry(2, TxStatus::Accepted),
+        ];
+        let (t, _, chain, series) = account(&ledger, &one_block_with(&[1]), 1000.0, 1000);
+        assert_eq!(
+            (t.signed, t.included, t.rejected, t.unresolved),
+            (2, 1, 0, 1)
+        );
+        assert_eq!(t.duplicates_folded, 2);
+        assert_eq!(chain.committed_tps, 0.5);
+        assert_eq!(series[2].included, 1);
+    }
+
+    #[test]
+    fn an_accepted_hash_in_no_block_is_unresolved_not_included() {
+        let ledger = vec![entry(7, TxStatus::Accepted)];
+        let (t, lat, chain, _) = account(&ledger, &one_block_with(&[8]), 1000.0, 1000);
+        assert_eq!((t.included, t.unresolved), (0, 1));
+        assert_eq!(chain.committed_tps, 0.0);
+        assert_eq!(lat.to_block_time.max, 0.0);
     }
 }

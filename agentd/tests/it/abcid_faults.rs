@@ -1,12 +1,10 @@
 //! Bad transactions get their documented errors and change nothing; killing
 //! abcid or CometBFT with SIGKILL mid-stream loses nothing committed.
 
-
-
 use std::time::Duration;
 
+use crate::common::{wait_until, TestNet};
 use alloy_primitives::{Address, Bytes, U256};
-use crate::common::TestNet;
 use feth::devnet::{free_ports, Devnet, DevnetOptions, DevnetState};
 use feth::eth::{EthClient, RpcError};
 use feth::sign::{self, Fee, TxRequest};
@@ -245,14 +243,29 @@ async fn crash_and_recover(kill_abcid: bool) {
         let c = EthClient::new(&web3, Duration::from_secs(2)).unwrap();
         stream(&c, &key, 60, 400, to).await
     });
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Kill once some of the second stream is committed, while it still sends.
+    let watcher = net.client();
+    let address = net.root_address;
+    wait_until(
+        "part of the second stream is committed",
+        Duration::from_secs(60),
+        || {
+            let w = &watcher;
+            async move { w.nonce(address, false).await.unwrap_or(0) >= 80 }
+        },
+    )
+    .await;
     if kill_abcid {
-        net.devnet.kill_abcid();
+        net.kill_abcid();
     } else {
-        net.devnet.kill_cometbft();
+        net.kill_cometbft();
     }
     let accepted_before_crash = background.await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        accepted_before_crash.len() < 400,
+        "the kill stopped the stream mid-way ({} of 400 accepted)",
+        accepted_before_crash.len()
+    );
     net.devnet.restart().await.expect("restart after SIGKILL");
     let client = net.client();
     let height = client.block_number().await.unwrap();
@@ -319,7 +332,7 @@ async fn sigkill_of_cometbft_loses_nothing_committed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_start_stops_what_it_started() {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = DevnetOptions::for_test(dir.path(), free_ports().unwrap());
+    let mut opts = DevnetOptions::private(dir.path(), free_ports().unwrap());
     opts.set = vec!["mempool.size=-1".to_string()];
     opts.wait = 20;
     let error = Devnet::start(opts)

@@ -1,14 +1,12 @@
 //! abcid behind a real CometBFT, driven by alloy's standard provider: the
 //! balances, nonces, receipts and blocks a standard client reads.
 
-
-
+use crate::common::TestNet;
 use alloy_network::{EthereumWallet, TransactionBuilder};
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_provider::{Provider, ProviderBuilder};
 use alloy_rpc_types_eth::{BlockNumberOrTag, TransactionRequest};
 use alloy_signer_local::PrivateKeySigner;
-use crate::common::TestNet;
 
 /// Init code of a contract whose runtime stores the first calldata word in
 /// slot 0 (when there is calldata) and returns slot 0.

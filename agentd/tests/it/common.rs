@@ -1,13 +1,11 @@
 //! Shared test support: a real devnet (CometBFT + abcid) on free ports in a
 //! temporary folder, stopped when dropped.
 
-
-
 use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use feth::accounts::KeySet;
-use feth::devnet::{free_ports, Devnet, DevnetOptions};
+use feth::devnet::{free_ports, process, Devnet, DevnetOptions};
 use feth::eth::EthClient;
 use feth::fund;
 use secp256k1::SecretKey;
@@ -27,7 +25,7 @@ impl TestNet {
 
     pub async fn start_with(tweak: impl FnOnce(&mut DevnetOptions)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut opts = DevnetOptions::for_test(dir.path(), free_ports().unwrap());
+        let mut opts = DevnetOptions::private(dir.path(), free_ports().unwrap());
         tweak(&mut opts);
         let devnet = Devnet::start(opts).await.expect("devnet starts");
         let root = feth::keys::read_key_file(&devnet.state.root_key()).unwrap();
@@ -47,6 +45,30 @@ impl TestNet {
         EthClient::new(&self.web3(), Duration::from_secs(10)).unwrap()
     }
 
+    /// SIGKILLs abcid and waits until it has exited (CometBFT then stops on
+    /// its own, as it does when its application disappears).
+    pub fn kill_abcid(&mut self) {
+        let pid = self.devnet.state.abcid_pid.take().expect("abcid runs");
+        assert!(
+            process::stop(pid, "abcid", Duration::ZERO),
+            "abcid was running"
+        );
+    }
+
+    /// SIGKILLs CometBFT and waits until it has exited.
+    pub fn kill_cometbft(&mut self) {
+        let pid = self
+            .devnet
+            .state
+            .cometbft_pid
+            .take()
+            .expect("cometbft runs");
+        assert!(
+            process::stop(pid, "cometbft", Duration::ZERO),
+            "cometbft was running"
+        );
+    }
+
     /// Waits until the chain is `n` blocks past its current height.
     pub async fn wait_blocks(&self, n: u64) {
         let client = self.client();
@@ -58,6 +80,22 @@ impl TestNet {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("chain did not advance {n} blocks");
+    }
+}
+
+/// Polls `check` every 50 ms until it holds; panics naming `what` after `limit`.
+pub async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + limit;
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

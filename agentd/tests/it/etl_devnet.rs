@@ -3,12 +3,10 @@
 //! counts agree with the chain as web3 reports it, and ingesting twice
 //! changes nothing.
 
-
-
 use std::time::Duration;
 
 use crate::common::{funded, TestNet};
-use feth::load::engine::EngineConfig;
+use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
 use feth_etl::cli::{IngestArgs, StatsArgs};
@@ -19,10 +17,10 @@ async fn abcid_and_cometbft_logs_agree_with_the_chain() {
     let net = TestNet::start().await;
     let redis = LocalRedis::start().expect("redis-server starts");
     let (keys, _dir) = funded(&net, 20, 6).await;
-    let mut engine = EngineConfig::transfers(RateSchedule::Fixed(300.0), 20);
-    engine.duration = Some(Duration::from_secs(5));
-    engine.max_parallelism = 16;
-    let mut settings = LoadSettings::new(&net.web3(), engine);
+    let mut plan = LoadPlan::transfers(RateSchedule::Fixed(300.0), 20);
+    plan.duration = Some(Duration::from_secs(5));
+    plan.max_parallelism = 16;
+    let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.wait = Duration::from_secs(30);
     let report = load::run(settings, keys).await.unwrap();
     assert!(report.totals.included > 0);

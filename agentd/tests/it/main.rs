@@ -3,6 +3,7 @@
 
 mod abcid_faults;
 mod abcid_web3;
+mod bench_profiler;
 mod common;
 mod etl_devnet;
 mod load;

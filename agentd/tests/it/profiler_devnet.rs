@@ -5,13 +5,11 @@
 //! as well-formed SVGs holding abcid's frames of each, and pprof protobufs
 //! carrying the block height.
 
-
-
 use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::common::{funded, TestNet};
-use feth::load::engine::EngineConfig;
+use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
 use feth_profiler_rpc::api::{EnableParams, FetchParams, HeightSelector, ProfileKind};
@@ -23,10 +21,10 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     let net = TestNet::start().await;
     let (keys, _dir) = funded(&net, 200, 5).await;
 
-    let mut engine = EngineConfig::transfers(RateSchedule::Fixed(1000.0), 200);
-    engine.duration = Some(Duration::from_secs(15));
-    engine.max_parallelism = 64;
-    let mut settings = LoadSettings::new(&net.web3(), engine);
+    let mut plan = LoadPlan::transfers(RateSchedule::Fixed(1000.0), 200);
+    plan.duration = Some(Duration::from_secs(15));
+    plan.max_parallelism = 64;
+    let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.wait = Duration::from_secs(30);
     let load = tokio::spawn(load::run(settings, keys));
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -246,43 +246,79 @@ pub async fn fund(
     let root_address = keys::address_of(root);
     let mut report = FundReport {
         accounts: accounts.len(),
+        resumed: resume(client, root_address, plan, journal_file).await?,
         ..Default::default()
     };
-    if journal_file.exists() {
-        let text = std::fs::read_to_string(journal_file)
-            .with_context(|| format!("cannot read {}", journal_file.display()))?;
-        let journal: Journal = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a funding journal", journal_file.display()))?;
-        if journal.root != root_address {
-            bail!(
-                "{} was written for root {}, not {root_address}; use the same root key or delete the journal",
-                journal_file.display(),
-                journal.root
-            );
-        }
-        report.resumed = settle(client, &journal, plan).await?;
+    let state = read_accounts(client, accounts, plan.progress).await?;
+    let targets: Vec<(Address, U256)> = accounts
+        .iter()
+        .zip(&state)
+        .filter(|(_, s)| plan.needs(s))
+        .map(|(a, (balance, _))| (*a, plan.amount - (*balance).min(plan.amount)))
+        .collect();
+    report.skipped = accounts.len() - targets.len();
+    if !targets.is_empty() {
+        let journal = sign_payments(client, root, &targets).await?;
+        write_journal(&journal, journal_file)?;
+        pay(client, &journal, plan).await?;
         std::fs::remove_file(journal_file)
             .with_context(|| format!("cannot delete {}", journal_file.display()))?;
+        let after = read_accounts(client, accounts, plan.progress).await?;
+        report.paid = journal.payments.len();
+        report.value_wei = journal.payments.iter().map(|p| p.value).sum();
+        report.underfunded = after.iter().filter(|s| plan.needs(s)).count();
     }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
 
-    let state = read_accounts(client, accounts, plan.progress).await?;
-    let mut targets: Vec<(Address, U256)> = Vec::new();
-    for (address, (balance, nonce)) in accounts.iter().zip(&state) {
-        let needs = if plan.redeposit {
-            *balance < plan.amount
+impl FundPlan {
+    /// Whether an account with this (balance, nonce) is to be paid.
+    fn needs(&self, (balance, nonce): &(U256, u64)) -> bool {
+        if self.redeposit {
+            *balance < self.amount
         } else {
             balance.is_zero() && *nonce == 0
-        };
-        if needs {
-            targets.push((*address, plan.amount - (*balance).min(plan.amount)));
         }
     }
-    report.skipped = accounts.len() - targets.len();
-    if targets.is_empty() {
-        report.seconds = started.elapsed().as_secs_f64();
-        return Ok(report);
-    }
+}
 
+/// Settles the journal of an interrupted run, if there is one, and deletes
+/// it; returns how many of its payments were resent.
+async fn resume(
+    client: &EthClient,
+    root: Address,
+    plan: &FundPlan,
+    journal_file: &Path,
+) -> Result<usize> {
+    if !journal_file.exists() {
+        return Ok(0);
+    }
+    let text = std::fs::read_to_string(journal_file)
+        .with_context(|| format!("cannot read {}", journal_file.display()))?;
+    let journal: Journal = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a funding journal", journal_file.display()))?;
+    if journal.root != root {
+        bail!(
+            "{} was written for root {}, not {root}; use the same root key or delete the journal",
+            journal_file.display(),
+            journal.root
+        );
+    }
+    let resumed = settle(client, &journal, plan).await?;
+    std::fs::remove_file(journal_file)
+        .with_context(|| format!("cannot delete {}", journal_file.display()))?;
+    Ok(resumed)
+}
+
+/// Checks that the root can pay `targets` and signs one transfer each, with
+/// consecutive nonces from the root's pending nonce.
+async fn sign_payments(
+    client: &EthClient,
+    root: &SecretKey,
+    targets: &[(Address, U256)],
+) -> Result<Journal> {
+    let root_address = keys::address_of(root);
     let chain_id = client.chain_id().await?;
     let fee = fees::detect(client).await?;
     let fee_each = fees::max_cost(fee, TRANSFER_GAS);
@@ -296,13 +332,11 @@ pub async fn fund(
             targets.len()
         );
     }
-
     let first = client.nonce(root_address, true).await?;
-    let payments: Vec<Payment> = targets
+    let payments = targets
         .iter()
-        .enumerate()
-        .map(|(i, (to, value))| {
-            let nonce = first + i as u64;
+        .zip(first..)
+        .map(|((to, value), nonce)| {
             let tx = sign::sign(root, &transfer(chain_id, nonce, *to, *value, fee));
             Payment {
                 to: *to,
@@ -313,44 +347,35 @@ pub async fn fund(
             }
         })
         .collect();
-    let journal = Journal {
+    Ok(Journal {
         root: root_address,
         payments,
-    };
-    let bytes = serde_json::to_vec(&journal)?;
-    std::fs::write(journal_file, bytes)
-        .with_context(|| format!("cannot write {}", journal_file.display()))?;
+    })
+}
 
+fn write_journal(journal: &Journal, journal_file: &Path) -> Result<()> {
+    let bytes = serde_json::to_vec(journal)?;
+    std::fs::write(journal_file, bytes)
+        .with_context(|| format!("cannot write {}", journal_file.display()))
+}
+
+/// Sends the journal's payments in nonce order and waits until the chain
+/// has them all.
+async fn pay(client: &EthClient, journal: &Journal, plan: &FundPlan) -> Result<()> {
+    let (Some(first), Some(last)) = (journal.payments.first(), journal.payments.last()) else {
+        return Ok(());
+    };
     send_in_order(client, &journal.payments, plan.progress).await?;
-    let last = first + journal.payments.len() as u64 - 1;
     wait_nonce(
         client,
-        root_address,
-        last,
+        journal.root,
+        last.nonce,
         plan.wait,
         plan.progress,
         journal.payments.len() as u64,
-        first,
+        first.nonce,
     )
-    .await?;
-    std::fs::remove_file(journal_file)
-        .with_context(|| format!("cannot delete {}", journal_file.display()))?;
-
-    let after = read_accounts(client, accounts, plan.progress).await?;
-    report.paid = journal.payments.len();
-    report.value_wei = value;
-    report.underfunded = after
-        .iter()
-        .filter(|(b, n)| {
-            if plan.redeposit {
-                *b < plan.amount
-            } else {
-                b.is_zero() && *n == 0
-            }
-        })
-        .count();
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+    .await
 }
 
 fn transfer(chain_id: u64, nonce: u64, to: Address, value: U256, fee: Fee) -> TxRequest {

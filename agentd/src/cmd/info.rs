@@ -6,9 +6,9 @@ use alloy_primitives::Address;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::args::NetworkArgs;
 use serde::Serialize;
 
+use super::args::NetworkArgs;
 use crate::eth::EthClient;
 
 /// `feth info --account ADDR`

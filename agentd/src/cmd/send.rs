@@ -7,9 +7,9 @@ use alloy_primitives::{Address, Bytes, B256, U256};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::args::NetworkArgs;
 use serde::Serialize;
 
+use super::args::NetworkArgs;
 use crate::eth::EthClient;
 use crate::sign::{self, TxRequest};
 use crate::{fees, keys};
@@ -57,48 +57,47 @@ struct Report {
     seconds: f64,
 }
 
-/// Runs `feth send`.
-pub async fn run(args: SendArgs) -> Result<()> {
-    keys::check_private(&args.key_file)?;
-    let key = keys::read_key_file(&args.key_file)?;
-    let from = keys::address_of(&key);
-    let to = args
-        .to
-        .unwrap_or_else(|| keys::address_of(&keys::random_key()));
-    let client = EthClient::new(args.network.first()?, Duration::from_secs(10))?;
+/// Signs and sends `count` transfers with consecutive nonces.
+async fn send_all(
+    client: &EthClient,
+    key: &secp256k1::SecretKey,
+    to: Address,
+    args: &SendArgs,
+) -> Result<Vec<Sent>> {
     let chain_id = client
         .chain_id()
         .await
-        .with_context(|| format!("cannot reach {}", args.network.urls.join(",")))?;
-    let fee = fees::detect(&client).await?;
-    let first_nonce = client.nonce(from, true).await?;
-    let started = Instant::now();
+        .with_context(|| format!("cannot reach {}", client.url()))?;
+    let fee = fees::detect(client).await?;
+    let first_nonce = client.nonce(keys::address_of(key), true).await?;
     let mut sent = Vec::with_capacity(args.count as usize);
-    for i in 0..args.count {
-        let tx = sign::sign(
-            &key,
-            &TxRequest {
-                chain_id,
-                nonce: first_nonce + i,
-                to: Some(to),
-                value: args.value,
-                gas_limit: 21_000,
-                fee,
-                input: Bytes::new(),
-            },
-        );
+    for nonce in first_nonce..first_nonce + args.count {
+        let request = TxRequest {
+            chain_id,
+            nonce,
+            to: Some(to),
+            value: args.value,
+            gas_limit: 21_000,
+            fee,
+            input: Bytes::new(),
+        };
         let hash = client
-            .send_raw(&tx.raw)
+            .send_raw(&sign::sign(key, &request).raw)
             .await
-            .with_context(|| format!("eth_sendRawTransaction (nonce {})", first_nonce + i))?;
+            .with_context(|| format!("eth_sendRawTransaction (nonce {nonce})"))?;
         sent.push(Sent {
             hash,
-            nonce: first_nonce + i,
+            nonce,
             block: None,
             success: None,
         });
     }
-    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    Ok(sent)
+}
+
+/// Polls receipts until every transfer is in a block or `timeout` passed.
+async fn await_receipts(client: &EthClient, sent: &mut [Sent], timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
     while sent.iter().any(|s| s.block.is_none()) && Instant::now() < deadline {
         for s in sent.iter_mut().filter(|s| s.block.is_none()) {
             if let Some(r) = client.receipt(s.hash).await? {
@@ -108,6 +107,49 @@ pub async fn run(args: SendArgs) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    Ok(())
+}
+
+fn print_report(report: &Report, value: U256, timeout: u64) {
+    println!(
+        "{} transfer(s) of {value} wei  {} → {}",
+        report.sent.len(),
+        report.from,
+        report.to
+    );
+    for s in &report.sent {
+        match (s.block, s.success) {
+            (Some(b), Some(true)) => {
+                println!("  nonce {:>4}  {}  committed in block {b}", s.nonce, s.hash)
+            }
+            (Some(b), _) => println!("  nonce {:>4}  {}  FAILED in block {b}", s.nonce, s.hash),
+            (None, _) => println!(
+                "  nonce {:>4}  {}  not committed after {timeout} s",
+                s.nonce, s.hash
+            ),
+        }
+    }
+    println!(
+        "{} of {} committed in {:.2} s; recipient balance {} wei",
+        report.committed,
+        report.sent.len(),
+        report.seconds,
+        report.recipient_balance
+    );
+}
+
+/// Runs `feth send`.
+pub async fn run(args: SendArgs) -> Result<()> {
+    keys::check_private(&args.key_file)?;
+    let key = keys::read_key_file(&args.key_file)?;
+    let from = keys::address_of(&key);
+    let to = args
+        .to
+        .unwrap_or_else(|| keys::address_of(&keys::random_key()));
+    let client = EthClient::new(args.network.first()?, Duration::from_secs(10))?;
+    let started = Instant::now();
+    let mut sent = send_all(&client, &key, to, &args).await?;
+    await_receipts(&client, &mut sent, Duration::from_secs(args.timeout)).await?;
     let report = Report {
         from,
         to,
@@ -119,32 +161,7 @@ pub async fn run(args: SendArgs) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "{} transfer(s) of {} wei  {} → {}",
-            report.sent.len(),
-            args.value,
-            from,
-            to
-        );
-        for s in &report.sent {
-            match (s.block, s.success) {
-                (Some(b), Some(true)) => {
-                    println!("  nonce {:>4}  {}  committed in block {b}", s.nonce, s.hash)
-                }
-                (Some(b), _) => println!("  nonce {:>4}  {}  FAILED in block {b}", s.nonce, s.hash),
-                (None, _) => println!(
-                    "  nonce {:>4}  {}  not committed after {} s",
-                    s.nonce, s.hash, args.timeout
-                ),
-            }
-        }
-        println!(
-            "{} of {} committed in {:.2} s; recipient balance {} wei",
-            report.committed,
-            report.sent.len(),
-            report.seconds,
-            report.recipient_balance
-        );
+        print_report(&report, args.value, args.timeout);
     }
     if report.committed < report.sent.len() {
         bail!(

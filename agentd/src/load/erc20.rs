@@ -72,65 +72,21 @@ pub async fn prepare(
     fee: Fee,
     per_holder: U256,
 ) -> Result<Address> {
-    let deployer = &keys.keys[0];
     let me = keys.addresses[0];
     let first = client.nonce(me, true).await?;
-    let holders = keys.len() as u64 - 1;
-    let supply = per_holder * U256::from(holders + 1);
-    let mut payments = Vec::with_capacity(keys.len());
-    let deploy = sign::sign(
-        deployer,
-        &TxRequest {
-            chain_id,
-            nonce: first,
-            to: None,
-            value: U256::ZERO,
-            gas_limit: DEPLOY_GAS,
-            fee,
-            input: deploy_code(supply)?,
-        },
-    );
     let token = me.create(first);
-    payments.push(Payment {
-        to: token,
-        value: U256::ZERO,
-        nonce: first,
-        raw: deploy.raw,
-        hash: deploy.hash,
-    });
-    for (i, holder) in keys.addresses.iter().enumerate().skip(1) {
-        let nonce = first + i as u64;
-        let tx = sign::sign(
-            deployer,
-            &TxRequest {
-                chain_id,
-                nonce,
-                to: Some(token),
-                value: U256::ZERO,
-                gas_limit: TRANSFER_GAS,
-                fee,
-                input: transfer_call(*holder, per_holder),
-            },
-        );
-        payments.push(Payment {
-            to: *holder,
-            value: U256::ZERO,
-            nonce,
-            raw: tx.raw,
-            hash: tx.hash,
-        });
-    }
+    let payments = sign_setup(keys, chain_id, fee, first, per_holder)?;
     fund::send_in_order(client, &payments, false)
         .await
         .context("deploying the token")?;
-    let last = first + holders;
+    let count = payments.len() as u64;
     fund::wait_nonce(
         client,
         me,
-        last,
+        first + count - 1,
         Duration::from_secs(120),
         false,
-        holders + 1,
+        count,
         first,
     )
     .await?;
@@ -141,13 +97,61 @@ pub async fn prepare(
     if receipt.status.map(|s| s.to::<u64>()) != Some(1) || receipt.contract_address != Some(token) {
         bail!("the token deployment failed (receipt {receipt:?})");
     }
-    if let Some(last_holder) = keys.addresses.last().filter(|_| holders > 0) {
+    if let Some(last_holder) = keys.addresses.get(1..).and_then(<[Address]>::last) {
         let got = balance_of(client, token, *last_holder).await?;
         if got != per_holder {
             bail!("token hand-out failed: {last_holder} holds {got}, expected {per_holder}");
         }
     }
     Ok(token)
+}
+
+/// The deployer's transactions, from nonce `first`: the deployment (the
+/// whole supply to the deployer), then `per_holder` tokens to every other
+/// account.
+fn sign_setup(
+    keys: &KeySet,
+    chain_id: u64,
+    fee: Fee,
+    first: u64,
+    per_holder: U256,
+) -> Result<Vec<Payment>> {
+    let deployer = &keys.keys[0];
+    let token = keys.addresses[0].create(first);
+    let supply = per_holder * U256::from(keys.len() as u64);
+    let call = |nonce: u64, to: Option<Address>, gas_limit: u64, input: Bytes| {
+        let request = TxRequest {
+            chain_id,
+            nonce,
+            to,
+            value: U256::ZERO,
+            gas_limit,
+            fee,
+            input,
+        };
+        let tx = sign::sign(deployer, &request);
+        (tx.raw, tx.hash)
+    };
+    let (raw, hash) = call(first, None, DEPLOY_GAS, deploy_code(supply)?);
+    let mut payments = vec![Payment {
+        to: token,
+        value: U256::ZERO,
+        nonce: first,
+        raw,
+        hash,
+    }];
+    for (holder, nonce) in keys.addresses.iter().skip(1).zip(first + 1..) {
+        let input = transfer_call(*holder, per_holder);
+        let (raw, hash) = call(nonce, Some(token), TRANSFER_GAS, input);
+        payments.push(Payment {
+            to: *holder,
+            value: U256::ZERO,
+            nonce,
+            raw,
+            hash,
+        });
+    }
+    Ok(payments)
 }
 
 #[cfg(test)]

@@ -133,36 +133,55 @@ pub fn account(
             Fate::Unresolved => totals.unresolved += 1,
         }
     }
-    let mut chain = ChainFigures::default();
-    if let (Some(first), Some(last)) = (
-        scan.blocks.first(),
-        last_used_block.map(|l| &scan.blocks[l]),
-    ) {
-        chain.first_block = first.number;
-        chain.last_block = last.number;
-        chain.seconds = (last.timestamp.saturating_sub(window_start_time)).max(1) as f64;
-        chain.all_txs = scan
-            .blocks
-            .iter()
-            .filter(|b| b.number <= last.number)
-            .map(|b| b.txs as u64)
-            .sum();
-        chain.committed_tps = totals.included as f64 / chain.seconds;
-        chain.committed_tps_all = chain.all_txs as f64 / chain.seconds;
-    }
+    let chain = window_figures(scan, last_used_block, totals.included, window_start_time);
     let latency = Latencies {
         to_block_time: percentiles(&mut latencies),
         to_observed: percentiles(&mut observed),
     };
+    (totals, latency, chain, dense(series))
+}
+
+/// Committed figures over the window from the first scanned block to the
+/// last one that holds one of ours.
+fn window_figures(
+    scan: &ScanState,
+    last_used_block: Option<usize>,
+    included: u64,
+    window_start_time: u64,
+) -> ChainFigures {
+    let (Some(first), Some(last)) = (
+        scan.blocks.first(),
+        last_used_block.map(|l| &scan.blocks[l]),
+    ) else {
+        return ChainFigures::default();
+    };
+    let seconds = (last.timestamp.saturating_sub(window_start_time)).max(1) as f64;
+    let all_txs = scan
+        .blocks
+        .iter()
+        .filter(|b| b.number <= last.number)
+        .map(|b| b.txs as u64)
+        .sum();
+    ChainFigures {
+        first_block: first.number,
+        last_block: last.number,
+        seconds,
+        all_txs,
+        committed_tps: included as f64 / seconds,
+        committed_tps_all: all_txs as f64 / seconds,
+    }
+}
+
+/// Every second from 0 to the last one with something in it.
+fn dense(mut series: BTreeMap<u64, Second>) -> Vec<Second> {
     let last = series.keys().next_back().copied().unwrap_or(0);
-    let series = (0..=last)
+    (0..=last)
         .map(|s| {
             let mut v = series.remove(&s).unwrap_or_default();
             v.second = s;
             v
         })
-        .collect();
-    (totals, latency, chain, series)
+        .collect()
 }
 
 fn percentiles(values: &mut [f64]) -> Latency {

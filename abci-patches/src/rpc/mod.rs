@@ -14,7 +14,7 @@ use std::sync::Arc;
 use jsonrpsee::server::{Server, ServerConfig, ServerHandle};
 use jsonrpsee::RpcModule;
 
-pub use comet::{BroadcastError, CometClient};
+use comet::CometClient;
 
 use crate::node::Node;
 

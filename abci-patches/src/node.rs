@@ -340,11 +340,6 @@ impl Node {
         Ok(self.store.tx(hash)?)
     }
 
-    /// The app hash recorded after `height`.
-    pub fn app_hash_at(&self, height: u64) -> Result<Option<B256>, NodeError> {
-        Ok(self.store.app_hash_at(height)?)
-    }
-
     /// Runs `request` on the committed state without changing it.
     pub fn call(&self, request: &CallRequest) -> Result<Result<CallOutcome, String>, NodeError> {
         let (genesis, head) = self.with_chain(|c| (c.genesis.clone(), c.head.clone()))?;

@@ -85,11 +85,6 @@ impl WorldState {
         self.code.get(hash)
     }
 
-    /// Number of accounts.
-    pub fn account_count(&self) -> usize {
-        self.accounts.len()
-    }
-
     /// Inserts an account as loaded from disk or genesis.
     pub fn load_account(&mut self, address: Address, record: AccountRecord) {
         self.accounts.insert(address, record);

@@ -33,8 +33,6 @@ pub struct VerifiedTx {
     pub hash: B256,
     /// The recovered signer.
     pub sender: Address,
-    /// Size of the raw encoding in bytes.
-    pub size: usize,
 }
 
 impl VerifiedTx {
@@ -119,7 +117,6 @@ pub fn verify(raw: &[u8], rules: &TxRules) -> Result<VerifiedTx, TxError> {
         envelope,
         hash: keccak256(raw),
         sender,
-        size: raw.len(),
     })
 }
 

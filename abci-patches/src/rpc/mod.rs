@@ -12,8 +12,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use jsonrpsee::server::{Server, ServerConfig, ServerHandle};
+use jsonrpsee::RpcModule;
 
-pub use comet::{BroadcastError, CometClient};
+use comet::CometClient;
 
 use crate::node::Node;
 
@@ -23,6 +24,14 @@ pub struct Web3 {
     comet: CometClient,
 }
 
+/// The web3 methods over `node`, forwarding transactions to CometBFT's RPC at
+/// `comet_url`; [`serve`] puts them behind a socket, and they can be called
+/// in-process with [`RpcModule::call`].
+pub fn module(node: Arc<Node>, comet_url: &str) -> anyhow::Result<RpcModule<Web3>> {
+    let comet = CometClient::new(comet_url)?;
+    eth::module(Web3 { node, comet })
+}
+
 /// Starts the web3 server on `addr`, forwarding transactions to CometBFT's
 /// RPC at `comet_url`.
 pub async fn serve(
@@ -30,8 +39,7 @@ pub async fn serve(
     addr: SocketAddr,
     comet_url: &str,
 ) -> anyhow::Result<(SocketAddr, ServerHandle)> {
-    let comet = CometClient::new(comet_url)?;
-    let module = eth::module(Web3 { node, comet })?;
+    let module = module(node, comet_url)?;
     let config = ServerConfig::builder()
         .max_connections(10_000)
         .max_request_body_size(16 * 1024 * 1024)

@@ -1,0 +1,335 @@
+//! Shared helpers: funded test keys, a transaction signer (libsecp256k1 +
+//! alloy-consensus, as `feth`'s signer) and a node in a temporary directory
+//! driven through its ABCI [`Application`] methods.
+
+use std::sync::Arc;
+
+use abcid::app::AbciApp;
+use abcid::node::Node;
+use abcid::state::AccountRecord;
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{keccak256, Address, Bytes, Signature, TxKind, B256, U256};
+use secp256k1::{Message, SecretKey, SECP256K1};
+use tempfile::TempDir;
+use tendermint_abci::Application;
+use tendermint_proto::google::protobuf::Timestamp;
+use tendermint_proto::v0_38::abci::{
+    CheckTxType, ExecTxResult, RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain,
+    ResponseCheckTx, ResponseFinalizeBlock, ResponseInfo,
+};
+
+/// The test chain's EIP-155 id.
+pub const CHAIN_ID: u64 = 9000;
+/// 1 gwei, the genesis base fee (burnt).
+pub const GWEI: u128 = 1_000_000_000;
+/// Genesis balance of the funded test keys: 1000 ether.
+pub const FUNDED: u128 = 1_000_000_000_000_000_000_000;
+/// Gas of a plain transfer.
+pub const TRANSFER_GAS: u64 = 21_000;
+
+/// Receives the priority fees.
+pub fn fee_recipient() -> Address {
+    Address::repeat_byte(0xfe)
+}
+
+/// A test key and its address.
+#[derive(Clone)]
+pub struct Key {
+    pub secret: SecretKey,
+    pub address: Address,
+}
+
+/// Test key number `n` (1..=255); keys 1 to 3 are funded by [`TestNode::new`].
+pub fn key(n: u8) -> Key {
+    let secret = SecretKey::from_byte_array([n; 32]).expect("a valid test key");
+    let public = secret.public_key(SECP256K1).serialize_uncompressed();
+    Key {
+        secret,
+        address: Address::from_slice(&keccak256(&public[1..])[12..]),
+    }
+}
+
+/// How a [`Tx`] pays for gas.
+#[derive(Debug, Clone, Copy)]
+pub enum Fee {
+    Legacy { gas_price: u128 },
+    Eip1559 { max_fee: u128, tip: u128 },
+}
+
+/// A transaction to sign.
+#[derive(Debug, Clone)]
+pub struct Tx {
+    pub chain_id: u64,
+    pub nonce: u64,
+    pub to: Option<Address>,
+    pub value: U256,
+    pub gas_limit: u64,
+    pub fee: Fee,
+    pub input: Bytes,
+}
+
+impl Tx {
+    /// An EIP-1559 transfer paying 3 gwei at most with a 1 gwei tip, so an
+    /// effective price of 2 gwei at the 1 gwei base fee.
+    pub fn transfer(nonce: u64, to: Address, value: u128) -> Self {
+        Self {
+            chain_id: CHAIN_ID,
+            nonce,
+            to: Some(to),
+            value: U256::from(value),
+            gas_limit: TRANSFER_GAS,
+            fee: Fee::Eip1559 {
+                max_fee: 3 * GWEI,
+                tip: GWEI,
+            },
+            input: Bytes::new(),
+        }
+    }
+
+    /// Deploys `init` code.
+    pub fn deploy(nonce: u64, init: Bytes) -> Self {
+        Self {
+            to: None,
+            gas_limit: 300_000,
+            input: init,
+            ..Self::transfer(nonce, Address::ZERO, 0)
+        }
+    }
+
+    /// Calls `to` with `input`.
+    pub fn call(nonce: u64, to: Address, input: Bytes) -> Self {
+        Self {
+            gas_limit: 100_000,
+            input,
+            ..Self::transfer(nonce, to, 0)
+        }
+    }
+
+    /// The most this transaction can cost: `value + gas_limit × max_fee`.
+    pub fn max_cost(&self) -> U256 {
+        let price = match self.fee {
+            Fee::Legacy { gas_price } => gas_price,
+            Fee::Eip1559 { max_fee, .. } => max_fee,
+        };
+        U256::from(self.gas_limit) * U256::from(price) + self.value
+    }
+
+    /// The EIP-2718 encoding signed by `key`.
+    pub fn sign(&self, key: &Key) -> Bytes {
+        let kind = self.to.map_or(TxKind::Create, TxKind::Call);
+        let envelope: TxEnvelope = match self.fee {
+            Fee::Legacy { gas_price } => {
+                let tx = TxLegacy {
+                    chain_id: Some(self.chain_id),
+                    nonce: self.nonce,
+                    gas_price,
+                    gas_limit: self.gas_limit,
+                    to: kind,
+                    value: self.value,
+                    input: self.input.clone(),
+                };
+                let sig = signature(&key.secret, tx.signature_hash());
+                tx.into_signed(sig).into()
+            }
+            Fee::Eip1559 { max_fee, tip } => {
+                let tx = TxEip1559 {
+                    chain_id: self.chain_id,
+                    nonce: self.nonce,
+                    gas_limit: self.gas_limit,
+                    max_fee_per_gas: max_fee,
+                    max_priority_fee_per_gas: tip,
+                    to: kind,
+                    value: self.value,
+                    input: self.input.clone(),
+                    access_list: Default::default(),
+                };
+                let sig = signature(&key.secret, tx.signature_hash());
+                tx.into_signed(sig).into()
+            }
+        };
+        envelope.encoded_2718().into()
+    }
+}
+
+fn signature(key: &SecretKey, hash: B256) -> Signature {
+    let (recid, compact) = SECP256K1
+        .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
+        .serialize_compact();
+    Signature::new(
+        U256::from_be_slice(&compact[..32]),
+        U256::from_be_slice(&compact[32..]),
+        i32::from(recid) == 1,
+    )
+}
+
+/// A test contract (hand-written bytecode). Called with a 32-byte word it
+/// stores the word in slot 0, logs it (`LOG1`, topic = caller) and returns
+/// the previous value of slot 0; called without calldata it reverts with the
+/// word `0xdead`.
+pub const STORE_RUNTIME: &str =
+    "3615602057600035600054602052806000556000523360206000a160206020f35b61dead60005260206000fd";
+
+/// Init code that deploys [`STORE_RUNTIME`].
+pub fn store_init() -> Bytes {
+    let runtime = hex::decode(STORE_RUNTIME).expect("valid hex");
+    assert_eq!(runtime.len(), 0x2c, "the init code copies 0x2c bytes");
+    let mut init = hex::decode("602c600c600039602c6000f3").expect("valid hex");
+    init.extend_from_slice(&runtime);
+    init.into()
+}
+
+/// A 32-byte big-endian word.
+pub fn word(value: u64) -> Bytes {
+    U256::from(value).to_be_bytes::<32>().to_vec().into()
+}
+
+/// The CometBFT block hash the tests give to `height`.
+pub fn block_hash(height: u64) -> B256 {
+    keccak256(height.to_be_bytes())
+}
+
+/// A node in a temporary directory, driven through [`AbciApp`].
+pub struct TestNode {
+    pub dir: TempDir,
+    pub node: Arc<Node>,
+    pub app: AbciApp,
+}
+
+impl TestNode {
+    /// A node after InitChain with keys 1, 2 and 3 holding [`FUNDED`] each.
+    pub fn new() -> Self {
+        let alloc: Vec<(Address, U256)> = (1..=3)
+            .map(|n| (key(n).address, U256::from(FUNDED)))
+            .collect();
+        Self::with_alloc(&alloc)
+    }
+
+    /// A node after InitChain with the given allocation.
+    pub fn with_alloc(alloc: &[(Address, U256)]) -> Self {
+        let node = Self::open(tempfile::tempdir().expect("a temporary directory"));
+        node.init_chain(&app_state(alloc));
+        node
+    }
+
+    /// A node over `dir`, without InitChain.
+    pub fn open(dir: TempDir) -> Self {
+        let node = Arc::new(Node::open(dir.path()).expect("the node opens"));
+        let app = AbciApp::new(node.clone(), None);
+        Self { dir, node, app }
+    }
+
+    /// Closes the node and opens it again from the same directory.
+    pub fn reopen(self) -> Self {
+        let Self { dir, node, app } = self;
+        drop(app);
+        drop(node);
+        Self::open(dir)
+    }
+
+    /// ABCI InitChain with `app_state` as the genesis' `app_state`.
+    pub fn init_chain(&self, app_state: &str) -> Bytes {
+        let response = self.app.init_chain(RequestInitChain {
+            time: Some(Timestamp {
+                seconds: 1_800_000_000,
+                nanos: 0,
+            }),
+            chain_id: "feth-test".to_string(),
+            app_state_bytes: app_state.as_bytes().to_vec().into(),
+            initial_height: 1,
+            ..Default::default()
+        });
+        Bytes(response.app_hash)
+    }
+
+    /// ABCI Info.
+    pub fn info(&self) -> ResponseInfo {
+        self.app.info(RequestInfo::default())
+    }
+
+    /// The next height to finalize.
+    pub fn next_height(&self) -> u64 {
+        self.node.head().expect("initialised").number + 1
+    }
+
+    /// ABCI FinalizeBlock of `txs` at `height`.
+    pub fn finalize(&self, height: u64, txs: &[Bytes]) -> ResponseFinalizeBlock {
+        self.app.finalize_block(RequestFinalizeBlock {
+            txs: txs.iter().map(|t| t.0.clone()).collect(),
+            hash: block_hash(height).to_vec().into(),
+            height: height as i64,
+            time: Some(Timestamp {
+                seconds: 1_800_000_000 + height as i64,
+                nanos: 5,
+            }),
+            ..Default::default()
+        })
+    }
+
+    /// FinalizeBlock then Commit of the next block.
+    pub fn block(&self, txs: &[Bytes]) -> ResponseFinalizeBlock {
+        let response = self.finalize(self.next_height(), txs);
+        self.app.commit();
+        response
+    }
+
+    /// ABCI CheckTx.
+    pub fn check(&self, raw: &Bytes, kind: CheckTxType) -> ResponseCheckTx {
+        self.app.check_tx(RequestCheckTx {
+            tx: raw.0.clone(),
+            r#type: kind as i32,
+        })
+    }
+
+    /// The committed account of `address` (default when absent).
+    pub fn account(&self, address: Address) -> AccountRecord {
+        self.node
+            .account(&address, false)
+            .expect("state readable")
+            .unwrap_or_default()
+    }
+
+    /// The committed balance of `address`.
+    pub fn balance(&self, address: Address) -> U256 {
+        self.account(address).balance
+    }
+
+    /// The committed nonce of `address`.
+    pub fn nonce(&self, address: Address) -> u64 {
+        self.account(address).nonce
+    }
+}
+
+/// The genesis `app_state` of the test chain with `alloc`.
+pub fn app_state(alloc: &[(Address, U256)]) -> String {
+    let alloc: serde_json::Map<String, serde_json::Value> = alloc
+        .iter()
+        .map(|(address, balance)| {
+            (
+                address.to_string(),
+                serde_json::json!({ "balance": format!("{balance:#x}") }),
+            )
+        })
+        .collect();
+    serde_json::json!({
+        "chain_id": CHAIN_ID,
+        "fee_recipient": fee_recipient().to_string(),
+        "alloc": alloc,
+    })
+    .to_string()
+}
+
+/// The value of the `key` attribute of a result's `ethereum_tx` event.
+pub fn attribute(result: &ExecTxResult, key: &str) -> Option<String> {
+    let event = result.events.iter().find(|e| e.r#type == "ethereum_tx")?;
+    event
+        .attributes
+        .iter()
+        .find(|a| a.key == key)
+        .map(|a| a.value.clone())
+}
+
+/// The Ethereum hash of a raw transaction.
+pub fn tx_hash(raw: &Bytes) -> B256 {
+    keccak256(raw)
+}

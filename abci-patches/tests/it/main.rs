@@ -1,0 +1,9 @@
+//! abcid's in-process tests: a node in a temporary directory driven through
+//! its ABCI application and its web3 module, with real signed transactions.
+
+mod common;
+mod exec;
+mod finalize;
+mod mempool;
+mod restart;
+mod rpc;

@@ -1,0 +1,137 @@
+//! CheckTx: admission against the pending (check) state, and recheck after a
+//! committed block.
+
+use alloy_primitives::{Bytes, U256};
+use tendermint_proto::v0_38::abci::{CheckTxType, ResponseCheckTx};
+
+use crate::common::*;
+
+fn assert_refused(response: &ResponseCheckTx, code: u32, log: &str) {
+    assert_eq!(response.code, code, "{}", response.log);
+    assert!(response.log.starts_with(log), "{}", response.log);
+    assert_eq!(response.codespace, "abcid");
+}
+
+#[test]
+fn admits_the_next_nonce_and_refuses_with_documented_codes() {
+    let node = TestNode::new();
+    let (a, b, unfunded) = (key(1), key(2), key(9));
+    let first = Tx::transfer(0, b.address, 1);
+    let response = node.check(&first.sign(&a), CheckTxType::New);
+    assert_eq!(response.code, 0, "{}", response.log);
+    assert_eq!(response.gas_wanted, TRANSFER_GAS as i64);
+
+    // The pending nonce is now 1; the committed state is untouched.
+    assert_refused(
+        &node.check(&Tx::transfer(0, b.address, 2).sign(&a), CheckTxType::New),
+        4,
+        "nonce too low: next nonce 1, tx nonce 0",
+    );
+    assert_refused(
+        &node.check(&Tx::transfer(5, b.address, 2).sign(&a), CheckTxType::New),
+        5,
+        "nonce too high: next nonce 1, tx nonce 5",
+    );
+    let poor = Tx::transfer(0, b.address, 2);
+    assert_refused(
+        &node.check(&poor.sign(&unfunded), CheckTxType::New),
+        6,
+        &format!(
+            "insufficient funds for gas * price + value: balance 0, tx cost {}",
+            poor.max_cost()
+        ),
+    );
+    let mut other_chain = Tx::transfer(1, b.address, 2);
+    other_chain.chain_id = 1;
+    assert_refused(
+        &node.check(&other_chain.sign(&a), CheckTxType::New),
+        2,
+        "invalid chain id: have 1, want 9000",
+    );
+    assert_refused(
+        &node.check(&Bytes::from_static(b"\x02junk"), CheckTxType::New),
+        1,
+        "invalid transaction encoding: ",
+    );
+
+    assert_eq!(node.nonce(a.address), 0);
+    assert_eq!(node.balance(a.address), U256::from(FUNDED));
+    let pending = node.node.account(&a.address, true).unwrap().unwrap();
+    assert_eq!(pending.nonce, 1);
+    assert_eq!(pending.balance, U256::from(FUNDED) - first.max_cost());
+}
+
+#[test]
+fn pending_transactions_of_one_sender_are_admitted_in_order_only() {
+    let node = TestNode::new();
+    let (a, b) = (key(1), key(2));
+    let txs: Vec<Bytes> = (0..3)
+        .map(|n| Tx::transfer(n, b.address, 1).sign(&a))
+        .collect();
+    assert_eq!(node.check(&txs[1], CheckTxType::New).code, 5, "a gap");
+    for raw in &txs {
+        let response = node.check(raw, CheckTxType::New);
+        assert_eq!(response.code, 0, "{}", response.log);
+    }
+    assert_eq!(
+        node.node.account(&a.address, true).unwrap().unwrap().nonce,
+        3
+    );
+}
+
+#[test]
+fn recheck_after_commit_drops_what_the_block_invalidated_and_keeps_the_rest() {
+    let (a, b, c, d) = (key(1), key(2), key(3), key(4));
+    let small = |from: &Key, nonce| Tx::transfer(nonce, b.address, 0).sign(from);
+    // d holds enough for two small transfers, or one large.
+    let small_cost = Tx::transfer(0, b.address, 0).max_cost();
+    let node = TestNode::with_alloc(&[
+        (a.address, U256::from(FUNDED)),
+        (c.address, U256::from(FUNDED)),
+        (d.address, small_cost * U256::from(2)),
+    ]);
+    let large = Tx::transfer(0, b.address, small_cost.to()).sign(&d);
+
+    // This node's mempool: a0 a1, c0, d0 d1.
+    let mempool = [
+        small(&a, 0),
+        small(&a, 1),
+        small(&c, 0),
+        small(&d, 0),
+        small(&d, 1),
+    ];
+    for raw in &mempool {
+        assert_eq!(node.check(raw, CheckTxType::New).code, 0);
+    }
+    // The block (proposed elsewhere) holds a0, and d's other nonce-0
+    // transaction that spends nearly all of d's balance.
+    let response = node.block(&[mempool[0].clone(), large]);
+    assert!(response.tx_results.iter().all(|r| r.code == 0));
+    assert_eq!(
+        node.balance(d.address),
+        U256::from(TRANSFER_GAS) * U256::from(GWEI)
+    );
+
+    // CometBFT rechecks what is left, in order.
+    let codes: Vec<u32> = mempool
+        .iter()
+        .map(|raw| node.check(raw, CheckTxType::Recheck).code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![4, 0, 0, 4, 6],
+        "a0 and d0 were used, d1 can no longer pay, a1 and c0 stay"
+    );
+    assert_eq!(
+        node.node.account(&a.address, true).unwrap().unwrap().nonce,
+        2
+    );
+    assert_eq!(
+        node.node.account(&c.address, true).unwrap().unwrap().nonce,
+        1
+    );
+    assert_eq!(
+        node.node.account(&d.address, true).unwrap().unwrap().nonce,
+        1
+    );
+}

@@ -14,7 +14,7 @@ demo: setup
 ## test: every test, against real CometBFT and Redis
 test: setup
 	$(CARGO) build --workspace --bins
-	FETH_ETL_ALL_VERSIONS=1 $(CARGO) test --workspace --no-fail-fast
+	$(CARGO) test --workspace --no-fail-fast -- --include-ignored
 
 lint:
 	$(CARGO) fmt --all -- --check

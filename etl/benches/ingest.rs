@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use feth_etl::cli::IngestArgs;
+use feth_etl::ingest::IngestConfig;
 use feth_etl::local_redis::LocalRedis;
 use feth_etl::parse::{Line, Parser};
 use feth_etl::time::Clock;
@@ -155,14 +155,14 @@ fn main() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let args = IngestArgs {
+    let args = IngestConfig {
         tendermint: vec![path.clone()],
         redis: Some(url),
         node: Some("node0".into()),
         log_tz: Some("UTC".into()),
-        redis_retry_secs: 5,
-        no_progress: true,
-        ..IngestArgs::default()
+        redis_retry: std::time::Duration::from_secs(5),
+        progress: false,
+        ..IngestConfig::default()
     };
     let t = Instant::now();
     let out = rt

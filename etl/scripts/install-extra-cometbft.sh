@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the extra Tendermint/CometBFT versions the etl's all-versions tests
-# run (FETH_ETL_ALL_VERSIONS=1), into <workspace>/tools/bin/:
+# run (ignored tests: cargo test -p feth-etl -- --include-ignored), into <workspace>/tools/bin/:
 #
 #   cometbft-v0.34  Tendermint v0.34.24 (built from a tiny wrapper module: the
 #                   deprecated module cannot be `go install`ed directly)

@@ -56,6 +56,16 @@ pub struct Detected {
     pub dialects: BTreeMap<Dialect, u64>,
 }
 
+impl Detected {
+    /// The most common format name (`plain`, `json`, …), for node metadata.
+    pub fn main_format(&self) -> Option<&'static str> {
+        self.formats
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(f, _)| *f)
+    }
+}
+
 fn format_name(f: Format) -> &'static str {
     match f {
         Format::Plain => "plain",
@@ -121,14 +131,6 @@ impl Detector {
             formats: self.formats.clone(),
             dialects: self.dialects.clone(),
         }
-    }
-
-    /// The most common format name, for node metadata.
-    pub fn main_format(&self) -> Option<&'static str> {
-        self.formats
-            .iter()
-            .max_by_key(|(_, n)| **n)
-            .map(|(f, _)| *f)
     }
 }
 

@@ -9,11 +9,15 @@
 //! * [`store`]: the Redis layout (idempotent writes, one transaction per batch);
 //! * [`ingest`]: the pipeline from logs to Redis;
 //! * [`stats`]: the figures; [`output`]: tables, CSV, JSON;
-//! * [`cli`]: clap arguments and the entry points the `feth` binary calls.
+//! * `local_redis` (feature `test-support`): a private redis-server for
+//!   tests and benchmarks.
+//!
+//! The command line (`feth etl`) lives in the `feth` binary, which turns its
+//! arguments into [`ingest::IngestConfig`] and [`stats::StatsQuery`].
 
-pub mod cli;
 pub mod detect;
 pub mod ingest;
+#[cfg(feature = "test-support")]
 pub mod local_redis;
 pub mod output;
 pub mod parse;

@@ -2,10 +2,35 @@
 
 use std::fmt::Write as _;
 
-use crate::cli::{CsvTable, OutputFormat};
 use crate::ingest::IngestReport;
 use crate::stats::StatsReport;
 use crate::time::format_utc;
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Human-readable tables.
+    #[default]
+    Table,
+    /// CSV (for stats: the chosen [`CsvTable`]).
+    Csv,
+    /// One JSON document.
+    Json,
+}
+
+/// Which stats table [`Format::Csv`] prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CsvTable {
+    /// One row per block: `height,txs,valid_txs,block_time,tps` (the original feth's).
+    #[default]
+    Blocks,
+    /// One row per window.
+    Windows,
+    /// The txs-per-block histogram.
+    Histogram,
+    /// The summary as `metric,value` rows.
+    Summary,
+}
 
 /// Rendering failures (JSON serialisation only).
 #[derive(Debug, thiserror::Error)]
@@ -60,14 +85,14 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// Renders an ingest summary.
-pub fn ingest(r: &IngestReport, format: OutputFormat) -> Result<String, OutputError> {
+pub fn ingest(r: &IngestReport, format: Format) -> Result<String, OutputError> {
     let mut out = String::new();
     match format {
-        OutputFormat::Json => {
+        Format::Json => {
             out = serde_json::to_string_pretty(r)?;
             out.push('\n');
         }
-        OutputFormat::Csv => {
+        Format::Csv => {
             out.push_str("file,node,software,compression,lines,events,other,blank,malformed,foreign,first_height,last_height\n");
             for f in &r.files {
                 let _ = writeln!(
@@ -90,7 +115,7 @@ pub fn ingest(r: &IngestReport, format: OutputFormat) -> Result<String, OutputEr
                 );
             }
         }
-        OutputFormat::Table => {
+        Format::Table => {
             let lines: u64 = r.files.iter().map(|f| f.lines).sum();
             let _ = writeln!(
                 out,
@@ -217,13 +242,13 @@ pub fn ingest(r: &IngestReport, format: OutputFormat) -> Result<String, OutputEr
 /// Renders stats.
 pub fn stats(
     r: &StatsReport,
-    format: OutputFormat,
+    format: Format,
     csv_table: CsvTable,
     per_block: bool,
 ) -> Result<String, OutputError> {
     let mut out = String::new();
     match format {
-        OutputFormat::Json => {
+        Format::Json => {
             let mut v = serde_json::to_value(r)?;
             if let Some(o) = v.as_object_mut() {
                 if !per_block {
@@ -237,7 +262,7 @@ pub fn stats(
             out = serde_json::to_string_pretty(&v)?;
             out.push('\n');
         }
-        OutputFormat::Csv => match csv_table {
+        Format::Csv => match csv_table {
             CsvTable::Blocks => {
                 out.push_str("height,txs,valid_txs,block_time,tps\n");
                 for b in &r.per_block {
@@ -285,7 +310,7 @@ pub fn stats(
                 }
             }
         },
-        OutputFormat::Table => {
+        Format::Table => {
             let _ = writeln!(
                 out,
                 "chain {}: heights {}–{} ({} blocks, {} missing)",

@@ -1,4 +1,4 @@
-//! The node's RPC (`--rpc`): chain id (`/status`), header times and tx counts
+//! The node's RPC (`--comet-rpc`): chain id (`/status`), header times and tx counts
 //! (`/blockchain`, 20 headers a call) and valid/invalid counts
 //! (`/block_results`, many heights per JSON-RPC batch request), with several
 //! requests in flight at once. Works with Tendermint 0.34 to CometBFT 1.0.
@@ -21,7 +21,7 @@ const HEADERS_PER_CALL: u64 = 20;
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
     /// Not a usable URL.
-    #[error("bad --rpc URL {0:?}: expected e.g. http://127.0.0.1:26657")]
+    #[error("bad --comet-rpc URL {0:?}: expected e.g. http://127.0.0.1:26657")]
     Url(String),
     /// The request failed (after retries).
     #[error("RPC request {what} to {url} failed: {source}. Is the node running and its RPC listening there?")]

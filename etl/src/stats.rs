@@ -11,8 +11,47 @@
 //!   `txs(a+1..=b) / (t(b) - t(a))`;
 //! * cumulative TPS of a window = the same over all windows up to it.
 
-use crate::cli::StatsArgs;
+use std::time::Duration;
+
 use crate::store::{Store, StoreError, StoredBlock, TimeSource};
+
+/// How long `stats` retries when Redis is unreachable.
+pub const DEFAULT_REDIS_RETRY: Duration = Duration::from_secs(5);
+
+/// What to compute figures for. `Default` gives an empty Redis URL and
+/// chain id, all heights, an automatic window and [`DEFAULT_REDIS_RETRY`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatsQuery {
+    /// Redis URL.
+    pub redis: String,
+    /// Chain id, as ingested.
+    pub chain_id: String,
+    /// First height (`None`: the lowest ingested).
+    pub from: Option<u64>,
+    /// Last height (`None`: the highest ingested).
+    pub to: Option<u64>,
+    /// Blocks per window (`None`: a round number giving at most 25 windows).
+    pub window: Option<u64>,
+    /// Node whose commit log times fill in missing header times (`None`:
+    /// the node with the most).
+    pub node: Option<String>,
+    /// Retry budget for Redis.
+    pub redis_retry: Duration,
+}
+
+impl Default for StatsQuery {
+    fn default() -> Self {
+        Self {
+            redis: String::new(),
+            chain_id: String::new(),
+            from: None,
+            to: None,
+            window: None,
+            node: None,
+            redis_retry: DEFAULT_REDIS_RETRY,
+        }
+    }
+}
 
 /// Stats failures.
 #[derive(Debug, thiserror::Error)]
@@ -179,7 +218,7 @@ impl TimeSources {
             ));
         }
         if parts.is_empty() {
-            return "no block times: ingest with --rpc, abcid logs, or node logs with commit lines"
+            return "no block times: ingest with --comet-rpc, abcid logs, or node logs with commit lines"
                 .into();
         }
         parts.join("; ")
@@ -427,7 +466,7 @@ pub fn compute(
 }
 
 /// Reads the chain's blocks from Redis and computes the figures.
-pub async fn query(args: &StatsArgs) -> Result<StatsReport, StatsError> {
+pub async fn query(args: &StatsQuery) -> Result<StatsReport, StatsError> {
     let (from, to) = (args.from.unwrap_or(0), args.to.unwrap_or(u64::MAX));
     if from > to {
         return Err(StatsError::BadRange(format!(
@@ -437,12 +476,7 @@ pub async fn query(args: &StatsArgs) -> Result<StatsReport, StatsError> {
     if args.window == Some(0) {
         return Err(StatsError::BadRange("--window must be at least 1".into()));
     }
-    let store = Store::connect(
-        &args.redis,
-        &args.chain_id,
-        std::time::Duration::from_secs(args.redis_retry_secs),
-    )
-    .await?;
+    let store = Store::connect(&args.redis, &args.chain_id, args.redis_retry).await?;
     let heights = store.heights(from, to).await?;
     if heights.is_empty() {
         let chains = store.chains().await?;

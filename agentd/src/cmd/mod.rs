@@ -4,6 +4,7 @@
 pub mod args;
 pub mod bench;
 pub mod devnet;
+pub mod etl;
 pub mod fund;
 pub mod info;
 pub mod load;
@@ -36,7 +37,7 @@ enum Command {
     /// Flamegraph tools: differential flamegraphs of two sets of profiles.
     Flamegraph(feth_profiler_rpc::cli::FlamegraphArgs),
     /// Node logs into Redis; block times, TPS and valid/invalid counts out.
-    Etl(feth_etl::cli::EtlArgs),
+    Etl(etl::EtlArgs),
     /// Benchmarks that print figures.
     Bench(bench::BenchCommand),
     /// Send signed value transfers and wait until they are committed.
@@ -54,7 +55,7 @@ impl Cli {
             Command::Block(a) => info::block(a).await,
             Command::Profiler(a) => feth_profiler_rpc::cli::run_profiler(a).await,
             Command::Flamegraph(a) => feth_profiler_rpc::cli::run_flamegraph(a).await,
-            Command::Etl(a) => feth_etl::cli::run(a).await,
+            Command::Etl(a) => etl::run(a).await,
             Command::Bench(c) => bench::run(c).await,
             Command::Send(a) => send::run(a).await,
         }

@@ -9,8 +9,9 @@ use crate::common::{funded, TestNet};
 use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
-use feth_etl::cli::{IngestArgs, StatsArgs};
+use feth_etl::ingest::IngestConfig;
 use feth_etl::local_redis::LocalRedis;
+use feth_etl::stats::StatsQuery;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abcid_and_cometbft_logs_agree_with_the_chain() {
@@ -26,22 +27,21 @@ async fn abcid_and_cometbft_logs_agree_with_the_chain() {
     assert!(report.totals.included > 0);
     net.wait_blocks(2).await;
 
-    let ingest = IngestArgs {
+    let ingest = IngestConfig {
         tendermint: vec![net.devnet.state.cometbft_log()],
         abcid: vec![net.devnet.state.abcid_log()],
         redis: Some(redis.url.clone()),
         chain_id: Some("feth-devnet-9000".to_string()),
         node: Some("node0".to_string()),
-        no_progress: true,
+        progress: false,
         ..Default::default()
     };
     feth_etl::ingest::run(&ingest, std::future::pending())
         .await
         .unwrap();
-    let stats_args = StatsArgs {
+    let stats_args = StatsQuery {
         redis: redis.url.clone(),
         chain_id: "feth-devnet-9000".to_string(),
-        per_block: true,
         ..Default::default()
     };
     let stats = feth_etl::stats::query(&stats_args).await.unwrap();

@@ -1,14 +1,12 @@
 //! End to end with a real CometBFT 0.38 node (kvstore app) and a real Redis:
 //! the ingested figures are checked height by height against the node's RPC.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 
-use common::*;
-use feth_etl::cli::{CsvTable, OutputFormat};
+use crate::common::*;
+use feth_etl::output::{CsvTable, Format};
 use feth_etl::stats::IntervalSource;
 
 /// Heights and first log times (Unix ns, local zone) of a plain log's
@@ -119,10 +117,13 @@ async fn plain_log_with_restart_and_block_sync_agrees_with_rpc() {
     follower.wait_height(h + 3).await;
     // Under load block sync alone can reach that height: wait (bounded) for
     // the follower's first commit by consensus as well.
-    for _ in 0..300 {
-        if !commit_lines(&follower.log).is_empty() {
-            break;
-        }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while commit_lines(&follower.log).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower committed no block by consensus within 30 s; log: {}",
+            follower.log.display()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     follower.stop();
@@ -294,7 +295,7 @@ async fn plain_log_with_restart_and_block_sync_agrees_with_rpc() {
     // 5. With --rpc: header times and valid/invalid, equal to the node's.
     let _: () = redis.cmd(&["FLUSHALL"]).await;
     let mut args = ingest_args(&redis.url, &[&leader_log]);
-    args.rpc = Some(leader.rpc_url());
+    args.comet_rpc = Some(leader.rpc_url());
     let out = ingest(&args).await;
     let rpc = out.report.rpc.as_ref().expect("rpc summary");
     assert_eq!((rpc.headers, rpc.results, rpc.missing), (top, top, 0));
@@ -328,7 +329,7 @@ async fn plain_log_with_restart_and_block_sync_agrees_with_rpc() {
     assert_eq!(redis.snapshot().await, snap, "second ingest with --rpc");
 
     // 6. Output: the original feth CSV, windows CSV, JSON, table.
-    let csv = feth_etl::output::stats(&s, OutputFormat::Csv, CsvTable::Blocks, false).expect("csv");
+    let csv = feth_etl::output::stats(&s, Format::Csv, CsvTable::Blocks, false).expect("csv");
     let mut rows = csv.lines();
     assert_eq!(rows.next(), Some("height,txs,valid_txs,block_time,tps"));
     let rows: Vec<Vec<&str>> = rows.map(|l| l.split(',').collect()).collect();
@@ -345,19 +346,16 @@ async fn plain_log_with_restart_and_block_sync_agrees_with_rpc() {
             );
         }
     }
-    let json =
-        feth_etl::output::stats(&s, OutputFormat::Json, CsvTable::Blocks, true).expect("json");
+    let json = feth_etl::output::stats(&s, Format::Json, CsvTable::Blocks, true).expect("json");
     let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
     assert_eq!(v["txs"].as_u64(), Some(s.txs));
     assert_eq!(v["per_block"].as_array().map(Vec::len), Some(top as usize));
-    let table =
-        feth_etl::output::stats(&s, OutputFormat::Table, CsvTable::Blocks, false).expect("table");
+    let table = feth_etl::output::stats(&s, Format::Table, CsvTable::Blocks, false).expect("table");
     assert!(
         table.contains("header times (node RPC)") && table.contains("cumulative tps"),
         "{table}"
     );
-    let windows =
-        feth_etl::output::stats(&s, OutputFormat::Csv, CsvTable::Windows, false).expect("csv");
+    let windows = feth_etl::output::stats(&s, Format::Csv, CsvTable::Windows, false).expect("csv");
     let wsum: u64 = windows
         .lines()
         .skip(1)

@@ -1,27 +1,14 @@
 //! Tendermint 0.34, CometBFT 0.37 and 1.0 nodes (plain and JSON logs),
 //! checked height by height against each node's RPC, like the 0.38 tests.
 //!
-//! Runs only with `FETH_ETL_ALL_VERSIONS=1` (CI sets it), and then fails
-//! loudly when a binary is missing: install them with
+//! Ignored by default (`cargo test -- --include-ignored` runs them, as CI
+//! does); they fail loudly when a binary is missing: install them with
 //! `etl/scripts/install-extra-cometbft.sh` (into tools/bin/cometbft-v0.34,
 //! -v0.37, -v1.0; or point FETH_COMETBFT_V034/_V037/_V1 at them).
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::*;
-
-fn enabled() -> bool {
-    match std::env::var("FETH_ETL_ALL_VERSIONS").as_deref() {
-        Ok("1") => true,
-        Ok("0") | Err(_) => {
-            eprintln!("FETH_ETL_ALL_VERSIONS is not 1: Tendermint 0.34 / CometBFT 0.37 / 1.0 node tests not run");
-            false
-        }
-        Ok(other) => panic!("FETH_ETL_ALL_VERSIONS must be 0 or 1, not {other:?}"),
-    }
-}
+use crate::common::*;
 
 fn binary(var: &str, name: &str) -> PathBuf {
     tool(var, name, "etl/scripts/install-extra-cometbft.sh")
@@ -77,7 +64,7 @@ async fn check(bin: PathBuf, format: LogFormat, app: &str, bad_txs: usize, softw
 
     let _: () = redis.cmd(&["FLUSHALL"]).await;
     let mut args = ingest_args(&redis.url, &[&log]);
-    args.rpc = Some(node.rpc_url());
+    args.comet_rpc = Some(node.rpc_url());
     ingest(&args).await;
     let snap = redis.snapshot().await;
     for h in 1..=top {
@@ -106,10 +93,8 @@ async fn check(bin: PathBuf, format: LogFormat, app: &str, bad_txs: usize, softw
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Tendermint 0.34 / CometBFT 0.37 / 1.0: etl/scripts/install-extra-cometbft.sh"]
 async fn tendermint_0_34() {
-    if !enabled() {
-        return;
-    }
     let bin = binary("FETH_COMETBFT_V034", "cometbft-v0.34");
     for format in [LogFormat::Plain, LogFormat::Json] {
         check(
@@ -124,10 +109,8 @@ async fn tendermint_0_34() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Tendermint 0.34 / CometBFT 0.37 / 1.0: etl/scripts/install-extra-cometbft.sh"]
 async fn cometbft_0_37() {
-    if !enabled() {
-        return;
-    }
     let bin = binary("FETH_COMETBFT_V037", "cometbft-v0.37");
     for format in [LogFormat::Plain, LogFormat::Json] {
         check(
@@ -142,10 +125,8 @@ async fn cometbft_0_37() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Tendermint 0.34 / CometBFT 0.37 / 1.0: etl/scripts/install-extra-cometbft.sh"]
 async fn cometbft_1_0() {
-    if !enabled() {
-        return;
-    }
     let bin = binary("FETH_COMETBFT_V1", "cometbft-v1.0");
     for format in [LogFormat::Plain, LogFormat::Json] {
         check(bin.clone(), format, "kvstore", 0, "CometBFT 1.0").await;

@@ -2,15 +2,12 @@
 //! `--follow` on a log that grows and rotates; all on real node logs
 //! (tests/fixtures) and a real redis-server.
 
-mod common;
-#[path = "../benches/common/tile.rs"]
-mod tile;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
+use crate::tile;
 use feth_etl::ingest::IngestError;
 use feth_etl::store::StoreError;
 
@@ -27,7 +24,7 @@ async fn unreachable_redis_is_a_clear_error() {
         &format!("redis://127.0.0.1:{port}/0"),
         &[&fixture("cometbft-v0.38.17.plain.log")],
     );
-    args.redis_retry_secs = 1;
+    args.redis_retry = Duration::from_secs(1);
     let started = std::time::Instant::now();
     let err = feth_etl::ingest::run(&args, std::future::pending())
         .await
@@ -51,7 +48,7 @@ async fn refused_writes_leave_nothing_and_a_rerun_is_clean() {
     let redis = Redis::start();
     let log = fixture("tendermint-v0.34.24.plain.log");
     let mut args = ingest_args(&redis.url, &[&log]);
-    args.redis_retry_secs = 1;
+    args.redis_retry = Duration::from_secs(1);
     // Writes need a replica that does not exist: every write is refused.
     let _: () = redis
         .cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])
@@ -105,7 +102,7 @@ async fn running_out_of_memory_midway_keeps_whole_batches_only() {
     .expect("tile");
     assert!(lines > 100_000);
     let mut args = ingest_args(&redis.url, &[&big]);
-    args.redis_retry_secs = 1;
+    args.redis_retry = Duration::from_secs(1);
     args.batch_heights = 2000;
     let first = ingest(&args).await;
     assert!(
@@ -208,8 +205,11 @@ async fn follow_reads_a_growing_rotating_log_like_the_whole_file() {
         f.write_all(b"\n").expect("write");
     }
     f.flush().expect("flush");
-    // Wait until everything is in Redis (polled, bounded), then stop.
-    for _ in 0..100 {
+    // Wait until every height (all of them after the rotation) is in Redis:
+    // then the follower has read the new file. On stop it reads to the end
+    // of what is there, so no line is left behind.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
         let n: u64 = redis
             .cmd(&["ZCARD", "feth:test-chain-nIm1OM:heights"])
             .await;
@@ -219,10 +219,13 @@ async fn follow_reads_a_growing_rotating_log_like_the_whole_file() {
         if n >= top && c >= top {
             break;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower wrote {n} heights and {c} commit times of {top} within 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let _ = stop_tx.send(());
+    stop_tx.send(()).expect("the ingest is still running");
     let out = tokio::time::timeout(Duration::from_secs(10), task)
         .await
         .expect("stops on request")

@@ -1,6 +1,5 @@
 //! Test harness: real `redis-server` and real CometBFT/Tendermint nodes on
 //! free 127.0.0.1 ports in temp dirs, stopped by PID on drop.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -8,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use feth_etl::cli::{IngestArgs, OutputFormat, StatsArgs};
-use feth_etl::ingest::Outcome;
+use feth_etl::ingest::{IngestConfig, Outcome};
 use feth_etl::local_redis::LocalRedis;
-use feth_etl::stats::StatsReport;
+use feth_etl::stats::{StatsQuery, StatsReport};
 
 /// A free TCP port on 127.0.0.1.
 pub fn free_port() -> u16 {
@@ -83,7 +81,6 @@ impl Drop for Proc {
 /// A private redis-server with the tests' helpers.
 pub struct Redis {
     _server: LocalRedis,
-    pub port: u16,
     pub url: String,
 }
 
@@ -91,7 +88,6 @@ impl Redis {
     pub fn start() -> Self {
         let server = LocalRedis::start().unwrap_or_else(|e| panic!("{e:#}"));
         Redis {
-            port: server.port,
             url: server.url.clone(),
             _server: server,
         }
@@ -391,20 +387,19 @@ impl Node {
     }
 }
 
-/// Ingest arguments for tests (no progress bar, short retries).
-pub fn ingest_args(redis: &str, logs: &[&Path]) -> IngestArgs {
-    IngestArgs {
+/// Ingest configuration for tests (no progress bar, short retries).
+pub fn ingest_args(redis: &str, logs: &[&Path]) -> IngestConfig {
+    IngestConfig {
         tendermint: logs.iter().map(|p| p.to_path_buf()).collect(),
         redis: Some(redis.to_string()),
-        redis_retry_secs: 2,
-        no_progress: true,
+        redis_retry: Duration::from_secs(2),
+        progress: false,
         log_tz: Some("local".into()),
-        format: OutputFormat::Table,
-        ..IngestArgs::default()
+        ..IngestConfig::default()
     }
 }
 
-pub async fn ingest(args: &IngestArgs) -> Outcome {
+pub async fn ingest(args: &IngestConfig) -> Outcome {
     let out = feth_etl::ingest::run(args, std::future::pending())
         .await
         .unwrap_or_else(|e| panic!("ingest failed: {e}"));
@@ -412,16 +407,16 @@ pub async fn ingest(args: &IngestArgs) -> Outcome {
     out
 }
 
-pub fn stats_args(redis: &str, chain: &str) -> StatsArgs {
-    StatsArgs {
+pub fn stats_args(redis: &str, chain: &str) -> StatsQuery {
+    StatsQuery {
         redis: redis.to_string(),
         chain_id: chain.to_string(),
-        redis_retry_secs: 2,
-        ..StatsArgs::default()
+        redis_retry: Duration::from_secs(2),
+        ..StatsQuery::default()
     }
 }
 
-pub async fn stats(args: &StatsArgs) -> StatsReport {
+pub async fn stats(args: &StatsQuery) -> StatsReport {
     feth_etl::stats::query(args)
         .await
         .unwrap_or_else(|e| panic!("stats failed: {e}"))

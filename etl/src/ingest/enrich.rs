@@ -1,0 +1,83 @@
+//! RPC enrichment of written heights: header times and tx results from the
+//! node, written to Redis in their own task.
+
+use std::collections::BTreeMap;
+
+use tokio::sync::mpsc;
+
+use super::batch::RpcRequest;
+use super::report::RpcSummary;
+use crate::rpc::{Rpc, RpcError};
+use crate::store::{Store, WriteBatch};
+
+/// RPC enrichment of written heights, in its own task.
+async fn enrich(
+    rpc: Rpc,
+    store: Store,
+    mut rx: mpsc::Receiver<RpcRequest>,
+) -> (RpcSummary, Option<RpcError>) {
+    let mut sum = RpcSummary {
+        url: rpc.url().to_string(),
+        ..RpcSummary::default()
+    };
+    while let Some((heights, need_results)) = rx.recv().await {
+        let (facts, missing) = match rpc.fetch(&heights, &need_results).await {
+            Ok(r) => r,
+            Err(e) => return (sum, Some(e)),
+        };
+        sum.headers += facts.values().filter(|f| f.time_ns.is_some()).count() as u64;
+        sum.results += facts.values().filter(|f| f.valid.is_some()).count() as u64;
+        sum.missing += missing.len() as u64;
+        if sum.first_missing.is_none() {
+            sum.first_missing = missing.into_iter().next();
+        }
+        let batch = WriteBatch {
+            blocks: facts,
+            node_heights: BTreeMap::new(),
+        };
+        if let Err(e) = store.write(&batch).await {
+            // A Redis failure here is reported like an RPC one: the logs' data stands.
+            return (
+                sum,
+                Some(RpcError::Answer {
+                    url: rpc.url().to_string(),
+                    what: "writing RPC data".into(),
+                    detail: e.to_string(),
+                }),
+            );
+        }
+    }
+    (sum, None)
+}
+
+/// The enrichment task, when there is an RPC.
+pub(super) struct Enrichment {
+    url: String,
+    task: tokio::task::JoinHandle<(RpcSummary, Option<RpcError>)>,
+}
+
+impl Enrichment {
+    /// Starts the task; written heights go to the returned sender.
+    pub(super) fn start(rpc: Rpc, store: Store) -> (Self, mpsc::Sender<RpcRequest>) {
+        let (tx, rx) = mpsc::channel(4);
+        let url = rpc.url().to_string();
+        let task = tokio::spawn(enrich(rpc, store, rx));
+        (Self { url, task }, tx)
+    }
+
+    /// Waits for the task (its sender must be dropped) and returns its
+    /// figures and error.
+    pub(super) async fn finish(self) -> (Option<RpcSummary>, Option<RpcError>) {
+        match self.task.await {
+            Ok((s, e)) => (Some(s), e),
+            Err(e) => (
+                None,
+                Some(RpcError::Answer {
+                    url: self.url,
+                    what: "enrichment".into(),
+                    detail: e.to_string(),
+                }),
+            ),
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! feth-etl's integration tests, one binary: real logs (`tests/fixtures/`),
+//! real `redis-server`s and real CometBFT/Tendermint nodes on 127.0.0.1.
+
+mod all_versions;
+mod cometbft_038;
+mod common;
+mod fixtures;
+mod resilience;
+#[path = "../../benches/common/tile.rs"]
+mod tile;

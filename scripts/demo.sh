@@ -29,9 +29,9 @@ echo; echo "== feth load: 20 s closed loop, committed TPS read from blocks"
 "$feth" load --network "$web3" --keys "$dir/keys.txt" --duration 20 --json > "$dir/load.json"
 
 echo; echo "== feth profiler: 3 blocks under load"
-"$feth" profiler --network "$profiler" --enable --blocks 3 --frequency-hz 499
+"$feth" profiler --profiler "$profiler" --enable --blocks 3 --frequency-hz 499
 "$feth" load --network "$web3" --keys "$dir/keys.txt" --duration 5 --quiet >/dev/null
-(cd "$dir" && "$feth" profiler --network "$profiler")
+(cd "$dir" && "$feth" profiler --profiler "$profiler")
 
 echo; echo "== feth etl: the node's logs into Redis, then the answers"
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" >/dev/null &

@@ -15,9 +15,10 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::config::{
-    Retention, DEFAULT_BLOCKS, DEFAULT_FREQUENCY_HZ, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ,
-};
+use crate::config::Retention;
+#[cfg(feature = "node")]
+use crate::config::{DEFAULT_BLOCKS, DEFAULT_FREQUENCY_HZ, MAX_FREQUENCY_HZ, MIN_FREQUENCY_HZ};
+#[cfg(feature = "node")]
 use crate::error::ProfilerError;
 use crate::role::RoleFilter;
 
@@ -48,12 +49,14 @@ pub struct EnableParams {
 }
 
 /// [`EnableParams`] after validation.
+#[cfg(feature = "node")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EnableRequest {
     pub blocks: u32,
     pub frequency_hz: u32,
 }
 
+#[cfg(feature = "node")]
 impl EnableParams {
     /// Validates the params; `max_blocks` is the session cap of this profiler.
     pub(crate) fn validate(&self, max_blocks: u32) -> Result<EnableRequest, ProfilerError> {
@@ -76,6 +79,7 @@ impl EnableParams {
     }
 }
 
+#[cfg(feature = "node")]
 fn in_range(param: &'static str, value: i64, min: u32, max: u32) -> Result<u32, ProfilerError> {
     match u32::try_from(value) {
         Ok(v) if (min..=max).contains(&v) => Ok(v),
@@ -306,10 +310,13 @@ impl<'de> Deserialize<'de> for HeightSelector {
     }
 }
 
+/// Name of the per-block metadata file (a [`ProfileSummary`] as JSON), next to the files
+/// named by [`ProfileKind::file_name`] in a block's directory, on the node and once
+/// downloaded.
+pub const META_FILE: &str = "meta.json";
+
 /// Output format of a stored profile.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProfileKind {
     /// SVG flamegraph (inferno).
@@ -390,6 +397,7 @@ pub struct FetchResponse {
 
 impl FetchResponse {
     /// Builds a response from a file's bytes, encoding binary kinds in base64.
+    #[cfg(feature = "node")]
     pub(crate) fn new(
         height: u64,
         kind: ProfileKind,
@@ -436,6 +444,7 @@ impl FetchResponse {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "node")]
     #[test]
     fn enable_params_default_and_bounds() {
         let ok = EnableParams::default()
@@ -508,6 +517,7 @@ mod tests {
         assert!(parse(r#"{"height": 5, "path": "/etc/passwd"}"#).is_err());
     }
 
+    #[cfg(feature = "node")]
     #[test]
     fn binary_content_round_trips_through_base64() {
         let bytes = vec![0u8, 159, 146, 150, 255];

@@ -13,12 +13,11 @@ use std::path::{Path, PathBuf};
 use inferno::{differential, flamegraph};
 use serde::Serialize;
 
-use crate::api::ProfileKind;
+use crate::api::{ProfileKind, META_FILE};
 use crate::error::ProfilerError;
 use crate::folded::FoldedStacks;
-use crate::render::svg_from_lines;
 use crate::role::RoleFilter;
-use crate::store::META_FILE;
+use crate::svg::svg_from_lines;
 
 /// How deep [`load_profile_set`] looks for block directories.
 const MAX_DEPTH: usize = 4;

@@ -86,6 +86,7 @@ pub enum ProfilerError {
     },
 }
 
+#[cfg(any(feature = "node", feature = "client"))]
 impl ProfilerError {
     pub(crate) fn io(
         context: &'static str,

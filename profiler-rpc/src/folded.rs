@@ -97,7 +97,12 @@ impl FoldedStacks {
 
     /// Renders the stacks as an SVG flamegraph (e.g. a merge of N blocks).
     pub fn to_svg(&self, title: &str, subtitle: Option<&str>) -> Result<Vec<u8>, ProfilerError> {
-        crate::render::render_svg(self, title.to_string(), subtitle.map(str::to_string))
+        let lines: Vec<String> = self.iter().map(|(s, c)| format!("{s} {c}")).collect();
+        crate::svg::flamegraph_svg(
+            lines.iter().map(String::as_str),
+            title.to_string(),
+            subtitle.map(str::to_string),
+        )
     }
 
     /// The folded text: one `stack count` line per stack, sorted, newline-terminated.
@@ -111,12 +116,6 @@ impl FoldedStacks {
         }
         text
     }
-}
-
-/// Makes a symbol name safe as one folded frame: `;` separates frames and newlines end
-/// lines, so both are replaced (`[u8; 32]` becomes `[u8: 32]`).
-pub(crate) fn sanitize_frame(name: &str) -> String {
-    name.replace(';', ":").replace(['\n', '\r'], " ")
 }
 
 fn root_frame(stack: &str) -> &str {
@@ -172,14 +171,5 @@ mod tests {
         let counts = folded.self_counts();
         assert_eq!(counts.get("leaf"), Some(&5));
         assert_eq!(counts.get("a"), Some(&1));
-    }
-
-    #[test]
-    fn sanitize_removes_separators() {
-        assert_eq!(
-            sanitize_frame("<[u8; 32] as Foo>::bar"),
-            "<[u8: 32] as Foo>::bar"
-        );
-        assert_eq!(sanitize_frame("a\nb"), "a b");
     }
 }

@@ -30,33 +30,71 @@
 //! leaf functions, shrink-wrapped prologues) its caller is missing too. Self time therefore
 //! shows one or two levels up the stack; the call paths above are exact.
 //!
-//! The `feth profiler` and `feth flamegraph diff` commands live in [`cli`], on top of the
-//! typed JSON-RPC [`client`].
+//! # Node and client: two cargo features
+//!
+//! The crate has two sides, selected by cargo features (both on by default):
+//!
+//! * `node` — what an ABCI node embeds: [`BlockProfiler`], its sampling and rendering
+//!   threads (pprof-rs, inferno), the on-disk store and the JSON-RPC server ([`serve`],
+//!   jsonrpsee's server). abcid depends on the crate with `default-features = false,
+//!   features = ["node"]`, so it links no JSON-RPC client.
+//! * `client` — what a tool uses against a node: the typed JSON-RPC [`client`]
+//!   (jsonrpsee's HTTP client), [`download`] of a session's profiles into a local
+//!   directory, [`merge`] of a session's blocks into one flamegraph, and [`diff`] for
+//!   differential flamegraphs. The `feth profiler` and `feth flamegraph diff` commands of
+//!   the `feth` binary are built on it; the command line itself (arguments, progress bars,
+//!   printing) lives in that binary, not here.
+//!
+//! Both sides share the wire types ([`api`]), the configuration limits ([`config`]), the
+//! errors ([`error`]), thread roles ([`role`]) and [`folded`] stacks, which are always
+//! compiled. One crate with features rather than two crates: the two sides share those
+//! types and the on-disk layout, and a feature keeps them in one place.
 
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod cli;
+#[cfg(feature = "client")]
 pub mod client;
 pub mod config;
+#[cfg(feature = "client")]
 pub mod diff;
+#[cfg(feature = "client")]
+pub mod download;
 pub mod error;
 pub mod folded;
+#[cfg(feature = "node")]
+mod lock;
+#[cfg(feature = "client")]
+pub mod merge;
+#[cfg(feature = "node")]
 pub mod profiler;
+#[cfg(feature = "node")]
 mod render;
 pub mod role;
+#[cfg(feature = "node")]
 pub mod rpc;
+#[cfg(feature = "node")]
 mod sampler;
+#[cfg(feature = "node")]
 mod shared;
+#[cfg(feature = "node")]
 mod store;
+mod svg;
+#[cfg(feature = "node")]
+mod tag;
 
 pub use api::{
     ConsensusCost, DisableOutcome, EnableParams, FetchParams, FetchResponse, HeightSelector,
     ProfileKind, ProfileSummary, SessionState, SessionStatus, Status,
 };
+#[cfg(feature = "client")]
 pub use client::{ClientError, ProfilerClient};
 pub use config::{ProfilerConfig, Retention};
 pub use error::ProfilerError;
+#[cfg(feature = "node")]
 pub use profiler::BlockProfiler;
-pub use role::{tag_current_thread, Role, RoleFilter};
+pub use role::{Role, RoleFilter};
+#[cfg(feature = "node")]
 pub use rpc::{serve, RpcServer, ServeError, ServerConfig};
+#[cfg(feature = "node")]
+pub use tag::{current_thread_role, tag_current_thread};

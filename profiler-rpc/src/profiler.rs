@@ -39,9 +39,10 @@ use crate::api::{
 };
 use crate::config::ProfilerConfig;
 use crate::error::ProfilerError;
+use crate::lock::lock;
 use crate::render;
 use crate::sampler::{self, Command};
-use crate::shared::{lock, unix_ms, Health, Shared};
+use crate::shared::{unix_ms, Health, Shared};
 use crate::store::{Indexed, Store};
 
 /// How long `enable` waits for the profiler's warm-up on the sampling thread.

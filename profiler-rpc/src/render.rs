@@ -9,13 +9,12 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
 
-use inferno::flamegraph;
 use pprof::protos::Message as _;
 use pprof::{Frames, Report, Symbol, UnresolvedReport};
 
 use crate::api::{ProfileKind, ProfileSummary};
 use crate::error::ProfilerError;
-use crate::folded::{sanitize_frame, FoldedStacks};
+use crate::folded::FoldedStacks;
 use crate::role::{Role, RoleFilter, PROFILER_THREAD_PREFIX};
 use crate::shared::{set_current_thread_batch, set_current_thread_lowest_priority, Shared};
 use crate::store::StoredFile;
@@ -152,7 +151,7 @@ fn render_block(
         );
         files.push(StoredFile {
             name: ProfileKind::Svg.file_name(filter),
-            bytes: render_svg(&folded, title, Some(subtitle))?,
+            bytes: folded.to_svg(&title, Some(&subtitle))?,
         });
         files.push(StoredFile {
             name: ProfileKind::Folded.file_name(filter),
@@ -285,6 +284,12 @@ fn fold(samples: &[(Frames, isize)]) -> FoldedStacks {
     folded
 }
 
+/// Makes a symbol name safe as one folded frame: `;` separates frames and newlines end
+/// lines, so both are replaced (`[u8; 32]` becomes `[u8: 32]`).
+fn sanitize_frame(name: &str) -> String {
+    name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
 /// Encodes a report as a pprof protobuf whose samples carry, besides pprof-rs's `thread`
 /// label, a numeric `block_height` label.
 fn encode_pprof(report: &Report, height: u64) -> Result<Vec<u8>, ProfilerError> {
@@ -305,30 +310,16 @@ fn encode_pprof(report: &Report, height: u64) -> Result<Vec<u8>, ProfilerError> 
     Ok(profile.encode_to_vec())
 }
 
-/// Renders folded stacks as an SVG flamegraph (in memory: inferno's errors are returned,
-/// never unwrapped).
-pub(crate) fn render_svg(
-    folded: &FoldedStacks,
-    title: String,
-    subtitle: Option<String>,
-) -> Result<Vec<u8>, ProfilerError> {
-    let lines: Vec<String> = folded.iter().map(|(s, c)| format!("{s} {c}")).collect();
-    let mut options = flamegraph::Options::default();
-    options.title = title;
-    options.subtitle = subtitle;
-    options.count_name = "samples".into();
-    svg_from_lines(lines.iter().map(String::as_str), &mut options)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Runs inferno on folded lines (one or two counts per line) into a buffer.
-pub(crate) fn svg_from_lines<'a>(
-    lines: impl IntoIterator<Item = &'a str>,
-    options: &mut flamegraph::Options<'_>,
-) -> Result<Vec<u8>, ProfilerError> {
-    let mut svg = Vec::new();
-    flamegraph::from_lines(options, lines, &mut svg).map_err(|e| ProfilerError::Render {
-        what: "SVG flamegraph".into(),
-        reason: e.to_string(),
-    })?;
-    Ok(svg)
+    #[test]
+    fn sanitize_removes_separators() {
+        assert_eq!(
+            sanitize_frame("<[u8; 32] as Foo>::bar"),
+            "<[u8: 32] as Foo>::bar"
+        );
+        assert_eq!(sanitize_frame("a\nb"), "a b");
+    }
 }

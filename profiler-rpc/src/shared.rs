@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::api::{ErrorReport, ProfileSummary};
+use crate::lock::lock;
 use crate::store::{Indexed, Store};
 
 /// Failure counters and the most recent failure.
@@ -61,14 +62,6 @@ impl Shared {
     pub fn render_done(&self) {
         self.pending_renders.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it: the profiler must
-/// never take the node down with it.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).

@@ -19,13 +19,11 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::api::ProfileSummary;
+use crate::api::{ProfileSummary, META_FILE};
 use crate::config::Retention;
 use crate::error::ProfilerError;
-use crate::shared::lock;
+use crate::lock::lock;
 
-/// Name of the per-block metadata file.
-pub(crate) const META_FILE: &str = "meta.json";
 const TMP_PREFIX: &str = ".tmp-";
 
 /// A stored profile as the index knows it.

@@ -5,9 +5,11 @@ pub mod args;
 pub mod bench;
 pub mod devnet;
 pub mod etl;
+pub mod flamegraph;
 pub mod fund;
 pub mod info;
 pub mod load;
+pub mod profiler;
 pub mod send;
 
 use clap::{Parser, Subcommand};
@@ -33,9 +35,9 @@ enum Command {
     /// Heights, timestamps, transaction counts and block times.
     Block(info::BlockArgs),
     /// Arm the block profiler of a running node, or fetch what it captured.
-    Profiler(feth_profiler_rpc::cli::ProfilerArgs),
+    Profiler(profiler::ProfilerArgs),
     /// Flamegraph tools: differential flamegraphs of two sets of profiles.
-    Flamegraph(feth_profiler_rpc::cli::FlamegraphArgs),
+    Flamegraph(flamegraph::FlamegraphArgs),
     /// Node logs into Redis; block times, TPS and valid/invalid counts out.
     Etl(etl::EtlArgs),
     /// Benchmarks that print figures.
@@ -53,8 +55,8 @@ impl Cli {
             Command::Load(a) => load::run(a).await,
             Command::Info(a) => info::info(a).await,
             Command::Block(a) => info::block(a).await,
-            Command::Profiler(a) => feth_profiler_rpc::cli::run_profiler(a).await,
-            Command::Flamegraph(a) => feth_profiler_rpc::cli::run_flamegraph(a).await,
+            Command::Profiler(a) => profiler::run(a).await,
+            Command::Flamegraph(a) => flamegraph::run(a).await,
             Command::Etl(a) => etl::run(a).await,
             Command::Bench(c) => bench::run(c).await,
             Command::Send(a) => send::run(a).await,

@@ -1,20 +1,37 @@
-//! profiler-rpc embedded in abcid, on the real devnet under load: armed over
-//! RPC for three blocks, it captures each block's window (from the previous
-//! Commit's end to its own) with samples of both roles — CheckTx on the
-//! mempool connection, FinalizeBlock and Commit on the consensus connection —
-//! as well-formed SVGs holding abcid's frames of each, and pprof protobufs
-//! carrying the block height.
+//! profiler-rpc embedded in abcid, on the real devnet under load: armed by
+//! `feth profiler --enable` for three blocks, it captures each block's window
+//! (from the previous Commit's end to its own) with samples of both roles —
+//! CheckTx on the mempool connection, FinalizeBlock and Commit on the consensus
+//! connection — as well-formed SVGs holding abcid's frames of each, and pprof
+//! protobufs carrying the block height. `feth profiler` waits for the session,
+//! downloads exactly what the node serves and merges it; `feth profiler status`
+//! and `feth flamegraph diff` run on the result.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{funded, TestNet};
+use clap::Parser;
+
+use crate::common::{funded, wait_until, TestNet};
+use feth::cmd::Cli;
 use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadSettings};
 use feth_profiler_rpc::api::{EnableParams, FetchParams, HeightSelector, ProfileKind};
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 use pprof::protos::Message;
+
+/// Runs `feth ARGS…` as the binary does.
+async fn feth(args: &[&str]) -> anyhow::Result<()> {
+    Cli::try_parse_from(std::iter::once("feth").chain(args.iter().copied()))?
+        .run()
+        .await
+}
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_armed_blocks_under_load_are_captured_in_every_format() {
@@ -27,16 +44,37 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.wait = Duration::from_secs(30);
     let load = tokio::spawn(load::run(settings, keys));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Arm once the load's transactions are reaching blocks.
+    let client = net.client();
+    wait_until("a block holds the load's transactions", Duration::from_secs(30), || {
+        let c = &client;
+        async move {
+            let block: serde_json::Value = c
+                .call("eth_getBlockByNumber", serde_json::json!(["latest", false]))
+                .await
+                .unwrap_or_default();
+            block["transactions"].as_array().is_some_and(|t| t.len() > 10)
+        }
+    })
+    .await;
 
-    let client = ProfilerClient::new(&net.devnet.state.profiler_url(), None).unwrap();
-    client
-        .enable(EnableParams {
-            blocks: Some(3),
-            frequency_hz: Some(997),
-        })
-        .await
-        .unwrap();
+    let url = net.devnet.state.profiler_url();
+    let client = ProfilerClient::new(&url, None).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let out = local.path().join("flamegraphs");
+    feth(&[
+        "profiler",
+        "--profiler",
+        &url,
+        "--enable",
+        "--blocks",
+        "3",
+        "--frequency-hz",
+        "997",
+        "--json",
+    ])
+    .await
+    .expect("feth profiler --enable");
     // A second session is refused while the first is armed.
     assert!(client
         .enable(EnableParams {
@@ -45,6 +83,19 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
         })
         .await
         .is_err());
+    // `feth profiler` started while armed waits for the session, disarms and downloads.
+    feth(&[
+        "profiler",
+        "--profiler",
+        &url,
+        "--out",
+        utf8(&out),
+        "--timeout-secs",
+        "90",
+        "--json",
+    ])
+    .await
+    .expect("feth profiler (fetch)");
     let status = client.wait_idle(Duration::from_secs(60)).await.unwrap();
     assert!(!status.armed);
 
@@ -62,6 +113,7 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     let heights: Vec<u64> = profiles.iter().map(|p| p.height).collect();
     assert_eq!(heights[1], heights[0] + 1);
     assert_eq!(heights[2], heights[1] + 1);
+    let chain = out.join(&status.chain_id);
 
     // Over the three blocks, each role's SVG and folded stacks hold abcid's own frames.
     let mut texts: HashMap<(RoleFilter, ProfileKind), String> = HashMap::new();
@@ -78,6 +130,10 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
                     .unwrap()
                     .decode()
                     .unwrap();
+                let downloaded =
+                    std::fs::read(chain.join(height.to_string()).join(kind.file_name(role)))
+                        .expect("downloaded by feth profiler");
+                assert_eq!(downloaded, bytes, "{role} {kind:?} of block {height}");
                 let text = String::from_utf8(bytes).unwrap();
                 if kind == ProfileKind::Svg {
                     let options = roxmltree::ParsingOptions {
@@ -127,6 +183,51 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     assert!(stacks(RoleFilter::DeliverTx).any(|l| l.contains("execute_block")));
     assert!(!stacks(RoleFilter::DeliverTx).any(handles_check_tx));
 
+    check_merge_status_and_diff(&url, &chain, &heights, local.path()).await;
+
     let report = load.await.unwrap().expect("the load run");
     assert!(report.totals.included > 0, "the node kept producing blocks");
+}
+
+/// The merged flamegraph `feth profiler` drew of the session, `feth profiler status`, and
+/// `feth flamegraph diff` between the session's first and last blocks.
+async fn check_merge_status_and_diff(url: &str, chain: &Path, heights: &[u64], local: &Path) {
+    let merged = chain.join(format!("merged-{}-{}", heights[0], heights[2]));
+    let svg = std::fs::read_to_string(merged.join("deliver_tx.svg")).expect("merged SVG");
+    assert!(svg.contains("execute_block"));
+    feth(&["profiler", "status", "--network", url])
+        .await
+        .expect("feth profiler status (old --network spelling)");
+
+    let diff = local.join("diff.svg");
+    let before = chain.join(heights[0].to_string());
+    let after = chain.join(heights[2].to_string());
+    feth(&[
+        "flamegraph",
+        "diff",
+        utf8(&before),
+        utf8(&after),
+        "-o",
+        utf8(&diff),
+        "--role",
+        "deliver_tx",
+        "--json",
+    ])
+    .await
+    .expect("feth flamegraph diff");
+    let svg = std::fs::read_to_string(&diff).expect("diff SVG");
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&svg, options).expect("well-formed SVG");
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    let rooted = |root: &str| titles.iter().any(|t| t.starts_with(&format!("{root} (")));
+    assert!(rooted("deliver_tx"), "{titles:?}");
+    assert!(!rooted("check_tx"), "--role deliver_tx leaves check_tx out");
+    assert!(titles.iter().any(|t| t.contains("execute_block")));
 }

@@ -3,8 +3,8 @@
 //! tests take turns on pprof-rs's single global profiler (see `common::serial`).
 
 mod auth;
-mod cli;
 mod common;
+mod download_merge;
 mod end_to_end;
 mod render_failure;
 mod validation;

@@ -1,0 +1,553 @@
+//! `feth profiler`: arm a live node's block profiler, show what it does, or fetch what it
+//! captured.
+//!
+//! * `feth profiler --profiler URL --enable [--blocks N] [--frequency-hz F]` arms the node.
+//! * `feth profiler --profiler URL` waits for the armed session to finish, disarms, and
+//!   downloads its profiles into `flamegraphs/<chain-id>/<height>/`, plus a merged
+//!   flamegraph of the session in `flamegraphs/<chain-id>/merged-<first>-<last>/`.
+//! * `feth profiler status` shows what the node's profiler is doing.
+//!
+//! `--profiler` is the profiler's own JSON-RPC endpoint, not a web3 endpoint; the older
+//! spelling `--network` still works as a hidden alias. With `--json`, stdout carries one
+//! JSON document and no progress bar is drawn.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use feth_profiler_rpc::api::{EnableParams, ProfileSummary, SessionState, SessionStatus, Status};
+use feth_profiler_rpc::config::validate_chain_id;
+use feth_profiler_rpc::download::{self, DownloadPlan};
+use feth_profiler_rpc::merge::merge_session;
+use feth_profiler_rpc::ProfilerClient;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+/// The profiler endpoint of a default local node.
+pub const DEFAULT_PROFILER_URL: &str = "http://127.0.0.1:6060";
+/// Where profiles are downloaded by default.
+pub const DEFAULT_OUT: &str = "flamegraphs";
+/// Longest wait for a session's blocks and the node's rendering, by default.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
+/// How often the node is polled while waiting.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Where the node's profiler listens, and how to print.
+#[derive(Clone, Debug, clap::Args)]
+pub struct EndpointArgs {
+    /// The node's profiler JSON-RPC endpoint.
+    #[arg(
+        long = "profiler",
+        alias = "network",
+        global = true,
+        env = "FETH_PROFILER_URL",
+        default_value = DEFAULT_PROFILER_URL,
+        value_name = "URL"
+    )]
+    pub url: String,
+    /// Bearer token, required when the node serves the profiler off loopback.
+    #[arg(
+        long,
+        global = true,
+        env = "FETH_PROFILER_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Print JSON instead of a readable summary.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `feth profiler`: arm a live node's block profiler, or fetch what it captured and
+/// disarm it.
+#[derive(Clone, Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProfilerArgs {
+    /// `status`; without a subcommand: fetch (or arm, with --enable).
+    #[command(subcommand)]
+    pub command: Option<ProfilerCommand>,
+    /// Endpoint and output format.
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    /// Arm the profiler from the next block on (without it: wait, disarm and fetch).
+    #[arg(long)]
+    pub enable: bool,
+    /// With --enable: consecutive blocks to capture (node default 1).
+    #[arg(long, requires = "enable")]
+    pub blocks: Option<u32>,
+    /// With --enable: sampling frequency in Hz, 1-1000 (node default 99).
+    #[arg(long, requires = "enable")]
+    pub frequency_hz: Option<u32>,
+    /// Directory the profiles are downloaded into.
+    #[arg(long, default_value = DEFAULT_OUT)]
+    pub out: PathBuf,
+    /// Download every profile the node keeps, not only the latest session's.
+    #[arg(long)]
+    pub all: bool,
+    /// Disarm at once instead of waiting for the armed session's remaining blocks.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Longest wait for the session's blocks and for the node's rendering, in seconds.
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+    pub timeout_secs: u64,
+}
+
+/// Subcommands of `feth profiler`.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum ProfilerCommand {
+    /// Show whether the profiler is armed, what it keeps and its last failure.
+    Status,
+}
+
+/// Runs `feth profiler …`.
+pub async fn run(args: ProfilerArgs) -> anyhow::Result<()> {
+    let client = ProfilerClient::new(&args.endpoint.url, args.endpoint.token.as_deref())?;
+    match (&args.command, args.enable) {
+        (Some(ProfilerCommand::Status), _) => show_status(&client, args.endpoint.json).await,
+        (None, true) => enable(&client, &args).await,
+        (None, false) => collect(&client, &args).await,
+    }
+}
+
+async fn show_status(client: &ProfilerClient, json: bool) -> anyhow::Result<()> {
+    let status = client.status().await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print_status(client.url(), &status);
+    }
+    Ok(())
+}
+
+fn print_status(url: &str, status: &Status) {
+    println!(
+        "profiler at {url}: {} (chain {})",
+        if status.armed { "ARMED" } else { "disarmed" },
+        status.chain_id
+    );
+    if status.warming_up {
+        println!("  warming up for a new session");
+    }
+    if let Some(session) = &status.session {
+        println!("  {}", describe_session(session));
+    }
+    println!(
+        "  profiles kept: {} ({} of {}, at most {} profiles), {} still rendering",
+        status.profiles,
+        human_bytes(status.profiles_bytes),
+        human_bytes(status.retention.max_bytes),
+        status.retention.max_profiles,
+        status.pending_renders
+    );
+    println!(
+        "  captured since start: {}, failures: {}",
+        status.captured_total, status.failures_total
+    );
+    let cost = &status.consensus_cost;
+    if cost.blocks > 0 {
+        println!(
+            "  consensus thread in armed hooks: {:.1} µs per block (longest call {:.1} µs, {} blocks)",
+            cost.mean_block_us(),
+            cost.max_call_ns as f64 / 1e3,
+            cost.blocks
+        );
+    }
+    if let Some(error) = &status.last_error {
+        println!(
+            "  last failure ({} at height {}): {}",
+            error.stage,
+            error.height.map_or("-".into(), |h| h.to_string()),
+            error.message
+        );
+    }
+}
+
+async fn enable(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result<()> {
+    let session = client
+        .enable(EnableParams {
+            blocks: args.blocks.map(i64::from),
+            frequency_hz: args.frequency_hz.map(i64::from),
+        })
+        .await?;
+    if args.endpoint.json {
+        println!("{}", serde_json::to_string_pretty(&session)?);
+    } else {
+        println!(
+            "armed session {}: the next {} block(s) at {} Hz",
+            session.id, session.blocks_requested, session.frequency_hz
+        );
+        println!("fetch them with: feth profiler --profiler {}", client.url());
+    }
+    Ok(())
+}
+
+/// What `feth profiler` (fetch) did, printed as JSON with `--json`.
+#[derive(Debug, Serialize)]
+struct CollectReport {
+    chain_id: String,
+    session: Option<SessionStatus>,
+    dir: PathBuf,
+    profiles: Vec<ProfileSummary>,
+    downloaded_files: usize,
+    already_present: usize,
+    merged_dir: Option<PathBuf>,
+    warnings: Vec<String>,
+}
+
+/// Waits for the armed session, disarms, downloads and merges.
+async fn collect(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(args.timeout_secs);
+    let json = args.endpoint.json;
+    let (status, session, mut warnings) = finish_session(client, args, deadline).await?;
+    let listed = client.list().await?;
+    let session_id = session
+        .as_ref()
+        .map(|s| s.id)
+        .or_else(|| listed.iter().map(|p| p.session_id).max());
+    let profiles: Vec<ProfileSummary> = listed
+        .into_iter()
+        .filter(|p| args.all || Some(p.session_id) == session_id)
+        .collect();
+
+    let chain_dir = args.out.join(&status.chain_id);
+    let plan = download::plan_download(&chain_dir, &profiles);
+    let already_present = plan.already_present;
+    let downloaded_files =
+        download_with_progress(client, &chain_dir, &profiles, plan, json).await?;
+    let session_profiles: Vec<&ProfileSummary> = profiles
+        .iter()
+        .filter(|p| Some(p.session_id) == session_id)
+        .collect();
+    let merged_dir = merge_session(&chain_dir, &session_profiles)?;
+    warnings.extend(failure_warning(&status, session.as_ref()));
+
+    let report = CollectReport {
+        chain_id: status.chain_id.clone(),
+        session,
+        dir: chain_dir,
+        profiles,
+        downloaded_files,
+        already_present,
+        merged_dir,
+        warnings,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_collect_report(&report);
+    }
+    Ok(())
+}
+
+/// Waits for the armed session (unless `--no-wait`), disarms and waits for the node's
+/// rendering. Returns the node's status afterwards, the session, and warnings.
+async fn finish_session(
+    client: &ProfilerClient,
+    args: &ProfilerArgs,
+    deadline: Instant,
+) -> anyhow::Result<(Status, Option<SessionStatus>, Vec<String>)> {
+    let json = args.endpoint.json;
+    let mut warnings = Vec::new();
+    let status = client.status().await?;
+    validate_chain_id(&status.chain_id)
+        .with_context(|| format!("node reports an unsafe chain id {:?}", status.chain_id))?;
+    if status.armed && !args.no_wait {
+        warnings.extend(wait_for_session(client, &status, deadline, json).await?);
+    }
+    let disabled = client.disable().await?;
+    if disabled.was_armed {
+        let mut note = "disarmed the profiler before its session finished".to_string();
+        if let Some(height) = disabled.discarded_height {
+            note.push_str(&format!("; the capture of block {height} was discarded"));
+        }
+        warnings.push(note);
+    }
+    warnings.extend(wait_for_renders(client, deadline, json).await?);
+    let status = client.status().await?;
+    let session = disabled.session.or(status.session.clone());
+    Ok((status, session, warnings))
+}
+
+/// The node's last failure, if it happened during `session`. Session ids are arming times
+/// in Unix ms.
+fn failure_warning(status: &Status, session: Option<&SessionStatus>) -> Option<String> {
+    let since = session.map_or(0, |s| s.id);
+    let error = status.last_error.as_ref().filter(|e| e.unix_ms >= since)?;
+    Some(format!(
+        "the node's profiler reports a failure ({} at height {}): {}",
+        error.stage,
+        error.height.map_or("-".into(), |h| h.to_string()),
+        error.message
+    ))
+}
+
+async fn wait_for_session(
+    client: &ProfilerClient,
+    status: &Status,
+    deadline: Instant,
+    quiet: bool,
+) -> anyhow::Result<Option<String>> {
+    let requested = status.session.as_ref().map_or(1, |s| s.blocks_requested);
+    let bar = progress(
+        quiet,
+        u64::from(requested),
+        "{spinner} capturing blocks {pos}/{len} {msg}",
+    );
+    loop {
+        let status = client.status().await?;
+        if let Some(session) = &status.session {
+            bar.set_position(u64::from(session.blocks_captured));
+            bar.set_message(
+                session
+                    .in_progress_height
+                    .map_or(String::new(), |h| format!("(at height {h})")),
+            );
+        }
+        if !status.armed {
+            bar.finish_and_clear();
+            return Ok(None);
+        }
+        if Instant::now() >= deadline {
+            bar.abandon();
+            return Ok(Some(
+                "timed out waiting for the session's blocks; is the chain producing blocks?".into(),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn wait_for_renders(
+    client: &ProfilerClient,
+    deadline: Instant,
+    quiet: bool,
+) -> anyhow::Result<Option<String>> {
+    let spinner = progress(quiet, 0, "{spinner} node is rendering {msg}");
+    loop {
+        let pending = client.status().await?.pending_renders;
+        if pending == 0 {
+            spinner.finish_and_clear();
+            return Ok(None);
+        }
+        spinner.set_message(format!("{pending} block(s)"));
+        if Instant::now() >= deadline {
+            spinner.abandon();
+            return Ok(Some(format!(
+                "timed out with {pending} block(s) still rendering on the node; run again later"
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Downloads the planned files with a progress bar, then every profile's metadata;
+/// returns how many files were downloaded.
+async fn download_with_progress(
+    client: &ProfilerClient,
+    chain_dir: &std::path::Path,
+    profiles: &[ProfileSummary],
+    plan: DownloadPlan,
+    quiet: bool,
+) -> anyhow::Result<usize> {
+    let bar = progress(
+        quiet,
+        plan.files.len() as u64,
+        "{bar:30} {pos}/{len} files {msg}",
+    );
+    for file in &plan.files {
+        bar.set_message(format!("height {}", file.height));
+        download::download_file(client, chain_dir, *file).await?;
+        bar.inc(1);
+    }
+    download::write_metadata(chain_dir, profiles)?;
+    bar.finish_and_clear();
+    Ok(plan.files.len())
+}
+
+fn print_collect_report(report: &CollectReport) {
+    match &report.session {
+        Some(session) => println!("chain {}: {}", report.chain_id, describe_session(session)),
+        None => println!("chain {}: no session on record", report.chain_id),
+    }
+    if report.profiles.is_empty() {
+        println!("no profiles to fetch");
+    } else {
+        print_profile_table(report);
+    }
+    if let Some(dir) = &report.merged_dir {
+        println!("merged flamegraph: {}", dir.join("all.svg").display());
+    }
+    for warning in &report.warnings {
+        println!("warning: {warning}");
+    }
+}
+
+fn print_profile_table(report: &CollectReport) {
+    println!(
+        "{:>10} {:>8} {:>9} {:>11} {:>10} {:>10} {:>8}  files",
+        "height", "samples", "check_tx", "deliver_tx", "window", "execution", "lag"
+    );
+    for p in &report.profiles {
+        let execution = p
+            .execution_ms
+            .map_or_else(|| "-".to_string(), |ms| format!("{ms:.0}ms"));
+        println!(
+            "{:>10} {:>8} {:>9} {:>11} {:>8.0}ms {:>10} {:>6.1}ms  {}",
+            p.height,
+            p.samples,
+            p.check_tx_samples,
+            p.deliver_tx_samples,
+            p.duration_ms,
+            execution,
+            p.start_delay_ms.max(p.end_delay_ms),
+            report.dir.join(p.height.to_string()).display()
+        );
+    }
+    println!(
+        "(window: previous Commit end to this Commit end; execution: FinalizeBlock start to \
+         Commit end; lag: how late the window opened or closed after the node's calls)"
+    );
+    println!(
+        "{} file(s) downloaded, {} profile(s) already present",
+        report.downloaded_files, report.already_present
+    );
+}
+
+fn describe_session(session: &SessionStatus) -> String {
+    let state = match session.state {
+        SessionState::Armed => "armed",
+        SessionState::Completed => "completed",
+        SessionState::Disabled => "disabled",
+        SessionState::Failed => "failed",
+    };
+    let mut text = format!(
+        "session {} {state}: {}/{} blocks captured at {} Hz",
+        session.id, session.blocks_captured, session.blocks_requested, session.frequency_hz
+    );
+    if session.blocks_discarded > 0 {
+        text.push_str(&format!(", {} discarded", session.blocks_discarded));
+    }
+    if let Some(height) = session.in_progress_height {
+        text.push_str(&format!(", capturing height {height}"));
+    }
+    text
+}
+
+/// A progress bar (or spinner when `len` is 0) on stderr; hidden when `hidden`.
+fn progress(hidden: bool, len: u64, template: &str) -> ProgressBar {
+    if hidden {
+        return ProgressBar::hidden();
+    }
+    let bar = if len == 0 {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::new(len)
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cmd::{Cli, Command};
+
+    /// Parses `feth profiler ARGS…` with the real command line.
+    fn parse(args: &[&str]) -> Result<ProfilerArgs, clap::Error> {
+        let argv = ["feth", "profiler"].into_iter().chain(args.iter().copied());
+        match Cli::try_parse_from(argv)?.command {
+            Command::Profiler(args) => Ok(args),
+            other => panic!("`feth profiler` parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_optional_flag_gives_the_defaults() {
+        let args = parse(&[]).expect("bare `feth profiler` parses");
+        assert_eq!(args.endpoint.url, DEFAULT_PROFILER_URL);
+        assert_eq!(args.endpoint.token, None);
+        assert!(!args.endpoint.json);
+        assert!(args.command.is_none());
+        assert!(!args.enable && !args.all && !args.no_wait);
+        assert_eq!((args.blocks, args.frequency_hz), (None, None));
+        assert_eq!(args.out, PathBuf::from(DEFAULT_OUT));
+        assert_eq!(args.timeout_secs, DEFAULT_TIMEOUT_SECS);
+    }
+
+    #[test]
+    fn the_endpoint_is_profiler_and_network_is_a_hidden_alias() {
+        let url = "http://127.0.0.1:1";
+        for flag in ["--profiler", "--network"] {
+            let args = parse(&["status", flag, url]).expect("status with an endpoint");
+            assert_eq!(args.endpoint.url, url, "{flag}");
+            assert!(matches!(args.command, Some(ProfilerCommand::Status)));
+        }
+        let help = parse(&["--help"])
+            .expect_err("--help stops parsing")
+            .to_string();
+        assert!(help.contains("--profiler <URL>"), "{help}");
+        assert!(!help.contains("--network"), "the alias is hidden: {help}");
+    }
+
+    #[test]
+    fn enable_options_are_parsed_and_need_enable() {
+        let args = parse(&[
+            "--enable",
+            "--blocks",
+            "3",
+            "--frequency-hz",
+            "199",
+            "--json",
+        ])
+        .expect("--enable with options");
+        assert!(args.enable && args.endpoint.json);
+        assert_eq!((args.blocks, args.frequency_hz), (Some(3), Some(199)));
+        assert!(
+            parse(&["--blocks", "3"]).is_err(),
+            "--blocks needs --enable"
+        );
+        assert!(parse(&["--frequency-hz", "99"]).is_err(), "needs --enable");
+        assert!(parse(&["status", "--enable"]).is_err());
+        assert!(parse(&["--enable", "--blocks", "-1"]).is_err());
+    }
+
+    #[test]
+    fn sessions_and_sizes_read_well() {
+        let session = SessionStatus {
+            id: 7,
+            state: SessionState::Armed,
+            frequency_hz: 99,
+            blocks_requested: 3,
+            blocks_started: 2,
+            blocks_captured: 1,
+            blocks_discarded: 1,
+            in_progress_height: Some(12),
+        };
+        assert_eq!(
+            describe_session(&session),
+            "session 7 armed: 1/3 blocks captured at 99 Hz, 1 discarded, capturing height 12"
+        );
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 * 1024 * 1024 / 2), "1.5 MiB");
+    }
+}

@@ -46,16 +46,22 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     let load = tokio::spawn(load::run(settings, keys));
     // Arm once the load's transactions are reaching blocks.
     let client = net.client();
-    wait_until("a block holds the load's transactions", Duration::from_secs(30), || {
-        let c = &client;
-        async move {
-            let block: serde_json::Value = c
-                .call("eth_getBlockByNumber", serde_json::json!(["latest", false]))
-                .await
-                .unwrap_or_default();
-            block["transactions"].as_array().is_some_and(|t| t.len() > 10)
-        }
-    })
+    wait_until(
+        "a block holds the load's transactions",
+        Duration::from_secs(30),
+        || {
+            let c = &client;
+            async move {
+                let block: serde_json::Value = c
+                    .call("eth_getBlockByNumber", serde_json::json!(["latest", false]))
+                    .await
+                    .unwrap_or_default();
+                block["transactions"]
+                    .as_array()
+                    .is_some_and(|t| t.len() > 10)
+            }
+        },
+    )
     .await;
 
     let url = net.devnet.state.profiler_url();

@@ -36,7 +36,7 @@ use tokio::task::JoinHandle;
 
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
-use crate::devnet::{self, Devnet, DevnetOptions};
+use crate::devnet::{self, Devnet};
 use crate::load::engine::{LoadPlan, Recipients};
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadReport, LoadSettings};
@@ -218,11 +218,11 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
         tempfile::tempdir()
     }
     .context("cannot create a temporary devnet folder")?;
-    let mut options = DevnetOptions::private(dir.path(), devnet::free_ports()?);
-    options.timeout_commit = plan.timeout_commit.clone();
-    let mut net = Devnet::start(options)
-        .await
-        .context("starting the devnet")?;
+    let mut net = Devnet::start_private(dir.path(), |o| {
+        o.timeout_commit = plan.timeout_commit.clone();
+    })
+    .await
+    .context("starting the devnet")?;
     let root = crate::keys::read_key_file(&net.state.root_key())?;
     let client = crate::eth::EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
     let (keys, _) = crate::fund::fund_seeded(

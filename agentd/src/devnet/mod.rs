@@ -510,6 +510,27 @@ impl Devnet {
         })
     }
 
+    /// Starts a devnet of its own in `dir` on free loopback ports
+    /// ([`DevnetOptions::private`], then `tweak`). A port is free when chosen
+    /// but another process may bind it first, and then CometBFT or abcid
+    /// exits at start: such a start is tried again on new ports, three times
+    /// in all.
+    pub async fn start_private(dir: &Path, tweak: impl Fn(&mut DevnetOptions)) -> Result<Self> {
+        let mut attempt = 1;
+        loop {
+            let mut options = DevnetOptions::private(dir, free_ports()?);
+            tweak(&mut options);
+            match Self::start(options).await {
+                Ok(net) => return Ok(net),
+                Err(e) if attempt < 3 => {
+                    tracing::warn!("devnet start, attempt {attempt}: {e:#}; trying new ports");
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Stops whatever still runs and starts both again on the same chain.
     pub async fn restart(&mut self) -> Result<()> {
         stop_processes(&mut self.state, true);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, U256};
 use feth::accounts::KeySet;
-use feth::devnet::{free_ports, process, Devnet, DevnetOptions};
+use feth::devnet::{process, Devnet, DevnetOptions};
 use feth::eth::EthClient;
 use feth::fund;
 use secp256k1::SecretKey;
@@ -23,11 +23,11 @@ impl TestNet {
         Self::start_with(|_| {}).await
     }
 
-    pub async fn start_with(tweak: impl FnOnce(&mut DevnetOptions)) -> Self {
+    pub async fn start_with(tweak: impl Fn(&mut DevnetOptions)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut opts = DevnetOptions::private(dir.path(), free_ports().unwrap());
-        tweak(&mut opts);
-        let devnet = Devnet::start(opts).await.expect("devnet starts");
+        let devnet = Devnet::start_private(dir.path(), tweak)
+            .await
+            .expect("devnet starts");
         let root = feth::keys::read_key_file(&devnet.state.root_key()).unwrap();
         Self {
             root_address: feth::keys::address_of(&root),

@@ -253,8 +253,28 @@ impl Node {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
-    /// Starts (appending to the log), waits for RPC.
+    /// Starts (appending to the log) and waits until its own RPC answers.
+    /// Ports come from `free_port`, which another process may take between
+    /// the check and the node's bind: a node that exits at start, or a port
+    /// that answers as another node, gets fresh ports and another try.
     pub async fn start(&mut self, peers: Option<&str>) {
+        let id = self.node_id();
+        for attempt in 1..=3 {
+            self.spawn(peers);
+            match self.wait_own_rpc(&id).await {
+                Ok(()) => return,
+                Err(why) if attempt < 3 => {
+                    eprintln!("node start, attempt {attempt}: {why}; new ports");
+                    self.stop();
+                    self.rpc_port = free_port();
+                    self.p2p_port = free_port();
+                }
+                Err(why) => panic!("{why}; log: {}", self.log.display()),
+            }
+        }
+    }
+
+    fn spawn(&mut self, peers: Option<&str>) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -276,14 +296,31 @@ impl Node {
             .spawn()
             .expect("spawn node");
         self.proc = Some(Proc { child });
+    }
+
+    /// Waits until the RPC port answers as node `id` (this node).
+    async fn wait_own_rpc(&mut self, id: &str) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while self.rpc("status").await.is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "node RPC on {} did not come up; log: {}",
-                self.rpc_port,
-                self.log.display()
-            );
+        loop {
+            if let Some(status) = self.rpc("status").await {
+                let answered = status["node_info"]["id"].as_str().unwrap_or_default();
+                if answered == id {
+                    return Ok(());
+                }
+                return Err(format!(
+                    "RPC port {} answered as node {answered:?}, not {id}: another process owns it",
+                    self.rpc_port
+                ));
+            }
+            let exited = self.proc.as_mut().map(|p| p.child.try_wait());
+            if let Some(Ok(Some(status))) = exited {
+                return Err(format!(
+                    "node exited at start ({status}); a port was taken?"
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("node RPC on {} did not come up", self.rpc_port));
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

@@ -403,3 +403,6 @@ fn summary(r: &StatsReport) -> Vec<(&'static str, String)> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests;

@@ -445,3 +445,6 @@ impl Rpc {
         Ok((facts, missing))
     }
 }
+
+#[cfg(test)]
+mod tests;

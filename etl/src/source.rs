@@ -267,64 +267,124 @@ pub fn follow(
     poll: Duration,
     f: &mut dyn Sink,
 ) -> Result<(Compression, FollowEnd), SourceError> {
-    let read_err = |source| SourceError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut out = FollowEnd::default();
-    let mut file = open(path, progress.clone())?;
+    let file = open(path, progress.clone())?;
     if file.compression == Compression::Gzip {
         let (c, end) = read_all(path, progress, stop, f)?;
-        out.unterminated = u64::from(end.unterminated);
+        let out = FollowEnd {
+            unterminated: u64::from(end.unterminated),
+            ..FollowEnd::default()
+        };
         return Ok((c, out));
     }
-    let mut ino = std::fs::metadata(path).map_err(read_err)?.ino();
-    let mut pos: u64 = 0;
-    let mut lines = Lines::new();
+    let mut followed = Followed {
+        path,
+        ino: std::fs::metadata(path).map_err(read_error(path))?.ino(),
+        progress,
+        file,
+        pos: 0,
+        lines: Lines::new(),
+        end: FollowEnd::default(),
+    };
     loop {
-        let n = lines.fill(&mut file.reader, f).map_err(read_err)?;
-        pos += n as u64;
-        if n > 0 {
+        if followed.read(f)? > 0 {
             continue;
         }
         if stop.load(Ordering::Relaxed) {
-            out.unterminated += u64::from(!lines.pending().is_empty());
-            return Ok((Compression::None, out));
+            followed.drop_pending();
+            return Ok((Compression::None, followed.end));
         }
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.ino() != ino => {
-                // Rotated: finish the old file, then start on the new one.
-                while lines.fill(&mut file.reader, f).map_err(read_err)? > 0 {}
-                out.unterminated += u64::from(!lines.pending().is_empty());
-                lines.clear();
-                match open(path, progress.clone()) {
-                    Ok(new) => {
-                        file = new;
-                        ino = meta.ino();
-                        pos = 0;
-                        out.rotations += 1;
-                        continue;
-                    }
-                    // Renamed again before we opened it: retry on the next poll.
-                    Err(SourceError::Open { source, .. })
-                        if source.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(meta) if meta.len() < pos => {
-                // Truncated in place: read it again from the start.
-                out.unterminated += u64::from(!lines.pending().is_empty());
-                lines.clear();
-                file = open(path, progress.clone())?;
-                pos = 0;
-                out.truncations += 1;
-                continue;
+        if !followed.switched(f)? {
+            f.idle();
+            std::thread::sleep(poll);
+        }
+    }
+}
+
+/// Maps a read failure of `path` to [`SourceError::Read`].
+fn read_error(path: &Path) -> impl Fn(io::Error) -> SourceError + '_ {
+    move |source| SourceError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The state of [`follow`]: the file open now, where in it, and what was seen.
+struct Followed<'a> {
+    path: &'a Path,
+    progress: Arc<AtomicU64>,
+    file: LogFile,
+    /// Inode of the open file.
+    ino: u64,
+    /// Bytes read from it.
+    pos: u64,
+    lines: Lines,
+    end: FollowEnd,
+}
+
+impl Followed<'_> {
+    /// Reads what is there, passing complete lines to `f`; bytes read.
+    fn read(&mut self, f: &mut dyn Sink) -> Result<usize, SourceError> {
+        let n = self
+            .lines
+            .fill(&mut self.file.reader, f)
+            .map_err(read_error(self.path))?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    /// Counts and drops an unterminated last line.
+    fn drop_pending(&mut self) {
+        self.end.unterminated += u64::from(!self.lines.pending().is_empty());
+        self.lines.clear();
+    }
+
+    /// Whether the path now names a new file (rotation) or a shorter one
+    /// (truncation), in which case reading goes on there.
+    fn switched(&mut self, f: &mut dyn Sink) -> Result<bool, SourceError> {
+        match std::fs::metadata(self.path) {
+            Ok(meta) if meta.ino() != self.ino => self.rotated(meta.ino(), f),
+            Ok(meta) if meta.len() < self.pos => {
+                self.truncated()?;
+                Ok(true)
             }
             // Same file, or moved away with no successor yet: keep waiting.
-            _ => {}
+            _ => Ok(false),
         }
-        f.idle();
-        std::thread::sleep(poll);
+    }
+
+    /// The path is a new file (inode `ino`): finishes the old one, then
+    /// switches to the new. False when the new file vanished before it
+    /// could be opened (renamed again): retry on the next poll.
+    fn rotated(&mut self, ino: u64, f: &mut dyn Sink) -> Result<bool, SourceError> {
+        while self
+            .lines
+            .fill(&mut self.file.reader, f)
+            .map_err(read_error(self.path))?
+            > 0
+        {}
+        self.drop_pending();
+        match open(self.path, self.progress.clone()) {
+            Ok(new) => {
+                self.file = new;
+                self.ino = ino;
+                self.pos = 0;
+                self.end.rotations += 1;
+                Ok(true)
+            }
+            Err(SourceError::Open { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The file shrank (copytruncate): reads it again from the start.
+    fn truncated(&mut self) -> Result<(), SourceError> {
+        self.drop_pending();
+        self.file = open(self.path, self.progress.clone())?;
+        self.pos = 0;
+        self.end.truncations += 1;
+        Ok(())
     }
 }
 

@@ -367,45 +367,42 @@ impl Store {
         if batch.is_empty() {
             return Ok(());
         }
-        let k = &self.keys;
         let mut p = redis::pipe();
         p.atomic();
         p.sadd(Keys::chains(), &self.chain).ignore();
-        for (h, f) in &batch.blocks {
-            let mut items: Vec<(&str, String)> = vec![("height", h.to_string())];
-            if let Some(v) = f.txs {
-                items.push(("txs", v.to_string()));
-            }
-            if let Some(v) = f.valid {
-                items.push(("valid", v.to_string()));
-            }
-            if let Some(v) = f.invalid {
-                items.push(("invalid", v.to_string()));
-            }
-            if let (Some(t), Some(src)) = (f.time_ns, f.time_src) {
-                items.push(("time_ns", t.to_string()));
-                items.push(("time_src", src.as_str().to_string()));
-            }
-            p.cmd("HSET").arg(k.block(*h)).arg(&items).ignore();
+        self.add_blocks(&mut p, &batch.blocks);
+        self.add_node_heights(&mut p, &batch.node_heights);
+        self.exec(&p, || match batch.height_range() {
+            Some((lo, hi)) => format!("heights {lo}–{hi}"),
+            None => "a batch".to_string(),
+        })
+        .await
+    }
+
+    /// Each block's hash (the fields known) and its place in the height set.
+    fn add_blocks(&self, p: &mut Pipeline, blocks: &BTreeMap<u64, BlockFacts>) {
+        for (h, f) in blocks {
+            p.cmd("HSET")
+                .arg(self.keys.block(*h))
+                .arg(block_fields(*h, f))
+                .ignore();
         }
-        let heights: Vec<u64> = batch.blocks.keys().copied().collect();
+        let heights: Vec<u64> = blocks.keys().copied().collect();
         for chunk in heights.chunks(PAIRS_PER_CMD) {
             let pairs: Vec<(u64, u64)> = chunk.iter().map(|h| (*h, *h)).collect();
-            p.zadd_multiple(k.heights(), &pairs).ignore();
+            p.zadd_multiple(self.keys.heights(), &pairs).ignore();
         }
-        // Per node: (height, height) pairs and (commit µs, height) pairs.
-        type Pairs = (Vec<(u64, u64)>, Vec<(f64, u64)>);
-        let mut by_node: BTreeMap<&str, Pairs> = BTreeMap::new();
-        for ((node, h), commit) in &batch.node_heights {
-            let e = by_node.entry(node).or_default();
-            e.0.push((*h, *h));
-            if let Some(ns) = commit {
-                // Unix µs is exact in an f64 until the year 2255.
-                #[allow(clippy::cast_precision_loss)]
-                e.1.push(((*ns / 1000) as f64, *h));
-            }
-        }
-        for (node, (heights, commits)) in &by_node {
+    }
+
+    /// Per node: its membership, heights seen and earliest commit times
+    /// (`ZADD LT` keeps the earliest across batches and reruns).
+    fn add_node_heights(
+        &self,
+        p: &mut Pipeline,
+        node_heights: &BTreeMap<(Arc<str>, u64), Option<i64>>,
+    ) {
+        let k = &self.keys;
+        for (node, (heights, commits)) in &pairs_by_node(node_heights) {
             p.sadd(k.nodes(), *node).ignore();
             for chunk in heights.chunks(PAIRS_PER_CMD) {
                 p.zadd_multiple(k.node_heights(node), chunk).ignore();
@@ -419,11 +416,6 @@ impl Store {
                 p.add_command(cmd).ignore();
             }
         }
-        self.exec(&p, || match batch.height_range() {
-            Some((lo, hi)) => format!("heights {lo}–{hi}"),
-            None => "a batch".to_string(),
-        })
-        .await
     }
 
     /// Records node metadata (absolute values).
@@ -600,4 +592,44 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// A block hash's fields: its height and every fact known.
+fn block_fields(h: u64, f: &BlockFacts) -> Vec<(&'static str, String)> {
+    let mut items: Vec<(&str, String)> = vec![("height", h.to_string())];
+    if let Some(v) = f.txs {
+        items.push(("txs", v.to_string()));
+    }
+    if let Some(v) = f.valid {
+        items.push(("valid", v.to_string()));
+    }
+    if let Some(v) = f.invalid {
+        items.push(("invalid", v.to_string()));
+    }
+    if let (Some(t), Some(src)) = (f.time_ns, f.time_src) {
+        items.push(("time_ns", t.to_string()));
+        items.push(("time_src", src.as_str().to_string()));
+    }
+    items
+}
+
+/// Per node: (height, height) pairs and (commit µs, height) pairs.
+type NodePairs = (Vec<(u64, u64)>, Vec<(f64, u64)>);
+
+/// A batch's (node, height) → commit time entries grouped by node as
+/// sorted-set pairs.
+fn pairs_by_node(
+    node_heights: &BTreeMap<(Arc<str>, u64), Option<i64>>,
+) -> BTreeMap<&str, NodePairs> {
+    let mut by_node: BTreeMap<&str, NodePairs> = BTreeMap::new();
+    for ((node, h), commit) in node_heights {
+        let e = by_node.entry(node).or_default();
+        e.0.push((*h, *h));
+        if let Some(ns) = commit {
+            // Unix µs is exact in an f64 until the year 2255.
+            #[allow(clippy::cast_precision_loss)]
+            e.1.push(((*ns / 1000) as f64, *h));
+        }
+    }
+    by_node
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::store::{BlockFacts, TimeSource};
@@ -188,23 +188,17 @@ impl Rpc {
         }
     }
 
-    /// GET with a few retries on connection errors.
-    async fn get_json<T: for<'de> Deserialize<'de>>(&self, path: &str) -> Result<T, RpcError> {
-        let url = format!("{}/{path}", self.base);
+    /// Sends the request `send` makes, again after a pause when it fails to
+    /// connect or times out (three retries).
+    async fn with_retries<T, F, Fut>(&self, what: &str, send: F) -> Result<T, RpcError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, reqwest::Error>>,
+    {
         let mut attempt = 0u32;
-        let env: Envelope<T> = loop {
-            let r = async {
-                self.http
-                    .get(&url)
-                    .send()
-                    .await?
-                    .error_for_status()?
-                    .json::<Envelope<T>>()
-                    .await
-            }
-            .await;
-            match r {
-                Ok(env) => break env,
+        loop {
+            match send().await {
+                Ok(v) => return Ok(v),
                 Err(e) if attempt < 3 && (e.is_connect() || e.is_timeout()) => {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
@@ -212,12 +206,28 @@ impl Rpc {
                 Err(source) => {
                     return Err(RpcError::Http {
                         url: self.base.clone(),
-                        what: path.to_string(),
+                        what: what.to_string(),
                         source,
                     })
                 }
             }
-        };
+        }
+    }
+
+    /// GET with a few retries on connection errors.
+    async fn get_json<T: for<'de> Deserialize<'de>>(&self, path: &str) -> Result<T, RpcError> {
+        let url = format!("{}/{path}", self.base);
+        let env: Envelope<T> = self
+            .with_retries(path, || async {
+                self.http
+                    .get(&url)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json::<Envelope<T>>()
+                    .await
+            })
+            .await?;
         match (env.result, env.error) {
             (Some(r), _) => Ok(r),
             (None, e) => Err(self.answer_err(path, format!("error {}", e.unwrap_or_default()))),
@@ -274,9 +284,8 @@ impl Rpc {
             heights.len(),
             heights.first().copied().unwrap_or(0)
         );
-        let mut attempt = 0u32;
-        let answer: serde_json::Value = loop {
-            let r = async {
+        let answer: serde_json::Value = self
+            .with_retries(&what, || async {
                 self.http
                     .post(&self.base)
                     .json(&body)
@@ -285,88 +294,82 @@ impl Rpc {
                     .error_for_status()?
                     .json()
                     .await
-            }
-            .await;
-            match r {
-                Ok(a) => break a,
-                Err(e) if attempt < 3 && (e.is_connect() || e.is_timeout()) => {
-                    attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
-                }
-                Err(source) => {
-                    return Err(RpcError::Http {
-                        url: self.base.clone(),
-                        what,
-                        source,
-                    })
-                }
-            }
-        };
-        let answers: Vec<serde_json::Value> = match answer {
-            serde_json::Value::Array(a) => a,
+            })
+            .await?;
+        match self.batch_answers(answer, heights.len(), &what)? {
+            Some(answers) => self.read_results(answers, &what),
+            None => self.results_in_halves(heights).await,
+        }
+    }
+
+    /// The answers to a batch of `asked` requests, or `None` when the node
+    /// refused the batch as too large.
+    fn batch_answers(
+        &self,
+        answer: serde_json::Value,
+        asked: usize,
+        what: &str,
+    ) -> Result<Option<Vec<serde_json::Value>>, RpcError> {
+        match answer {
+            serde_json::Value::Array(a) => Ok(Some(a)),
             // A batch of one is answered with a single object…
             single
-                if heights.len() == 1
+                if asked == 1
                     && single
                         .get("id")
                         .and_then(serde_json::Value::as_u64)
                         .is_some() =>
             {
-                vec![single]
+                Ok(Some(vec![single]))
             }
             // …and a batch over the node's limit (`max_request_batch_size`,
-            // 10 by default since 0.38) with one error: split it.
-            other if heights.len() > 1 => {
+            // 10 by default since 0.38) with one error.
+            other if asked > 1 => {
                 let detail = other
                     .get("error")
                     .map_or_else(|| other.to_string(), ToString::to_string);
-                if !detail.contains("batch") {
-                    return Err(self.answer_err(&what, detail));
+                if detail.contains("batch") {
+                    Ok(None)
+                } else {
+                    Err(self.answer_err(what, detail))
                 }
-                let (a, b) = heights.split_at(heights.len() / 2);
-                let (mut found, mut missing) = Box::pin(self.results(a)).await?;
-                let (f2, m2) = Box::pin(self.results(b)).await?;
-                found.extend(f2);
-                missing.extend(m2);
-                return Ok((found, missing));
             }
-            other => return Err(self.answer_err(&what, other.to_string())),
-        };
+            other => Err(self.answer_err(what, other.to_string())),
+        }
+    }
+
+    /// [`Self::results`] of each half of `heights` (a batch the node refused).
+    async fn results_in_halves(
+        &self,
+        heights: &[u64],
+    ) -> Result<(Vec<(u64, BlockFacts)>, Missing), RpcError> {
+        let (a, b) = heights.split_at(heights.len() / 2);
+        let (mut found, mut missing) = Box::pin(self.results(a)).await?;
+        let (f2, m2) = Box::pin(self.results(b)).await?;
+        found.extend(f2);
+        missing.extend(m2);
+        Ok((found, missing))
+    }
+
+    /// Valid/invalid counts from a batch's answers; heights answered with
+    /// an error are missing, with the node's reason.
+    fn read_results(
+        &self,
+        answers: Vec<serde_json::Value>,
+        what: &str,
+    ) -> Result<(Vec<(u64, BlockFacts)>, Missing), RpcError> {
         let mut found = Vec::with_capacity(answers.len());
         let mut missing = Vec::new();
         for a in answers {
             let a: Envelope<BlockResults> =
-                serde_json::from_value(a).map_err(|e| self.answer_err(&what, e.to_string()))?;
+                serde_json::from_value(a).map_err(|e| self.answer_err(what, e.to_string()))?;
             match (a.result, a.error) {
-                (Some(r), _) => {
-                    let (mut valid, mut invalid) = (0u64, 0u64);
-                    for t in r.txs_results.unwrap_or_default() {
-                        if t.code == 0 {
-                            valid += 1;
-                        } else {
-                            invalid += 1;
-                        }
-                    }
-                    found.push((
-                        r.height.get(),
-                        BlockFacts {
-                            txs: Some(valid + invalid),
-                            valid: Some(valid),
-                            invalid: Some(invalid),
-                            ..BlockFacts::default()
-                        },
-                    ));
-                }
+                (Some(r), _) => found.push(result_facts(r)),
                 (None, e) => {
                     let h = a.id.as_u64().ok_or_else(|| {
-                        self.answer_err(&what, "an error answer without a numeric id")
+                        self.answer_err(what, "an error answer without a numeric id")
                     })?;
-                    let reason = e.map(|e| {
-                        e.get("data")
-                            .or(e.get("message"))
-                            .map_or_else(|| e.to_string(), ToString::to_string)
-                    });
-                    missing.push((h, reason.unwrap_or_else(|| "no result".into())));
+                    missing.push((h, missing_reason(e)));
                 }
             }
         }
@@ -381,52 +384,14 @@ impl Rpc {
         need_results: &[u64],
     ) -> Result<(BTreeMap<u64, BlockFacts>, Missing), RpcError> {
         let mut set: JoinSet<Found> = JoinSet::new();
-        // Consecutive runs of at most 20 heights → one /blockchain call each.
-        let mut sorted = heights.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let mut i = 0;
-        while i < sorted.len() {
-            let lo = sorted[i];
-            let mut j = i;
-            while j + 1 < sorted.len() && sorted[j + 1] < lo.saturating_add(HEADERS_PER_CALL) {
-                j += 1;
-            }
-            let hi = sorted[j];
-            let wanted: Vec<u64> = sorted[i..=j].to_vec();
-            let (me, sem) = (self.clone(), self.concurrency.clone());
-            set.spawn(async move {
-                let _permit = sem
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| me.answer_err("blockchain", "client shut down"))?;
-                let got = me.headers(lo, hi).await?;
-                let missing = wanted
-                    .iter()
-                    .filter(|h| !got.iter().any(|(g, _)| g == *h))
-                    .map(|h| {
-                        (
-                            *h,
-                            "no header (pruned, or not yet committed on this node)".to_string(),
-                        )
-                    })
-                    .collect();
-                Ok((
-                    got.into_iter()
-                        .filter(|(h, _)| wanted.contains(h))
-                        .collect(),
-                    missing,
-                ))
-            });
-            i = j + 1;
+        for wanted in header_runs(heights) {
+            let me = self.clone();
+            set.spawn(async move { me.headers_of(wanted).await });
         }
         for chunk in need_results.chunks(self.batch) {
-            let (me, sem, chunk) = (self.clone(), self.concurrency.clone(), chunk.to_vec());
+            let (me, chunk) = (self.clone(), chunk.to_vec());
             set.spawn(async move {
-                let _permit = sem
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| me.answer_err("block_results", "client shut down"))?;
+                let _permit = me.permit("block_results").await?;
                 me.results(&chunk).await
             });
         }
@@ -444,4 +409,93 @@ impl Rpc {
         missing.dedup_by_key(|m| m.0);
         Ok((facts, missing))
     }
+
+    /// A slot among the requests in flight.
+    async fn permit(&self, what: &str) -> Result<OwnedSemaphorePermit, RpcError> {
+        self.concurrency
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| self.answer_err(what, "client shut down"))
+    }
+
+    /// Header facts of `wanted` (one run from [`header_runs`]) from one
+    /// `/blockchain` call; heights without a header are missing.
+    async fn headers_of(&self, wanted: Vec<u64>) -> Found {
+        let _permit = self.permit("blockchain").await?;
+        let (Some(&lo), Some(&hi)) = (wanted.first(), wanted.last()) else {
+            return Ok((Vec::new(), Missing::new()));
+        };
+        let got = self.headers(lo, hi).await?;
+        let missing = wanted
+            .iter()
+            .filter(|h| !got.iter().any(|(g, _)| g == *h))
+            .map(|h| {
+                (
+                    *h,
+                    "no header (pruned, or not yet committed on this node)".to_string(),
+                )
+            })
+            .collect();
+        Ok((
+            got.into_iter()
+                .filter(|(h, _)| wanted.contains(h))
+                .collect(),
+            missing,
+        ))
+    }
 }
+
+/// `heights`, sorted and deduplicated, in runs spanning fewer than
+/// [`HEADERS_PER_CALL`] heights: one `/blockchain` call each.
+fn header_runs(heights: &[u64]) -> Vec<Vec<u64>> {
+    let mut sorted = heights.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let lo = sorted[i];
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] < lo.saturating_add(HEADERS_PER_CALL) {
+            j += 1;
+        }
+        runs.push(sorted[i..=j].to_vec());
+        i = j + 1;
+    }
+    runs
+}
+
+/// A block's valid (code 0) and invalid transaction counts.
+fn result_facts(r: BlockResults) -> (u64, BlockFacts) {
+    let (mut valid, mut invalid) = (0u64, 0u64);
+    for t in r.txs_results.unwrap_or_default() {
+        if t.code == 0 {
+            valid += 1;
+        } else {
+            invalid += 1;
+        }
+    }
+    (
+        r.height.get(),
+        BlockFacts {
+            txs: Some(valid + invalid),
+            valid: Some(valid),
+            invalid: Some(invalid),
+            ..BlockFacts::default()
+        },
+    )
+}
+
+/// The node's reason for an error answer: its `data`, else its `message`.
+fn missing_reason(error: Option<serde_json::Value>) -> String {
+    let reason = error.map(|e| {
+        e.get("data")
+            .or(e.get("message"))
+            .map_or_else(|| e.to_string(), ToString::to_string)
+    });
+    reason.unwrap_or_else(|| "no result".into())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,191 @@
+//! [`Rpc::fetch`] against a fake node on 127.0.0.1 that answers like
+//! CometBFT: `/blockchain` (newest first, one height pruned),
+//! `/block_results` JSON-RPC batches (at most [`BATCH_LIMIT`] per batch,
+//! a batch of one answered with a bare object, one height failing).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::Rpc;
+use crate::store::{BlockFacts, TimeSource};
+
+/// Requests per batch the fake node accepts.
+const BATCH_LIMIT: usize = 2;
+/// The height the fake node has no header for.
+const PRUNED: u64 = 3;
+/// The height whose results the fake node cannot load.
+const NO_RESULTS: u64 = 6;
+
+/// Header time of `h`: 10:00:00 UTC plus `h` seconds and a fraction.
+fn header_time(h: u64) -> String {
+    format!("2026-11-21T10:00:{h:02}.25Z")
+}
+
+fn header_ns(h: u64) -> i64 {
+    let base = 1_795_255_200_i64 * 1_000_000_000; // 2026-11-21T10:00:00Z
+    base + i64::try_from(h).expect("small") * 1_000_000_000 + 250_000_000
+}
+
+/// Height `h` has `h % 4` txs; the first is invalid when `h` is even.
+fn tx_codes(h: u64) -> Vec<u32> {
+    (0..h % 4)
+        .map(|i| u32::from(i == 0 && h.is_multiple_of(2)))
+        .collect()
+}
+
+fn blockchain(query: &str) -> Value {
+    let param = |k: &str| -> u64 {
+        let v = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+            .expect("height param");
+        v.parse().expect("height")
+    };
+    let metas: Vec<Value> = (param("minHeight")..=param("maxHeight"))
+        .rev()
+        .filter(|h| *h != PRUNED)
+        .map(|h| {
+            json!({"header": {"height": h.to_string(), "time": header_time(h)},
+                   "num_txs": (h % 4).to_string()})
+        })
+        .collect();
+    json!({"jsonrpc": "2.0", "id": -1, "result": {"last_height": "30", "block_metas": metas}})
+}
+
+fn block_result(req: &Value) -> Value {
+    let id = req["id"].clone();
+    let h: u64 = req["params"]["height"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("height param");
+    if h == NO_RESULTS {
+        return json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
+            "message": "Internal error", "data": format!("could not find results for height #{h}")}});
+    }
+    let txs: Vec<Value> = tx_codes(h)
+        .into_iter()
+        .map(|c| json!({"code": c}))
+        .collect();
+    let txs = if txs.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(txs)
+    };
+    json!({"jsonrpc": "2.0", "id": id, "result": {"height": h.to_string(), "txs_results": txs}})
+}
+
+fn block_results(batch: &[Value]) -> Value {
+    if batch.len() > BATCH_LIMIT {
+        return json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600,
+            "message": "Invalid Request",
+            "data": format!("batch request exceeds maximum ({BATCH_LIMIT}) allowed number of requests")}});
+    }
+    if let [one] = batch {
+        return block_result(one);
+    }
+    Value::Array(batch.iter().map(block_result).collect())
+}
+
+/// Reads one HTTP/1.1 request, answers it and closes the connection.
+async fn serve(mut conn: TcpStream) {
+    let mut buf = Vec::new();
+    let head_end = loop {
+        let mut chunk = [0u8; 4096];
+        let n = conn.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "request cut short");
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let mut chunk = [0u8; 4096];
+        let n = conn.read(&mut chunk).await.expect("read body");
+        assert!(n > 0, "body cut short");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let target = head.split_whitespace().nth(1).expect("request target");
+    let answer = if let Some(q) = target.strip_prefix("/blockchain?") {
+        blockchain(q)
+    } else {
+        let batch: Vec<Value> = serde_json::from_slice(&buf[head_end..]).expect("batch body");
+        block_results(&batch)
+    };
+    let body = answer.to_string();
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(reply.as_bytes()).await.expect("write");
+}
+
+async fn fake_node() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            tokio::spawn(serve(conn));
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn fetch_merges_headers_and_results_and_splits_refused_batches() {
+    let rpc = Rpc::new(&fake_node().await, 5, 3).expect("client");
+    // 1..=25 spans two /blockchain calls; results for 1..=9 in batches of
+    // 5 (refused by the node, split to 2+3, then 1+2) and 4.
+    let heights: Vec<u64> = (1..=25).collect();
+    let need: Vec<u64> = (1..=9).collect();
+    let (facts, missing) = rpc.fetch(&heights, &need).await.expect("fetch");
+
+    let mut want = BTreeMap::new();
+    for h in heights.iter().copied() {
+        let mut f = BlockFacts {
+            txs: Some(h % 4),
+            ..BlockFacts::default()
+        };
+        if h != PRUNED {
+            f.time_ns = Some(header_ns(h));
+            f.time_src = Some(TimeSource::Rpc);
+        }
+        if need.contains(&h) && h != NO_RESULTS {
+            let codes = tx_codes(h);
+            let invalid = codes.iter().filter(|c| **c != 0).count() as u64;
+            f.valid = Some(codes.len() as u64 - invalid);
+            f.invalid = Some(invalid);
+        }
+        want.insert(h, f);
+    }
+    // Spot checks of the fake node's arithmetic: 2 txs, the first invalid.
+    assert_eq!(
+        (want[&2].valid, want[&2].invalid, want[&PRUNED].time_ns),
+        (Some(1), Some(1), None)
+    );
+    assert_eq!(facts, want);
+    assert_eq!(
+        missing,
+        vec![
+            (
+                PRUNED,
+                "no header (pruned, or not yet committed on this node)".to_string()
+            ),
+            (
+                NO_RESULTS,
+                "\"could not find results for height #6\"".to_string()
+            ),
+        ]
+    );
+}

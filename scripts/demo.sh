@@ -38,7 +38,7 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --d
 redis_pid=$!
 for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 "$feth" etl --tendermint "$dir/logs/cometbft.log" --abcid "$dir/logs/abcid.log" \
-  --rpc http://127.0.0.1:26657 --redis "redis://127.0.0.1:$redis_port" --no-progress
+  --comet-rpc http://127.0.0.1:26657 --redis "redis://127.0.0.1:$redis_port" --no-progress
 "$feth" etl stats --redis "redis://127.0.0.1:$redis_port" --chain-id feth-devnet-9000 --window 20
 
 echo; echo "reports: $dir/load.json, flamegraphs in $dir/flamegraphs/, logs in $dir/logs/"

@@ -127,10 +127,12 @@ async fn plain_log_with_restart_and_block_sync_agrees_with_rpc() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     follower.stop();
+    leader.stop(); // a settled log: no height half-written
 
     let dir = tempfile::tempdir().expect("tempdir");
     let leader_log = dir.path().join("leader.log");
     std::fs::copy(&leader.log, &leader_log).expect("copy log");
+    leader.start(None).await; // for RPC truth
     let follower_log = dir.path().join("follower.log");
     std::fs::copy(&follower.log, &follower_log).expect("copy log");
     let chain = leader.chain_id().await;
@@ -207,16 +209,22 @@ async fn plain_log_with_restart_and_block_sync_agrees_with_rpc() {
     );
 
     // 3. Overlapping pieces and a gzip copy give the same store.
-    let n_lines = std::fs::read_to_string(&leader_log)
-        .expect("log")
-        .lines()
-        .count();
+    // Piece b starts at the restart's `Started node` line (each piece names
+    // its chain); piece a runs from the start to half-way through b.
+    let text = std::fs::read_to_string(&leader_log).expect("log");
+    let lines: Vec<&str> = text.lines().collect();
+    let n_lines = lines.len();
+    let restart = lines
+        .iter()
+        .rposition(|l| l.contains("Started node"))
+        .expect("the restart's `Started node` line");
+    assert!(restart > 0, "the log holds both starts");
     let (a, b) = (
         dir.path().join("leader.part-a"),
         dir.path().join("leader.part-b"),
     );
-    copy_lines(&leader_log, &a, 0..n_lines * 6 / 10);
-    copy_lines(&leader_log, &b, n_lines * 4 / 10..n_lines);
+    copy_lines(&leader_log, &a, 0..(restart + n_lines) / 2);
+    copy_lines(&leader_log, &b, restart..n_lines);
     let gz = dir.path().join("leader.log.1.gz");
     let mut enc = flate2::write::GzEncoder::new(
         std::fs::File::create(&gz).expect("gz"),

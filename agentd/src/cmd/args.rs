@@ -7,7 +7,10 @@
 //! - `--json` is always a switch: stdout carries exactly one JSON document, and
 //!   whatever a person reads (progress, the summary) goes to stderr.
 
+use std::io::Write;
+
 use clap::Args;
+use serde::Serialize;
 
 /// The web3 endpoint of a default local devnet.
 pub const DEFAULT_NETWORK: &str = "http://127.0.0.1:8545";
@@ -34,4 +37,21 @@ impl NetworkArgs {
             .map(String::as_str)
             .ok_or_else(|| anyhow::anyhow!("--network is empty: give a web3 URL"))
     }
+}
+
+/// Prints a command's result by the `--json` convention: with `json`, the
+/// figures as one JSON document on stdout and the human `summary` on
+/// stderr; without it, the summary alone on stdout.
+pub fn emit<T: Serialize>(
+    json: bool,
+    figures: &T,
+    summary: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    if json {
+        summary(&mut std::io::stderr())?;
+        println!("{}", serde_json::to_string_pretty(figures)?);
+    } else {
+        summary(&mut std::io::stdout())?;
+    }
+    Ok(())
 }

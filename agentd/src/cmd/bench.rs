@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
+use super::args::emit;
 use crate::bench;
 use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
 
@@ -116,7 +117,7 @@ pub async fn run(command: BenchCommand) -> Result<()> {
         What::Profiler(args) => {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
-            report(json, &r, |out| print_profiler_bench(out, &r))
+            emit(json, &r, |out| print_profiler_bench(out, &r))
         }
         What::Agent(args) => {
             let (url, _sink) = start_sink().await?;
@@ -128,25 +129,9 @@ pub async fn run(command: BenchCommand) -> Result<()> {
                 args.batch.max(1),
             )
             .await?;
-            report(args.json, &r, |out| print_agent_bench(out, &r))
+            emit(args.json, &r, |out| print_agent_bench(out, &r))
         }
     }
-}
-
-/// Prints `figures` as JSON on stdout with the summary on stderr, or the
-/// summary alone on stdout.
-fn report<T: serde::Serialize>(
-    json: bool,
-    figures: &T,
-    summary: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<()> {
-    if json {
-        summary(&mut std::io::stderr())?;
-        println!("{}", serde_json::to_string_pretty(figures)?);
-    } else {
-        summary(&mut std::io::stdout())?;
-    }
-    Ok(())
 }
 
 /// Starts the accept-only sink in a child process on a free loopback port

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde_json::json;
 
-use super::args::NetworkArgs;
+use super::args::{emit, NetworkArgs};
 use crate::accounts::{KeySet, KeySource};
 use crate::eth::EthClient;
 use crate::fund::{self, FundPlan};
@@ -91,13 +91,10 @@ pub async fn run(args: FundArgs) -> Result<()> {
     };
     let accounts = &set.addresses[..args.count];
     let report = fund::fund(&client, &root, accounts, &plan, &fund::journal_path(&path)).await?;
-    if args.json {
-        let out = json!({ "keys_file": path, "amount_wei": amount, "report": report });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        print_summary(&mut std::io::stderr(), &path, set.len(), &report)?;
-    } else {
-        print_summary(&mut std::io::stdout(), &path, set.len(), &report)?;
-    }
+    let figures = json!({ "keys_file": path, "amount_wei": amount, "report": report });
+    emit(args.json, &figures, |out| {
+        print_summary(out, &path, set.len(), &report)
+    })?;
     if report.underfunded > 0 {
         bail!(
             "{} account(s) are still below the amount; re-run the same command",
@@ -108,7 +105,7 @@ pub async fn run(args: FundArgs) -> Result<()> {
 }
 
 fn print_summary(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     path: &Path,
     accounts: usize,
     report: &fund::FundReport,

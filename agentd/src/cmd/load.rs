@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::args::NetworkArgs;
+use super::args::{emit, NetworkArgs};
 use crate::accounts::KeySet;
 use crate::load::engine::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM,
@@ -165,19 +165,14 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         plan: args.plan(keys.len())?,
     };
     let report = load::run(settings, keys).await?;
-    if args.json {
-        print_summary(&mut std::io::stderr(), &report)?;
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_summary(&mut std::io::stdout(), &report)?;
-    }
+    emit(args.json, &report, |out| print_summary(out, &report))?;
     if report.totals.included == 0 {
         bail!("nothing was included: the run failed (see the rejections above)");
     }
     Ok(())
 }
 
-fn print_summary(out: &mut impl Write, r: &LoadReport) -> std::io::Result<()> {
+fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
     let t = &r.totals;
     let c = &r.chain;
     writeln!(

@@ -14,7 +14,8 @@ use crate::error::TxError;
 use crate::genesis::Genesis;
 use crate::state::{AccountRecord, BlockOverlay, WorldState};
 use crate::store::{BlockBatch, BlockRecord, ReceiptRecord, TxRecord};
-use crate::tx::{self, TxRules, VerifiedTx};
+use crate::tx::VerifiedTx;
+use crate::verify::Verifier;
 
 /// The EVM hard fork abcid executes.
 pub const SPEC: SpecId = SpecId::PRAGUE;
@@ -73,16 +74,6 @@ impl ExecutedBlock {
             .iter()
             .filter(|o| matches!(o, TxOutcome::Executed { .. }))
             .count()
-    }
-}
-
-/// The stateless rules a genesis implies.
-pub fn rules(genesis: &Genesis) -> TxRules {
-    TxRules {
-        chain_id: genesis.chain_id,
-        max_tx_bytes: genesis.max_tx_bytes,
-        max_tx_gas: genesis.max_tx_gas,
-        base_fee: genesis.base_fee,
     }
 }
 
@@ -156,10 +147,10 @@ pub fn cfg_env(genesis: &Genesis) -> CfgEnv {
 pub fn execute_block(
     world: &WorldState,
     genesis: &Genesis,
+    verifier: &Verifier,
     parent: &BlockRecord,
     input: &BlockInput<'_>,
 ) -> ExecutedBlock {
-    let rules = rules(genesis);
     let mut evm = Context::mainnet()
         .with_db(BlockOverlay::new(world))
         .with_cfg(cfg_env(genesis))
@@ -178,7 +169,7 @@ pub fn execute_block(
     let mut size = 0u64;
     for raw in input.txs {
         size += raw.len() as u64;
-        let verified = match tx::verify(raw, &rules) {
+        let verified = match verifier.verify(raw) {
             Ok(v) => v,
             Err(error) => {
                 outcomes.push(TxOutcome::Rejected {

@@ -6,12 +6,14 @@
 //! target: signed transfers and contract calls with geth's semantics and
 //! error messages, one result per transaction, crash-safe commits.
 //!
-//! - [`tx`]: decoding and sender recovery (libsecp256k1).
+//! - [`tx`]: decoding and sender recovery (libsecp256k1); [`verify`]: both,
+//!   as the patches in force do them.
 //! - [`exec`]: block execution with revm.
 //! - [`mempool`]: CheckTx's pending nonces and balances.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping.
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line.
+//! - [`patches`]: the tunings as switches (`abcid --patches`).
 
 pub mod app;
 pub mod blocklog;
@@ -20,7 +22,9 @@ pub mod exec;
 pub mod genesis;
 pub mod mempool;
 pub mod node;
+pub mod patches;
 pub mod rpc;
 pub mod state;
 pub mod store;
 pub mod tx;
+pub mod verify;

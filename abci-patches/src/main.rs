@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use tendermint_abci::ServerBuilder;
 
-use abcid::{app::AbciApp, node::Node};
+use abcid::{app::AbciApp, node::Node, patches::Patches};
 use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
 /// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
@@ -46,6 +46,10 @@ struct Args {
     /// Run without the profiler.
     #[arg(long)]
     no_profiler: bool,
+    /// Tunings in force: `all`, `none`, a comma-separated list of names, or
+    /// `all,-NAME` (README, "Patches").
+    #[arg(long, default_value = "all")]
+    patches: Patches,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -80,9 +84,10 @@ fn init_tracing(format: LogFormat) {
 fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.home)
         .with_context(|| format!("cannot create home directory {}", args.home.display()))?;
-    let node = Arc::new(Node::open(&args.home).context("cannot open abcid's state")?);
+    let node = Arc::new(Node::open(&args.home, args.patches).context("cannot open abcid's state")?);
     let (height, app_hash) = node.info()?;
     tracing::info!(height, %app_hash, home = %args.home.display(), "state loaded");
+    tracing::info!(patches = %args.patches, version = %abcid::rpc::client_version(args.patches), "patches in force");
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -17,9 +17,11 @@ use crate::error::TxError;
 use crate::exec::{self, BlockInput, ExecutedBlock, TxOutcome};
 use crate::genesis::Genesis;
 use crate::mempool::CheckState;
+use crate::patches::Patches;
 use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
 use crate::store::{BlockBatch, BlockRecord, Store, StoreError, TxRecord};
-use crate::tx::{self, VerifiedTx};
+use crate::tx::VerifiedTx;
+use crate::verify::Verifier;
 
 /// Why the node could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +56,7 @@ struct Chain {
 
 /// Shared node state.
 pub struct Node {
+    patches: Patches,
     store: Store,
     world: RwLock<WorldState>,
     chain: RwLock<Option<Chain>>,
@@ -97,8 +100,8 @@ pub enum CallFailure {
 }
 
 impl Node {
-    /// Opens the node's state in `home`.
-    pub fn open(home: &Path) -> Result<Self, NodeError> {
+    /// Opens the node's state in `home`, running with `patches`.
+    pub fn open(home: &Path, patches: Patches) -> Result<Self, NodeError> {
         let store = Store::open(&home.join("state.redb"))?;
         let (world, chain) = match (store.genesis()?, store.head()?) {
             (Some(genesis), Some(head)) => {
@@ -108,12 +111,18 @@ impl Node {
             _ => (WorldState::default(), None),
         };
         Ok(Self {
+            patches,
             store,
             world: RwLock::new(world),
             chain: RwLock::new(chain),
             pending: Mutex::new(None),
             check: Mutex::new(CheckState::default()),
         })
+    }
+
+    /// The patches in force.
+    pub fn patches(&self) -> Patches {
+        self.patches
     }
 
     fn world(&self) -> Result<RwLockReadGuard<'_, WorldState>, NodeError> {
@@ -131,6 +140,11 @@ impl Node {
     fn with_chain<T>(&self, f: impl FnOnce(&Chain) -> T) -> Result<T, NodeError> {
         let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
         chain.as_ref().map(f).ok_or(NodeError::NotInitialised)
+    }
+
+    /// The verifier of this chain, once InitChain has run.
+    pub fn verifier(&self) -> Result<Verifier, NodeError> {
+        self.with_chain(|c| Verifier::new(&c.genesis, self.patches))
     }
 
     /// The genesis, once InitChain has run.
@@ -220,8 +234,7 @@ impl Node {
 
     /// Verifies a raw transaction without touching any state.
     pub fn verify(&self, raw: &[u8]) -> Result<Result<VerifiedTx, TxError>, NodeError> {
-        let rules = self.with_chain(|c| exec::rules(&c.genesis))?;
-        Ok(tx::verify(raw, &rules))
+        Ok(self.verifier()?.verify(raw))
     }
 
     /// CheckTx: verifies `raw` and admits it into the check state.
@@ -245,8 +258,9 @@ impl Node {
         let executed = {
             let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
             let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let verifier = Verifier::new(&chain.genesis, self.patches);
             let world = self.world()?;
-            exec::execute_block(&world, &chain.genesis, &chain.head, input)
+            exec::execute_block(&world, &chain.genesis, &verifier, &chain.head, input)
         };
         let result = (executed.outcomes.clone(), executed.batch.block.app_hash);
         *self.pending.lock().map_err(|_| NodeError::Poisoned)? = Some(Pending {
@@ -441,7 +455,7 @@ mod tests {
         let key = SecretKey::from_byte_array([5u8; 32]).unwrap();
         let public = key.public_key(SECP256K1).serialize_uncompressed();
         let me = Address::from_slice(&keccak256(&public[1..])[12..]);
-        let node = Node::open(dir.path()).unwrap();
+        let node = Node::open(dir.path(), Patches::ALL).unwrap();
         let app_state = format!(
             r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
         );
@@ -482,7 +496,7 @@ mod tests {
         drop(node);
 
         // Everything survives a reopen.
-        let node = Node::open(dir.path()).unwrap();
+        let node = Node::open(dir.path(), Patches::ALL).unwrap();
         assert_eq!(node.info().unwrap(), (height, app_hash));
         assert_eq!(
             node.storage(&contract, &U256::ZERO).unwrap(),

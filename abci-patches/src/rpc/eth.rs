@@ -9,6 +9,7 @@ use jsonrpsee::RpcModule;
 use super::comet::BroadcastError;
 use super::{convert, Web3};
 use crate::node::{CallFailure, CallRequest, NodeError};
+use crate::patches::Patches;
 use crate::store::BlockRecord;
 
 type RpcResult<T> = Result<T, ErrorObjectOwned>;
@@ -32,11 +33,25 @@ fn internal(e: NodeError) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(INTERNAL_ERROR, e.to_string(), None::<()>)
 }
 
+/// `abcid/v<version>/patches=<list>`: the node and the tunings in force.
+pub fn client_version(patches: Patches) -> String {
+    format!("abcid/v{}/patches={patches}", env!("CARGO_PKG_VERSION"))
+}
+
 /// Registers every method on a module.
 pub fn module(web3: Web3) -> anyhow::Result<RpcModule<Web3>> {
     let mut m = RpcModule::new(web3);
-    m.register_method("web3_clientVersion", |_, _, _| {
-        RpcResult::Ok(format!("abcid/v{}", env!("CARGO_PKG_VERSION")))
+    m.register_method("web3_clientVersion", |_, w, _| {
+        RpcResult::Ok(client_version(w.node.patches()))
+    })?;
+    m.register_method("abcid_patches", |_, w, _| {
+        RpcResult::Ok(
+            w.node
+                .patches()
+                .iter()
+                .map(|p| p.name())
+                .collect::<Vec<_>>(),
+        )
     })?;
     m.register_method("net_version", |_, w, _| {
         RpcResult::Ok(w.node.genesis().map_err(internal)?.chain_id.to_string())

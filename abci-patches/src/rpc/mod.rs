@@ -15,6 +15,7 @@ use jsonrpsee::server::{Server, ServerConfig, ServerHandle};
 use jsonrpsee::RpcModule;
 
 use comet::CometClient;
+pub use eth::client_version;
 
 use crate::node::Node;
 

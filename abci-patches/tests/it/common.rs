@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use abcid::app::AbciApp;
 use abcid::node::Node;
+use abcid::patches::Patches;
 use abcid::state::AccountRecord;
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
@@ -194,6 +195,7 @@ pub struct TestNode {
     pub dir: TempDir,
     pub node: Arc<Node>,
     pub app: AbciApp,
+    pub patches: Patches,
 }
 
 impl TestNode {
@@ -207,24 +209,45 @@ impl TestNode {
 
     /// A node after InitChain with the given allocation.
     pub fn with_alloc(alloc: &[(Address, U256)]) -> Self {
-        let node = Self::open(tempfile::tempdir().expect("a temporary directory"));
+        Self::with_patches(alloc, Patches::ALL)
+    }
+
+    /// A node running `patches` after InitChain with the given allocation.
+    pub fn with_patches(alloc: &[(Address, U256)], patches: Patches) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let node = Self::open_with(dir, patches);
         node.init_chain(&app_state(alloc));
         node
     }
 
-    /// A node over `dir`, without InitChain.
+    /// A node with every patch over `dir`, without InitChain.
     pub fn open(dir: TempDir) -> Self {
-        let node = Arc::new(Node::open(dir.path()).expect("the node opens"));
+        Self::open_with(dir, Patches::ALL)
+    }
+
+    /// A node running `patches` over `dir`, without InitChain.
+    pub fn open_with(dir: TempDir, patches: Patches) -> Self {
+        let node = Arc::new(Node::open(dir.path(), patches).expect("the node opens"));
         let app = AbciApp::new(node.clone(), None);
-        Self { dir, node, app }
+        Self {
+            dir,
+            node,
+            app,
+            patches,
+        }
     }
 
     /// Closes the node and opens it again from the same directory.
     pub fn reopen(self) -> Self {
-        let Self { dir, node, app } = self;
+        let Self {
+            dir,
+            node,
+            app,
+            patches,
+        } = self;
         drop(app);
         drop(node);
-        Self::open(dir)
+        Self::open_with(dir, patches)
     }
 
     /// ABCI InitChain with `app_state` as the genesis' `app_state`.

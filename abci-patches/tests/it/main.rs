@@ -5,5 +5,6 @@ mod common;
 mod exec;
 mod finalize;
 mod mempool;
+mod patches;
 mod restart;
 mod rpc;

@@ -318,3 +318,20 @@ async fn send_raw_transaction_reports_bad_hex_and_an_unreachable_cometbft() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn the_patches_in_force_are_reported() {
+    let patches: abcid::patches::Patches = "rwlock,sender-cache".parse().expect("valid names");
+    let node = TestNode::with_patches(&[], patches);
+    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url()).expect("module");
+    let version = call(&rpc, "web3_clientVersion", json!([])).await;
+    let version = version.expect("a version");
+    assert!(
+        version.as_str().is_some_and(
+            |v| v.starts_with("abcid/v") && v.ends_with("/patches=rwlock,sender-cache")
+        ),
+        "{version}"
+    );
+    let list = call(&rpc, "abcid_patches", json!([])).await;
+    assert_eq!(list, Ok(json!(["rwlock", "sender-cache"])));
+}

@@ -101,6 +101,10 @@ pub struct DevnetArgs {
     /// Run abcid without its block profiler (`abcid --no-profiler`).
     #[arg(long)]
     no_profiler: bool,
+    /// abcid's tunings in force (`abcid --patches`): `all`, `none`, names
+    /// separated by commas, or `all,-NAME`.
+    #[arg(long, default_value = devnet::DEFAULT_PATCHES)]
+    patches: String,
 }
 
 /// `--log-format`.
@@ -137,6 +141,7 @@ impl DevnetArgs {
             fresh: self.fresh,
             wait: self.wait,
             no_profiler: self.no_profiler,
+            patches: self.patches,
         }
     }
 }

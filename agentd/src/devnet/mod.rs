@@ -57,6 +57,8 @@ pub const DEFAULT_RPC_MAX_BODY_BYTES: u64 = 10_000_000;
 pub const DEFAULT_RPC_MAX_OPEN_CONNECTIONS: u64 = 2_000;
 /// Default genesis balance of the root account, in wei (10⁹ ether).
 pub const DEFAULT_ROOT_BALANCE: &str = "1000000000000000000000000000";
+/// Default tunings of abcid: all of them (`abcid --patches`).
+pub const DEFAULT_PATCHES: &str = "all";
 /// Default seconds to wait for the first block and the web3 server.
 pub const DEFAULT_WAIT_SECS: u64 = 60;
 
@@ -102,6 +104,13 @@ pub struct DevnetOptions {
     /// Run abcid without its block profiler (`abcid --no-profiler`).
     #[serde(default)]
     pub no_profiler: bool,
+    /// abcid's tunings in force (`abcid --patches`).
+    #[serde(default = "default_patches")]
+    pub patches: String,
+}
+
+fn default_patches() -> String {
+    DEFAULT_PATCHES.to_string()
 }
 
 fn default_profiler_port() -> u16 {
@@ -129,6 +138,7 @@ impl Default for DevnetOptions {
             fresh: false,
             wait: DEFAULT_WAIT_SECS,
             no_profiler: false,
+            patches: default_patches(),
         }
     }
 }
@@ -343,7 +353,9 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
         .arg("--cometbft-rpc")
         .arg(state.rpc_url())
         .arg("--log-format")
-        .arg(o.log_format.as_str());
+        .arg(o.log_format.as_str())
+        .arg("--patches")
+        .arg(&o.patches);
     if o.no_profiler {
         cmd.arg("--no-profiler");
     } else {

@@ -1,0 +1,243 @@
+//! The tunings of abcid as named switches.
+//!
+//! Every [`Patch`] is a real difference in code path between a "before" that a
+//! straightforward first implementation would write and an "after" that the
+//! Findora EVM work (`shared/seeds/findora-evm-tps-optimisation.txt`) or later
+//! practice found faster. No patch changes what the chain computes: the same
+//! blocks give the same app hashes, receipts and CheckTx verdicts with any
+//! set of patches (tested in `tests/it/patches.rs`). `none` is the "before"
+//! node, `all` the tuned one.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One switchable tuning. Each variant's doc says what the "before" path
+/// does and why a reasonable engineer would have written it that way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Patch {
+    /// Before: one lock around the whole application; every ABCI call of
+    /// every connection and every web3 read waits for it. Why: the ABCI
+    /// examples serve one connection at a time, and one lock makes the state
+    /// machine obviously race-free. After: the mempool and consensus
+    /// connections proceed in parallel on separate check and deliver states.
+    ParallelAbci,
+    /// Before: a mutex guards the committed state for every reader (web3,
+    /// CheckTx, FinalizeBlock). Why: a mutex is the default shared-state tool
+    /// and readers "only hold it briefly". After: a read-write lock, so
+    /// readers proceed together and only Commit excludes them.
+    RwLock,
+    /// Before: CheckTx executes the transaction with revm against the check
+    /// state exactly as FinalizeBlock does, builds its receipt and drops it.
+    /// Why: running the very code consensus runs is the surest way to admit
+    /// only what will execute. After: decode, signature, chain id, nonce,
+    /// balance and intrinsic gas only.
+    CheckTxLite,
+    /// Before: each transaction of a block executes in an EVM of its own, over
+    /// its own copy-on-write layer of the block's state, merged back after
+    /// (the Cosmos SDK's cache-wrap per transaction). Why: a failed or
+    /// reverted transaction can then never leak a write into the block.
+    /// After: one EVM and one overlay for the whole block; revm's own
+    /// per-transaction journal does the rollback.
+    SessionCache,
+    /// Before: FinalizeBlock serialises the block's transactions and results
+    /// into the store as JSON keyed by transaction hash, and Commit reads them
+    /// back to write the block. Why: nothing of an uncommitted block lives
+    /// only in memory, and JSON keyed by hash is what a lookup by hash wants.
+    /// After: kept in memory until Commit, written once in a compact binary
+    /// encoding keyed by (height, index) with a hash → position index, and
+    /// redb's page cache capped.
+    RamBlockTxs,
+    /// Before: an info line for every transaction in CheckTx and
+    /// FinalizeBlock. Why: per-transaction lines are what one reads when
+    /// debugging a first node. After: the one per-block line.
+    QuietLogs,
+    /// Before: sender recovery with the pure-Rust `libsecp256k1` crate, as
+    /// the Findora node did. Why: no C toolchain in the build, and the crate
+    /// is the usual choice in Substrate-derived code. After: the C
+    /// libsecp256k1 through the `secp256k1` crate.
+    FastEcrecover,
+    /// Before: the sender is recovered in CheckTx, again on every recheck and
+    /// again in FinalizeBlock. Why: each step verifies what it is handed, and
+    /// a sender is a pure function of the bytes. After: recovered once per
+    /// transaction and kept in a bounded cache keyed by transaction hash.
+    SenderCache,
+    /// Before: CometBFT's recheck re-runs the full CheckTx on every
+    /// transaction left in the mempool after each block. Why: that is what
+    /// recheck means in CometBFT's own examples. After: recheck re-validates
+    /// only nonce and balance, from what CheckTx recorded, and only for the
+    /// senders the block touched.
+    LiteRecheck,
+}
+
+impl Patch {
+    /// Every patch, in the order of the ladder.
+    pub const ALL: [Patch; 9] = [
+        Patch::ParallelAbci,
+        Patch::RwLock,
+        Patch::CheckTxLite,
+        Patch::SessionCache,
+        Patch::RamBlockTxs,
+        Patch::QuietLogs,
+        Patch::FastEcrecover,
+        Patch::SenderCache,
+        Patch::LiteRecheck,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Patch::ParallelAbci => "parallel-abci",
+            Patch::RwLock => "rwlock",
+            Patch::CheckTxLite => "check-tx-lite",
+            Patch::SessionCache => "session-cache",
+            Patch::RamBlockTxs => "ram-block-txs",
+            Patch::QuietLogs => "quiet-logs",
+            Patch::FastEcrecover => "fast-ecrecover",
+            Patch::SenderCache => "sender-cache",
+            Patch::LiteRecheck => "lite-recheck",
+        }
+    }
+
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+impl fmt::Display for Patch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of patches in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Patches(u16);
+
+impl Patches {
+    /// No patch: the "before" node.
+    pub const NONE: Patches = Patches(0);
+    /// Every patch: the tuned node.
+    pub const ALL: Patches = Patches((1 << Patch::ALL.len()) - 1);
+
+    /// Only `patch`.
+    pub fn only(patch: Patch) -> Self {
+        Self(patch.bit())
+    }
+
+    /// Whether `patch` is in force.
+    pub fn has(self, patch: Patch) -> bool {
+        self.0 & patch.bit() != 0
+    }
+
+    /// This set with `patch` added.
+    pub fn with(self, patch: Patch) -> Self {
+        Self(self.0 | patch.bit())
+    }
+
+    /// This set without `patch`.
+    pub fn without(self, patch: Patch) -> Self {
+        Self(self.0 & !patch.bit())
+    }
+
+    /// The patches in force, in ladder order.
+    pub fn iter(self) -> impl Iterator<Item = Patch> {
+        Patch::ALL.into_iter().filter(move |p| self.has(*p))
+    }
+}
+
+impl Default for Patches {
+    /// The tuned node.
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl fmt::Display for Patches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Self::NONE {
+            return f.write_str("none");
+        }
+        if *self == Self::ALL {
+            return f.write_str("all");
+        }
+        let names: Vec<&str> = self.iter().map(Patch::name).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// A patch list that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown patch `{name}`: use `none`, `all`, or a comma-separated list of {known}; `all,-NAME` leaves one out")]
+pub struct UnknownPatch {
+    name: String,
+    known: String,
+}
+
+impl FromStr for Patches {
+    type Err = UnknownPatch;
+
+    /// Parses `none`, `all`, `a,b,…`, or `all,-a` (every patch but `a`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut set = Patches::NONE;
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (remove, name) = match item.strip_prefix('-') {
+                Some(name) => (true, name),
+                None => (false, item),
+            };
+            let named = match name {
+                "none" => Patches::NONE,
+                "all" => Patches::ALL,
+                _ => Patches::only(find(name)?),
+            };
+            set = if remove {
+                Patches(set.0 & !named.0)
+            } else {
+                Patches(set.0 | named.0)
+            };
+        }
+        Ok(set)
+    }
+}
+
+fn find(name: &str) -> Result<Patch, UnknownPatch> {
+    Patch::ALL
+        .into_iter()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| UnknownPatch {
+            name: name.to_string(),
+            known: Patch::ALL.map(Patch::name).join(", "),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_every_form() {
+        assert_eq!("none".parse::<Patches>().unwrap(), Patches::NONE);
+        assert_eq!("all".parse::<Patches>().unwrap(), Patches::ALL);
+        assert_eq!("".parse::<Patches>().unwrap(), Patches::NONE);
+        let two: Patches = "rwlock, quiet-logs".parse().unwrap();
+        assert!(two.has(Patch::RwLock) && two.has(Patch::QuietLogs));
+        assert_eq!(two.iter().count(), 2);
+        assert_eq!(two.to_string(), "rwlock,quiet-logs");
+        let but_one: Patches = "all,-sender-cache".parse().unwrap();
+        assert!(!but_one.has(Patch::SenderCache));
+        assert_eq!(but_one.iter().count(), 8);
+        for patch in Patch::ALL {
+            let round: Patches = patch.name().parse().unwrap();
+            assert_eq!(round, Patches::only(patch));
+            assert_eq!(round.to_string(), patch.name());
+        }
+        assert_eq!(Patches::ALL.to_string(), "all");
+        assert_eq!(Patches::ALL.iter().count(), 9);
+    }
+
+    #[test]
+    fn unknown_name_is_refused_with_the_known_ones() {
+        let err = "rwlock,turbo".parse::<Patches>().unwrap_err().to_string();
+        assert!(err.contains("`turbo`"), "{err}");
+        assert!(err.contains("lite-recheck"), "{err}");
+    }
+}

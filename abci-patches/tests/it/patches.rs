@@ -1,0 +1,161 @@
+//! Every patch computes the same chain: one scenario of blocks (invalid
+//! transactions, reverts, contract calls, a block beyond the gas limit) with
+//! CheckTx and CometBFT's rechecks between them, run on the node without
+//! patches and on the node with one patch (and with all of them), must give
+//! the same transcript: CheckTx verdicts, FinalizeBlock results, app hashes,
+//! stored blocks and receipts.
+
+use abcid::patches::{Patch, Patches};
+use alloy_primitives::{Address, Bytes, U256};
+use tendermint_proto::v0_38::abci::CheckTxType;
+
+use crate::common::*;
+
+/// The scenario's block gas limit: 23 transfers fit, the third block holds 30.
+const BLOCK_GAS_LIMIT: u64 = 500_000;
+
+/// A node running `patches` over the scenario's genesis.
+fn scenario_node(patches: Patches) -> TestNode {
+    let alloc: Vec<(Address, U256)> = (1..=4)
+        .map(|n| (key(n).address, U256::from(FUNDED)))
+        .chain([(key(5).address, U256::from(30_000 * 3 * GWEI))])
+        .collect();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let node = TestNode::open_with(dir, patches);
+    let mut genesis: serde_json::Value =
+        serde_json::from_str(&app_state(&alloc)).expect("valid app state");
+    genesis["block_gas_limit"] = BLOCK_GAS_LIMIT.into();
+    node.init_chain(&genesis.to_string());
+    node
+}
+
+/// The blocks of the scenario, each a list of transactions proposed in it.
+/// Transactions that are not in any block stay in the simulated mempool and
+/// are rechecked after every block.
+fn scenario_blocks() -> (Vec<Vec<Bytes>>, Vec<Bytes>) {
+    let (k1, k2, k3, k4, k5) = (key(1), key(2), key(3), key(4), key(5));
+    let contract = k1.address.create(0);
+    let stranger = Address::repeat_byte(0x77);
+    let mut wrong_chain = Tx::transfer(0, stranger, 1);
+    wrong_chain.chain_id = 1;
+    let block1 = vec![
+        Tx::deploy(0, store_init()).sign(&k1),
+        Tx::call(1, contract, word(7)).sign(&k1),
+        // No calldata: the contract reverts (executed, status 0).
+        Tx::call(2, contract, Bytes::new()).sign(&k1),
+        Tx::transfer(0, stranger, 5).sign(&k2),
+        Tx::transfer(1, k3.address, 6).sign(&k2),
+        Bytes::from_static(&[0xde, 0xad, 0xbe, 0xef]),
+        wrong_chain.sign(&k3),
+        // A gap: nonce 5 while the account expects 0.
+        Tx::transfer(5, stranger, 1).sign(&k3),
+    ];
+    let block2 = vec![
+        Tx::call(0, contract, word(9)).sign(&k3),
+        Tx::call(2, contract, word(11)).sign(&k2),
+        Tx::transfer(0, stranger, 1).sign(&k5),
+        // key 5 cannot pay for a second one.
+        Tx::transfer(1, stranger, 1).sign(&k5),
+        // A replay of block 1's first call: nonce too low.
+        Tx::call(1, contract, word(7)).sign(&k1),
+    ];
+    // 30 transfers of 21,000 gas: more than BLOCK_GAS_LIMIT allows.
+    let block3 = (0..30)
+        .map(|n| Tx::transfer(3 + n, stranger, 1).sign(&k1))
+        .collect();
+    // Left in the mempool throughout: rechecked after every block.
+    let waiting = (0..4)
+        .map(|n| Tx::transfer(n, k2.address, 3).sign(&k4))
+        .collect();
+    (vec![block1, block2, block3], waiting)
+}
+
+/// Runs the scenario through ABCI and writes down everything observable.
+fn transcript(patches: Patches) -> Vec<String> {
+    let node = scenario_node(patches);
+    let (blocks, waiting) = scenario_blocks();
+    let mut lines = Vec::new();
+    let mut mempool: Vec<Bytes> = Vec::new();
+    for raw in waiting.iter().chain(blocks.iter().flatten()) {
+        let r = node.check(raw, CheckTxType::New);
+        lines.push(format!(
+            "check {} {} {} {}",
+            tx_hash(raw),
+            r.code,
+            r.gas_wanted,
+            r.log
+        ));
+        if r.code == 0 {
+            mempool.push(raw.clone());
+        }
+    }
+    for txs in &blocks {
+        let height = node.next_height();
+        let response = node.block(txs);
+        for (raw, result) in txs.iter().zip(&response.tx_results) {
+            lines.push(format!("result {height} {} {result:?}", tx_hash(raw)));
+            let record = node.node.tx(&tx_hash(raw)).expect("store readable");
+            lines.push(format!("receipt {} {record:?}", tx_hash(raw)));
+        }
+        let block = node.node.block(height).expect("store readable");
+        lines.push(format!("block {height} {block:?}"));
+        mempool.retain(|raw| !txs.contains(raw));
+        let mut kept = Vec::new();
+        for raw in mempool.drain(..) {
+            let r = node.check(&raw, CheckTxType::Recheck);
+            lines.push(format!(
+                "recheck {height} {} {} {}",
+                tx_hash(&raw),
+                r.code,
+                r.log
+            ));
+            if r.code == 0 {
+                kept.push(raw);
+            }
+        }
+        mempool = kept;
+        let pending = node.node.account(&key(4).address, true).expect("readable");
+        lines.push(format!("pending key4 {pending:?}"));
+    }
+    lines.push(format!("info {:?}", node.info()));
+    lines
+}
+
+fn assert_same(patches: Patches) {
+    let before = transcript(Patches::NONE);
+    let after = transcript(patches);
+    assert_eq!(before.len(), after.len(), "{patches}: transcript lengths");
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(b, a, "{patches} differs from none");
+    }
+}
+
+#[test]
+fn the_scenario_exercises_what_it_claims() {
+    let lines = transcript(Patches::ALL);
+    let has = |needle: &str| lines.iter().any(|l| l.contains(needle));
+    assert!(has("revert") || lines.iter().any(|l| l.contains("status: false")));
+    assert!(has("nonce too high") && has("nonce too low"), "{lines:#?}");
+    assert!(has("insufficient funds") && has("invalid chain id"));
+    assert!(has("invalid transaction encoding"));
+    assert!(lines.iter().any(|l| l.starts_with("recheck")));
+}
+
+#[test]
+fn none_and_all_compute_the_same_chain() {
+    assert_same(Patches::ALL);
+}
+
+#[test]
+fn each_patch_alone_computes_the_same_chain() {
+    for patch in Patch::ALL {
+        assert_same(Patches::only(patch));
+    }
+}
+
+#[test]
+fn all_but_each_patch_computes_the_same_chain() {
+    for patch in Patch::ALL {
+        assert_same(Patches::ALL.without(patch));
+    }
+}

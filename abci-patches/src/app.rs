@@ -19,6 +19,7 @@ use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
 
 use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
+use crate::locks::AppGuard;
 use crate::node::{Node, NodeError};
 
 /// abcid's ABCI application; cloned once per ABCI connection.
@@ -36,6 +37,13 @@ impl AbciApp {
     }
 }
 
+impl AbciApp {
+    /// Enters the application for one ABCI call (see [`Node::enter`]).
+    fn enter(&self, during: &str) -> AppGuard<'_> {
+        self.node.enter().unwrap_or_else(|e| fatal(during, e))
+    }
+}
+
 /// Logs a fatal error and exits: the node must not go on with state it could
 /// not persist or read.
 fn fatal(during: &str, error: NodeError) -> ! {
@@ -45,6 +53,7 @@ fn fatal(during: &str, error: NodeError) -> ! {
 
 impl Application for AbciApp {
     fn info(&self, _request: RequestInfo) -> ResponseInfo {
+        let _app = self.enter("Info");
         let (height, app_hash) = self.node.info().unwrap_or_else(|e| fatal("Info", e));
         ResponseInfo {
             data: "abcid".to_string(),
@@ -60,6 +69,7 @@ impl Application for AbciApp {
     }
 
     fn init_chain(&self, request: RequestInitChain) -> ResponseInitChain {
+        let _app = self.enter("InitChain");
         let time = request.time.map_or(0, |t| t.seconds.max(0) as u64);
         let app_hash = self
             .node
@@ -78,6 +88,7 @@ impl Application for AbciApp {
 
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
         tag_current_thread(Role::CheckTx);
+        let _app = self.enter("CheckTx");
         match self.node.check_tx(&request.tx) {
             Ok(Ok(tx)) => ResponseCheckTx {
                 code: 0,
@@ -96,6 +107,7 @@ impl Application for AbciApp {
 
     fn finalize_block(&self, request: RequestFinalizeBlock) -> ResponseFinalizeBlock {
         tag_current_thread(Role::DeliverTx);
+        let _app = self.enter("FinalizeBlock");
         let height = request.height.max(0) as u64;
         if let Some(p) = &self.profiler {
             p.begin_block(height);
@@ -122,6 +134,7 @@ impl Application for AbciApp {
 
     fn commit(&self) -> ResponseCommit {
         tag_current_thread(Role::DeliverTx);
+        let _app = self.enter("Commit");
         let line = self.node.commit().unwrap_or_else(|e| fatal("Commit", e));
         line.emit();
         if let Some(p) = &self.profiler {

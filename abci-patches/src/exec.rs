@@ -7,12 +7,13 @@ use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use revm::{
     context::{BlockEnv, CfgEnv, TxEnv},
     primitives::hardfork::SpecId,
-    Context, ExecuteCommitEvm, MainBuilder, MainContext,
 };
 
 use crate::error::TxError;
 use crate::genesis::Genesis;
-use crate::state::{AccountRecord, BlockOverlay, WorldState};
+use crate::patches::Patch;
+use crate::runner::{EvmPerTx, OneEvm, TxRunner};
+use crate::state::{AccountRecord, WorldState};
 use crate::store::{BlockBatch, BlockRecord, ReceiptRecord, TxRecord};
 use crate::tx::VerifiedTx;
 use crate::verify::Verifier;
@@ -151,17 +152,25 @@ pub fn execute_block(
     parent: &BlockRecord,
     input: &BlockInput<'_>,
 ) -> ExecutedBlock {
-    let mut evm = Context::mainnet()
-        .with_db(BlockOverlay::new(world))
-        .with_cfg(cfg_env(genesis))
-        .with_block(block_env(
-            genesis,
-            input.height,
-            input.time_secs,
-            input.hash,
-        ))
-        .build_mainnet();
+    let cfg = cfg_env(genesis);
+    let env = block_env(genesis, input.height, input.time_secs, input.hash);
+    if verifier.patches().has(Patch::SessionCache) {
+        let runner = OneEvm::new(world, cfg, env);
+        execute_txs(runner, genesis, verifier, parent, input)
+    } else {
+        let runner = EvmPerTx::new(world, cfg, env);
+        execute_txs(runner, genesis, verifier, parent, input)
+    }
+}
 
+/// Verifies, checks and runs every transaction of the block through `runner`.
+fn execute_txs<R: TxRunner>(
+    mut runner: R,
+    genesis: &Genesis,
+    verifier: &Verifier,
+    parent: &BlockRecord,
+    input: &BlockInput<'_>,
+) -> ExecutedBlock {
     let mut outcomes = Vec::with_capacity(input.txs.len());
     let mut txs = Vec::with_capacity(input.txs.len());
     let mut tx_hashes = Vec::with_capacity(input.txs.len());
@@ -179,7 +188,7 @@ pub fn execute_block(
                 continue;
             }
         };
-        let account = evm.ctx.journaled_state.database.account(&verified.sender);
+        let account = runner.account(&verified.sender);
         if let Err(error) = check_account(&verified, account) {
             outcomes.push(TxOutcome::Rejected {
                 hash: verified.hash,
@@ -187,7 +196,7 @@ pub fn execute_block(
             });
             continue;
         }
-        match evm.transact_commit(tx_env(&verified)) {
+        match runner.run(tx_env(&verified)) {
             Ok(result) => {
                 let gas_used = result.tx_gas_used();
                 cumulative_gas += gas_used;
@@ -226,7 +235,7 @@ pub fn execute_block(
             }),
         }
     }
-    let diff = evm.ctx.journaled_state.database.into_diff();
+    let diff = runner.into_diff();
     let app_hash = next_app_hash(parent.app_hash, input.height, diff.digest(), &outcomes);
     let invalid_txs = (outcomes.len() - tx_hashes.len()) as u32;
     let block = BlockRecord {

@@ -8,10 +8,12 @@
 //!
 //! - [`tx`]: decoding and sender recovery (libsecp256k1); [`verify`]: both,
 //!   as the patches in force do them.
-//! - [`exec`]: block execution with revm.
+//! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
+//!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence.
-//! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping.
+//! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
+//!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line.
 //! - [`patches`]: the tunings as switches (`abcid --patches`).
 
@@ -20,10 +22,12 @@ pub mod blocklog;
 pub mod error;
 pub mod exec;
 pub mod genesis;
+pub mod locks;
 pub mod mempool;
 pub mod node;
 pub mod patches;
 pub mod rpc;
+pub mod runner;
 pub mod state;
 pub mod store;
 pub mod tx;

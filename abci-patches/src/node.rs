@@ -3,7 +3,7 @@
 //! the web3 server.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
@@ -16,8 +16,9 @@ use crate::blocklog::BlockLine;
 use crate::error::TxError;
 use crate::exec::{self, BlockInput, ExecutedBlock, TxOutcome};
 use crate::genesis::Genesis;
+use crate::locks::{AppGuard, AppLock, Poisoned, ReadGuard, StateLock, WriteGuard};
 use crate::mempool::CheckState;
-use crate::patches::Patches;
+use crate::patches::{Patch, Patches};
 use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
 use crate::store::{BlockBatch, BlockRecord, Store, StoreError, TxRecord};
 use crate::tx::VerifiedTx;
@@ -43,6 +44,12 @@ pub enum NodeError {
     Poisoned,
 }
 
+impl From<Poisoned> for NodeError {
+    fn from(_: Poisoned) -> Self {
+        Self::Poisoned
+    }
+}
+
 struct Pending {
     block: ExecutedBlock,
     finalize: Duration,
@@ -57,8 +64,9 @@ struct Chain {
 /// Shared node state.
 pub struct Node {
     patches: Patches,
+    app_lock: AppLock,
     store: Store,
-    world: RwLock<WorldState>,
+    world: StateLock<WorldState>,
     chain: RwLock<Option<Chain>>,
     pending: Mutex<Option<Pending>>,
     check: Mutex<CheckState>,
@@ -112,8 +120,9 @@ impl Node {
         };
         Ok(Self {
             patches,
+            app_lock: AppLock::new(patches.has(Patch::ParallelAbci)),
             store,
-            world: RwLock::new(world),
+            world: StateLock::new(world, patches.has(Patch::RwLock)),
             chain: RwLock::new(chain),
             pending: Mutex::new(None),
             check: Mutex::new(CheckState::default()),
@@ -125,12 +134,19 @@ impl Node {
         self.patches
     }
 
-    fn world(&self) -> Result<RwLockReadGuard<'_, WorldState>, NodeError> {
-        self.world.read().map_err(|_| NodeError::Poisoned)
+    /// Enters the application: waits for the one lock around it when
+    /// `parallel-abci` is off. Every ABCI call and every web3 read holds the
+    /// returned guard for its whole length.
+    pub fn enter(&self) -> Result<AppGuard<'_>, NodeError> {
+        Ok(self.app_lock.enter()?)
     }
 
-    fn world_mut(&self) -> Result<RwLockWriteGuard<'_, WorldState>, NodeError> {
-        self.world.write().map_err(|_| NodeError::Poisoned)
+    fn world(&self) -> Result<ReadGuard<'_, WorldState>, NodeError> {
+        Ok(self.world.read()?)
+    }
+
+    fn world_mut(&self) -> Result<WriteGuard<'_, WorldState>, NodeError> {
+        Ok(self.world.write()?)
     }
 
     fn check(&self) -> Result<MutexGuard<'_, CheckState>, NodeError> {
@@ -149,11 +165,13 @@ impl Node {
 
     /// The genesis, once InitChain has run.
     pub fn genesis(&self) -> Result<Genesis, NodeError> {
+        let _app = self.enter()?;
         self.with_chain(|c| c.genesis.clone())
     }
 
     /// The last committed block.
     pub fn head(&self) -> Result<BlockRecord, NodeError> {
+        let _app = self.enter()?;
         self.with_chain(|c| c.head.clone())
     }
 
@@ -313,6 +331,7 @@ impl Node {
         address: &Address,
         pending: bool,
     ) -> Result<Option<AccountRecord>, NodeError> {
+        let _app = self.enter()?;
         if pending {
             let check = self.check()?;
             let committed = self.world()?.account(address);
@@ -324,6 +343,7 @@ impl Node {
 
     /// Committed code of `address`.
     pub fn code(&self, address: &Address) -> Result<Bytes, NodeError> {
+        let _app = self.enter()?;
         let world = self.world()?;
         Ok(world
             .account(address)
@@ -333,29 +353,34 @@ impl Node {
 
     /// Committed storage slot of `address`.
     pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, NodeError> {
+        let _app = self.enter()?;
         Ok(self.world()?.storage(address, slot))
     }
 
     /// The block at `number`.
     pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, NodeError> {
+        let _app = self.enter()?;
         Ok(self.store.block(number)?)
     }
 
     /// The block with hash `hash`.
     pub fn block_by_hash(&self, hash: &B256) -> Result<Option<BlockRecord>, NodeError> {
+        let _app = self.enter()?;
         match self.store.block_number(hash)? {
-            Some(n) => self.block(n),
+            Some(n) => Ok(self.store.block(n)?),
             None => Ok(None),
         }
     }
 
     /// The executed transaction with hash `hash`.
     pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, NodeError> {
+        let _app = self.enter()?;
         Ok(self.store.tx(hash)?)
     }
 
     /// Runs `request` on the committed state without changing it.
     pub fn call(&self, request: &CallRequest) -> Result<Result<CallOutcome, String>, NodeError> {
+        let _app = self.enter()?;
         let (genesis, head) = self.with_chain(|c| (c.genesis.clone(), c.head.clone()))?;
         let world = self.world()?;
         let mut cfg = exec::cfg_env(&genesis);
@@ -382,7 +407,7 @@ impl Node {
             ..Default::default()
         };
         let mut evm = Context::mainnet()
-            .with_db(BlockOverlay::new(&world))
+            .with_db(BlockOverlay::new(&*world))
             .with_cfg(cfg)
             .with_block(block)
             .build_mainnet();

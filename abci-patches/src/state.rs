@@ -14,7 +14,7 @@ use revm::{
     bytecode::Bytecode,
     primitives::{AddressMap, KECCAK_EMPTY},
     state::{Account, AccountInfo},
-    Database, DatabaseCommit, DatabaseRef,
+    Database, DatabaseCommit,
 };
 
 /// What abcid keeps of an account (code lives apart, by hash).
@@ -129,28 +129,6 @@ impl WorldState {
     }
 }
 
-impl DatabaseRef for WorldState {
-    type Error = Infallible;
-
-    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
-        Ok(self.accounts.get(&address).map(|a| a.to_info()))
-    }
-
-    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, Self::Error> {
-        Ok(self.code.get(&code_hash).cloned().unwrap_or_default())
-    }
-
-    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, Self::Error> {
-        Ok(self.storage(&address, &index))
-    }
-
-    fn block_hash_ref(&self, number: u64) -> Result<B256, Self::Error> {
-        // BLOCKHASH is deterministic but not the CometBFT hash: that would need
-        // the block store inside execution, which no workload here relies on.
-        Ok(keccak256(number.to_be_bytes()))
-    }
-}
-
 /// Everything a block changed, in a deterministic order.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct StateDiff {
@@ -196,28 +174,45 @@ impl StateDiff {
     }
 }
 
-/// revm's database for one block: reads fall through to the committed state,
+/// Read access to a state: the committed world, or an overlay over it.
+pub trait StateRead {
+    /// The account at `address`, if it exists.
+    fn account(&self, address: &Address) -> Option<AccountRecord>;
+    /// The value of one storage slot (zero when unset).
+    fn storage(&self, address: &Address, slot: &U256) -> U256;
+    /// The code stored under `hash`.
+    fn code(&self, hash: &B256) -> Option<Bytecode>;
+}
+
+impl StateRead for WorldState {
+    fn account(&self, address: &Address) -> Option<AccountRecord> {
+        WorldState::account(self, address)
+    }
+
+    fn storage(&self, address: &Address, slot: &U256) -> U256 {
+        WorldState::storage(self, address, slot)
+    }
+
+    fn code(&self, hash: &B256) -> Option<Bytecode> {
+        WorldState::code(self, hash).cloned()
+    }
+}
+
+/// revm's database over a base state (the committed world, or a block's
+/// overlay for a per-transaction layer): reads fall through to the base,
 /// writes are kept in a [`StateDiff`].
 #[derive(Debug)]
-pub struct BlockOverlay<'a> {
-    base: &'a WorldState,
+pub struct BlockOverlay<'a, B: StateRead = WorldState> {
+    base: &'a B,
     diff: StateDiff,
 }
 
-impl<'a> BlockOverlay<'a> {
+impl<'a, B: StateRead> BlockOverlay<'a, B> {
     /// An empty overlay over `base`.
-    pub fn new(base: &'a WorldState) -> Self {
+    pub fn new(base: &'a B) -> Self {
         Self {
             base,
             diff: StateDiff::default(),
-        }
-    }
-
-    /// The current view of an account: overlay first, then the base.
-    pub fn account(&self, address: &Address) -> Option<AccountRecord> {
-        match self.diff.accounts.get(address) {
-            Some(change) => *change,
-            None => self.base.account(address),
         }
     }
 
@@ -225,15 +220,65 @@ impl<'a> BlockOverlay<'a> {
     pub fn into_diff(self) -> StateDiff {
         self.diff
     }
+
+    /// Folds the changes of a layer above this one into this overlay, as if
+    /// they had been written here.
+    pub fn merge(&mut self, layer: StateDiff) {
+        for address in layer.cleared_storage {
+            self.wipe_storage(address);
+        }
+        self.diff.accounts.extend(layer.accounts);
+        self.diff.storage.extend(layer.storage);
+        for (hash, code) in layer.code {
+            self.diff.code.entry(hash).or_insert(code);
+        }
+    }
+
+    fn wipe_storage(&mut self, address: Address) {
+        self.diff.cleared_storage.insert(address);
+        self.diff.storage.retain(|(a, _), _| *a != address);
+    }
 }
 
-impl Database for BlockOverlay<'_> {
+impl<B: StateRead> StateRead for BlockOverlay<'_, B> {
+    fn account(&self, address: &Address) -> Option<AccountRecord> {
+        match self.diff.accounts.get(address) {
+            Some(change) => *change,
+            None => self.base.account(address),
+        }
+    }
+
+    fn storage(&self, address: &Address, slot: &U256) -> U256 {
+        if let Some(value) = self.diff.storage.get(&(*address, *slot)) {
+            return *value;
+        }
+        if self.diff.cleared_storage.contains(address) {
+            return U256::ZERO;
+        }
+        self.base.storage(address, slot)
+    }
+
+    fn code(&self, hash: &B256) -> Option<Bytecode> {
+        match self.diff.code.get(hash) {
+            Some(code) => Some(code.clone()),
+            None => self.base.code(hash),
+        }
+    }
+}
+
+/// BLOCKHASH is deterministic but not the CometBFT hash: that would need the
+/// block store inside execution, which no workload here relies on.
+fn block_hash(number: u64) -> B256 {
+    keccak256(number.to_be_bytes())
+}
+
+impl<B: StateRead> Database for BlockOverlay<'_, B> {
     type Error = Infallible;
 
     fn basic(&mut self, address: Address) -> Result<Option<AccountInfo>, Self::Error> {
         // revm 43 does not call `code_by_hash` for an account loaded without
         // code: attach it here (cheap, the bytes are reference-counted).
-        let mut info = self.account(&address).map(AccountRecord::to_info);
+        let mut info = StateRead::account(self, &address).map(AccountRecord::to_info);
         if let Some(info) = info.as_mut() {
             if info.code_hash != KECCAK_EMPTY {
                 info.code = Some(self.code_by_hash(info.code_hash)?);
@@ -243,28 +288,19 @@ impl Database for BlockOverlay<'_> {
     }
 
     fn code_by_hash(&mut self, code_hash: B256) -> Result<Bytecode, Self::Error> {
-        match self.diff.code.get(&code_hash) {
-            Some(code) => Ok(code.clone()),
-            None => self.base.code_by_hash_ref(code_hash),
-        }
+        Ok(StateRead::code(self, &code_hash).unwrap_or_default())
     }
 
     fn storage(&mut self, address: Address, index: U256) -> Result<U256, Self::Error> {
-        if let Some(value) = self.diff.storage.get(&(address, index)) {
-            return Ok(*value);
-        }
-        if self.diff.cleared_storage.contains(&address) {
-            return Ok(U256::ZERO);
-        }
-        self.base.storage_ref(address, index)
+        Ok(StateRead::storage(self, &address, &index))
     }
 
     fn block_hash(&mut self, number: u64) -> Result<B256, Self::Error> {
-        self.base.block_hash_ref(number)
+        Ok(block_hash(number))
     }
 }
 
-impl DatabaseCommit for BlockOverlay<'_> {
+impl<B: StateRead> DatabaseCommit for BlockOverlay<'_, B> {
     fn commit(&mut self, changes: AddressMap<Account>) {
         for (address, account) in changes {
             if !account.is_touched() {
@@ -297,13 +333,6 @@ impl DatabaseCommit for BlockOverlay<'_> {
                 }
             }
         }
-    }
-}
-
-impl BlockOverlay<'_> {
-    fn wipe_storage(&mut self, address: Address) {
-        self.diff.cleared_storage.insert(address);
-        self.diff.storage.retain(|(a, _), _| *a != address);
     }
 }
 
@@ -350,5 +379,31 @@ mod tests {
         assert_eq!(d1.digest(), d2.digest());
         d2.accounts.insert(Address::repeat_byte(1), None);
         assert_ne!(d1.digest(), d2.digest());
+    }
+
+    #[test]
+    fn a_merged_layer_reads_as_if_written_in_place() {
+        let a = Address::repeat_byte(1);
+        let mut world = WorldState::default();
+        world.load_storage(a, U256::from(1), U256::from(5));
+        world.load_storage(a, U256::from(2), U256::from(6));
+        let mut block = BlockOverlay::new(&world);
+        block.diff.storage.insert((a, U256::from(3)), U256::from(7));
+        let mut layer = BlockOverlay::new(&block);
+        // The account is re-created: its old storage is wiped, one slot set.
+        layer.wipe_storage(a);
+        layer.diff.storage.insert((a, U256::from(2)), U256::from(9));
+        assert_eq!(StateRead::storage(&layer, &a, &U256::from(1)), U256::ZERO);
+        let changes = layer.into_diff();
+        block.merge(changes);
+        assert_eq!(StateRead::storage(&block, &a, &U256::from(1)), U256::ZERO);
+        assert_eq!(
+            StateRead::storage(&block, &a, &U256::from(2)),
+            U256::from(9)
+        );
+        assert_eq!(StateRead::storage(&block, &a, &U256::from(3)), U256::ZERO);
+        let diff = block.into_diff();
+        assert!(diff.cleared_storage.contains(&a));
+        assert_eq!(diff.storage.len(), 1);
     }
 }

@@ -105,10 +105,14 @@ async fn transfers_are_committed_as_a_standard_client_reads_them() {
     assert_eq!(tx.inner.signer(), net.root_address);
 }
 
+/// On the "before" node (`feth devnet up --patches none`), which says so in
+/// its client version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn contracts_deploy_and_answer_calls() {
-    let net = TestNet::start().await;
+    let net = TestNet::start_with(|o| o.patches = "none".to_string()).await;
     let p = provider(&net);
+    let version = p.get_client_version().await.unwrap();
+    assert!(version.ends_with("/patches=none"), "{version}");
     let init: Bytes = hex::decode(STORE_INIT).unwrap().into();
     let deploy = p
         .send_transaction(TransactionRequest::default().with_deploy_code(init))

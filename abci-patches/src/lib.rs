@@ -14,7 +14,8 @@
 //! - [`state`], [`store`]: in-memory world state and its redb persistence.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
 //!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
-//! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line.
+//! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
+//!   [`txlog`]: the per-transaction lines (without `quiet-logs`).
 //! - [`patches`]: the tunings as switches (`abcid --patches`).
 
 pub mod app;
@@ -31,4 +32,5 @@ pub mod runner;
 pub mod state;
 pub mod store;
 pub mod tx;
+pub mod txlog;
 pub mod verify;

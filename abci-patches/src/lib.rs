@@ -11,7 +11,8 @@
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances.
-//! - [`state`], [`store`]: in-memory world state and its redb persistence.
+//! - [`state`], [`store`]: in-memory world state and its redb persistence;
+//!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
 //!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
@@ -20,6 +21,7 @@
 
 pub mod app;
 pub mod blocklog;
+pub mod codec;
 pub mod error;
 pub mod exec;
 pub mod genesis;

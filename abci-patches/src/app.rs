@@ -21,19 +21,28 @@ use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
 use crate::locks::AppGuard;
 use crate::node::{Node, NodeError};
+use crate::patches::Patch;
+use crate::txlog;
 
 /// abcid's ABCI application; cloned once per ABCI connection.
 #[derive(Clone)]
 pub struct AbciApp {
     node: Arc<Node>,
     profiler: Option<Arc<BlockProfiler>>,
+    /// One log line per transaction (`quiet-logs` off).
+    tx_lines: bool,
 }
 
 impl AbciApp {
     /// Serves `node` over ABCI; `profiler`, when given, captures armed blocks,
     /// each from the end of the previous Commit to the end of its own.
     pub fn new(node: Arc<Node>, profiler: Option<Arc<BlockProfiler>>) -> Self {
-        Self { node, profiler }
+        let tx_lines = !node.patches().has(Patch::QuietLogs);
+        Self {
+            node,
+            profiler,
+            tx_lines,
+        }
     }
 }
 
@@ -89,19 +98,25 @@ impl Application for AbciApp {
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
         tag_current_thread(Role::CheckTx);
         let _app = self.enter("CheckTx");
-        match self.node.check_tx(&request.tx) {
-            Ok(Ok(tx)) => ResponseCheckTx {
+        let verdict = self
+            .node
+            .check_tx(&request.tx)
+            .unwrap_or_else(|e| fatal("CheckTx", e));
+        if self.tx_lines {
+            txlog::check_tx(&request.tx, &verdict);
+        }
+        match verdict {
+            Ok(tx) => ResponseCheckTx {
                 code: 0,
                 gas_wanted: alloy_consensus::Transaction::gas_limit(&tx.envelope) as i64,
                 ..Default::default()
             },
-            Ok(Err(e)) => ResponseCheckTx {
+            Err(e) => ResponseCheckTx {
                 code: e.code(),
                 log: e.to_string(),
                 codespace: CODESPACE.to_string(),
                 ..Default::default()
             },
-            Err(e) => fatal("CheckTx", e),
         }
     }
 
@@ -125,6 +140,11 @@ impl Application for AbciApp {
             .node
             .finalize_block(&input)
             .unwrap_or_else(|e| fatal("FinalizeBlock", e));
+        if self.tx_lines {
+            for outcome in &outcomes {
+                txlog::finalize_block(height, outcome);
+            }
+        }
         ResponseFinalizeBlock {
             tx_results: outcomes.iter().map(tx_result).collect(),
             app_hash: app_hash.to_vec().into(),

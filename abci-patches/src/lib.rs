@@ -11,14 +11,17 @@
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances.
-//! - [`state`], [`store`]: in-memory world state and its redb persistence.
+//! - [`state`], [`store`]: in-memory world state and its redb persistence;
+//!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
 //!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
-//! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line.
+//! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
+//!   [`txlog`]: the per-transaction lines (without `quiet-logs`).
 //! - [`patches`]: the tunings as switches (`abcid --patches`).
 
 pub mod app;
 pub mod blocklog;
+pub mod codec;
 pub mod error;
 pub mod exec;
 pub mod genesis;
@@ -31,4 +34,5 @@ pub mod runner;
 pub mod state;
 pub mod store;
 pub mod tx;
+pub mod txlog;
 pub mod verify;

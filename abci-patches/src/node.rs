@@ -20,7 +20,9 @@ use crate::locks::{AppGuard, AppLock, Poisoned, ReadGuard, StateLock, WriteGuard
 use crate::mempool::CheckState;
 use crate::patches::{Patch, Patches};
 use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
-use crate::store::{BlockBatch, BlockRecord, Store, StoreError, TxRecord};
+use crate::store::{
+    BlockBatch, BlockRecord, Store, StoreConfig, StoreError, TxRecord, CAPPED_CACHE_SIZE,
+};
 use crate::tx::VerifiedTx;
 use crate::verify::Verifier;
 
@@ -50,6 +52,9 @@ impl From<Poisoned> for NodeError {
     }
 }
 
+/// The block between FinalizeBlock and Commit. With `ram-block-txs` its
+/// transactions are here; without, FinalizeBlock staged them in the store
+/// and `block.batch.txs` is empty.
 struct Pending {
     block: ExecutedBlock,
     finalize: Duration,
@@ -110,7 +115,10 @@ pub enum CallFailure {
 impl Node {
     /// Opens the node's state in `home`, running with `patches`.
     pub fn open(home: &Path, patches: Patches) -> Result<Self, NodeError> {
-        let store = Store::open(&home.join("state.redb"))?;
+        let config = StoreConfig {
+            cache_size: patches.has(Patch::RamBlockTxs).then_some(CAPPED_CACHE_SIZE),
+        };
+        let store = Store::open(&home.join("state.redb"), config)?;
         let (world, chain) = match (store.genesis()?, store.head()?) {
             (Some(genesis), Some(head)) => {
                 let head = store.block(head.height)?.ok_or(NodeError::NotInitialised)?;
@@ -266,20 +274,28 @@ impl Node {
         Ok(check.admit(&verified, committed).map(|()| verified))
     }
 
-    /// FinalizeBlock: executes the block and keeps it until Commit.
+    /// FinalizeBlock: executes the block and keeps it until Commit (its
+    /// transactions staged in the store without `ram-block-txs`).
     /// Returns each transaction's outcome and the new app hash.
     pub fn finalize_block(
         &self,
         input: &BlockInput<'_>,
     ) -> Result<(Vec<TxOutcome>, B256), NodeError> {
         let started = Instant::now();
-        let executed = {
+        let mut executed = {
             let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
             let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
             let verifier = Verifier::new(&chain.genesis, self.patches);
             let world = self.world()?;
             exec::execute_block(&world, &chain.genesis, &verifier, &chain.head, input)
         };
+        if !self.patches.has(Patch::RamBlockTxs) {
+            // Before: the transactions and their receipts go to the store now
+            // and Commit reads them back, so that nothing of an uncommitted
+            // block lives only in memory.
+            self.store
+                .stage_txs(&std::mem::take(&mut executed.batch.txs))?;
+        }
         let result = (executed.outcomes.clone(), executed.batch.block.app_hash);
         *self.pending.lock().map_err(|_| NodeError::Poisoned)? = Some(Pending {
             block: executed,
@@ -301,7 +317,11 @@ impl Node {
         let valid = block.valid();
         let invalid = block.outcomes.len() - valid;
         let batch = block.batch;
-        self.store.commit(&batch)?;
+        if self.patches.has(Patch::RamBlockTxs) {
+            self.store.commit(&batch)?;
+        } else {
+            self.store.commit_staged(&batch)?;
+        }
         {
             let mut check = self.check()?;
             self.world_mut()?.apply(&batch.diff);

@@ -1,14 +1,25 @@
 //! Persistent state in redb: accounts, storage, code, blocks, transactions,
 //! receipts and the app-hash history. Each block is written in one write
 //! transaction at Commit, so a crash leaves either the whole block or none of it.
+//!
+//! Transactions are stored in one of two layouts, and read back from either
+//! (a node may be restarted with other patches):
+//! - with `ram-block-txs`, [`codec`]-encoded records keyed by (height, index)
+//!   and a hash → (height, index) index, written at Commit from memory;
+//! - without, JSON records keyed by hash, staged by FinalizeBlock in a table of
+//!   their own ([`Store::stage_txs`]) and moved by Commit
+//!   ([`Store::commit_staged`]).
 
 use std::path::Path;
 
 use alloy_primitives::{Address, Bytes, Log, B256, U256};
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{
+    Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
+};
 use revm::bytecode::Bytecode;
 use serde::{Deserialize, Serialize};
 
+use crate::codec;
 use crate::genesis::Genesis;
 use crate::state::{AccountRecord, StateDiff, WorldState};
 
@@ -18,7 +29,15 @@ const STORAGE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("storage");
 const CODE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("code");
 const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
 const BLOCK_HASHES: TableDefinition<&[u8], u64> = TableDefinition::new("block_hashes");
+/// JSON [`TxRecord`]s by hash (without `ram-block-txs`).
 const TXS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("txs");
+/// The uncommitted block's JSON [`TxRecord`]s by hash, staged by FinalizeBlock
+/// (without `ram-block-txs`).
+const PENDING_TXS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("pending_txs");
+/// [`codec`]-encoded [`TxRecord`]s by (height, index) (with `ram-block-txs`).
+const TXS_BY_POSITION: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("txs_by_position");
+/// Hash → (height, index) of the records of [`TXS_BY_POSITION`].
+const TX_POSITIONS: TableDefinition<&[u8], (u64, u32)> = TableDefinition::new("tx_positions");
 const APP_HASHES: TableDefinition<u64, &[u8]> = TableDefinition::new("app_hashes");
 
 const META_HEIGHT: &str = "height";
@@ -32,6 +51,15 @@ pub struct StoreError {
     context: &'static str,
     #[source]
     source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl StoreError {
+    fn new(context: &'static str, message: String) -> Self {
+        Self {
+            context,
+            source: message.into(),
+        }
+    }
 }
 
 fn ctx<E: std::error::Error + Send + Sync + 'static>(
@@ -128,16 +156,40 @@ pub struct Head {
     pub app_hash: B256,
 }
 
+/// redb's page cache with `ram-block-txs`: redb's default (1 GiB) lets the
+/// process' resident memory grow with the database.
+pub const CAPPED_CACHE_SIZE: usize = 64 << 20;
+
+/// How the database is opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// Size of redb's page cache in bytes; `None` for redb's default.
+    pub cache_size: Option<usize>,
+}
+
 /// The redb database behind abcid.
 #[derive(Debug)]
 pub struct Store {
     db: Database,
 }
 
+/// Where Commit takes a block's transactions from, and how it writes them.
+enum BlockTxs<'a> {
+    /// From memory, into the (height, index) layout.
+    Memory(&'a [(B256, TxRecord)]),
+    /// From the staging table, into the JSON-by-hash table; the hashes in block order.
+    Staged(&'a [B256]),
+}
+
 impl Store {
-    /// Opens or creates the database file at `path`.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let db = Database::create(path).map_err(ctx("open database"))?;
+    /// Opens or creates the database file at `path`. A staged block left by a
+    /// crash between FinalizeBlock and Commit is dropped: CometBFT replays it.
+    pub fn open(path: &Path, config: StoreConfig) -> Result<Self, StoreError> {
+        let mut builder = Database::builder();
+        if let Some(bytes) = config.cache_size {
+            builder.set_cache_size(bytes);
+        }
+        let db = builder.create(path).map_err(ctx("open database"))?;
         let store = Self { db };
         // Create every table so that read transactions never meet a missing one.
         let tx = store.db.begin_write().map_err(ctx("begin write"))?;
@@ -149,7 +201,14 @@ impl Store {
             tx.open_table(BLOCKS).map_err(ctx("create tables"))?;
             tx.open_table(BLOCK_HASHES).map_err(ctx("create tables"))?;
             tx.open_table(TXS).map_err(ctx("create tables"))?;
+            tx.open_table(TXS_BY_POSITION)
+                .map_err(ctx("create tables"))?;
+            tx.open_table(TX_POSITIONS).map_err(ctx("create tables"))?;
             tx.open_table(APP_HASHES).map_err(ctx("create tables"))?;
+            tx.open_table(PENDING_TXS)
+                .map_err(ctx("create tables"))?
+                .retain(|_, _| false)
+                .map_err(ctx("drop staged block"))?;
         }
         tx.commit().map_err(ctx("create tables"))?;
         Ok(store)
@@ -211,92 +270,58 @@ impl Store {
 
     /// Writes the genesis state and block 0 (InitChain).
     pub fn init(&self, genesis: &Genesis, block: &BlockBatch) -> Result<(), StoreError> {
-        self.write(block, Some(genesis))
+        self.write(block, BlockTxs::Memory(&block.txs), Some(genesis))
     }
 
-    /// Writes one block atomically and durably (Commit).
+    /// Writes one block atomically and durably (Commit), its transactions
+    /// from `batch` in the (height, index) layout (`ram-block-txs`).
     pub fn commit(&self, batch: &BlockBatch) -> Result<(), StoreError> {
-        self.write(batch, None)
+        self.write(batch, BlockTxs::Memory(&batch.txs), None)
     }
 
-    fn write(&self, batch: &BlockBatch, genesis: Option<&Genesis>) -> Result<(), StoreError> {
+    /// Stages the transactions of a block being finalized, as JSON records
+    /// keyed by hash, in a durable write transaction of their own; replaces
+    /// any staged before. Without `ram-block-txs`, FinalizeBlock does this so
+    /// that nothing of an uncommitted block lives only in memory.
+    pub fn stage_txs(&self, txs: &[(B256, TxRecord)]) -> Result<(), StoreError> {
         let mut tx = self.db.begin_write().map_err(ctx("begin write"))?;
         tx.set_durability(Durability::Immediate)
             .map_err(ctx("set durability"))?;
         {
-            let mut accounts = tx.open_table(ACCOUNTS).map_err(ctx("open accounts"))?;
-            let mut storage = tx.open_table(STORAGE).map_err(ctx("open storage"))?;
-            for address in &batch.diff.cleared_storage {
-                let mut lo = [0u8; 52];
-                lo[..20].copy_from_slice(address.as_slice());
-                let mut hi = [0xffu8; 52];
-                hi[..20].copy_from_slice(address.as_slice());
-                storage
-                    .retain_in(lo.as_slice()..=hi.as_slice(), |_, _| false)
-                    .map_err(ctx("clear storage"))?;
-            }
-            for (address, change) in &batch.diff.accounts {
-                match change {
-                    Some(record) => {
-                        accounts
-                            .insert(address.as_slice(), encode_account(record).as_slice())
-                            .map_err(ctx("write account"))?;
-                    }
-                    None => {
-                        accounts
-                            .remove(address.as_slice())
-                            .map_err(ctx("delete account"))?;
-                    }
-                }
-            }
-            for ((address, slot), value) in &batch.diff.storage {
-                let mut key = [0u8; 52];
-                key[..20].copy_from_slice(address.as_slice());
-                key[20..].copy_from_slice(&slot.to_be_bytes::<32>());
-                if value.is_zero() {
-                    storage.remove(key.as_slice()).map_err(ctx("delete slot"))?;
-                } else {
-                    storage
-                        .insert(key.as_slice(), value.to_be_bytes::<32>().as_slice())
-                        .map_err(ctx("write slot"))?;
-                }
-            }
-            let mut code = tx.open_table(CODE).map_err(ctx("open code"))?;
-            for (hash, bytecode) in &batch.diff.code {
-                code.insert(hash.as_slice(), bytecode.original_byte_slice())
-                    .map_err(ctx("write code"))?;
-            }
-            let mut txs = tx.open_table(TXS).map_err(ctx("open txs"))?;
-            for (hash, record) in &batch.txs {
+            let mut pending = tx.open_table(PENDING_TXS).map_err(ctx("open pending"))?;
+            pending.retain(|_, _| false).map_err(ctx("clear pending"))?;
+            for (hash, record) in txs {
                 let bytes = serde_json::to_vec(record).map_err(ctx("encode tx"))?;
-                txs.insert(hash.as_slice(), bytes.as_slice())
-                    .map_err(ctx("write tx"))?;
-            }
-            let block = &batch.block;
-            let mut blocks = tx.open_table(BLOCKS).map_err(ctx("open blocks"))?;
-            let bytes = serde_json::to_vec(block).map_err(ctx("encode block"))?;
-            blocks
-                .insert(block.number, bytes.as_slice())
-                .map_err(ctx("write block"))?;
-            let mut hashes = tx.open_table(BLOCK_HASHES).map_err(ctx("open hashes"))?;
-            hashes
-                .insert(block.hash.as_slice(), block.number)
-                .map_err(ctx("write block hash"))?;
-            let mut app_hashes = tx.open_table(APP_HASHES).map_err(ctx("open app hashes"))?;
-            app_hashes
-                .insert(block.number, block.app_hash.as_slice())
-                .map_err(ctx("write app hash"))?;
-            let mut meta = tx.open_table(META).map_err(ctx("open meta"))?;
-            meta.insert(META_HEIGHT, block.number.to_be_bytes().as_slice())
-                .map_err(ctx("write height"))?;
-            meta.insert(META_APP_HASH, block.app_hash.as_slice())
-                .map_err(ctx("write app hash"))?;
-            if let Some(genesis) = genesis {
-                let bytes = serde_json::to_vec(genesis).map_err(ctx("encode genesis"))?;
-                meta.insert(META_GENESIS, bytes.as_slice())
-                    .map_err(ctx("write genesis"))?;
+                pending
+                    .insert(hash.as_slice(), bytes.as_slice())
+                    .map_err(ctx("stage tx"))?;
             }
         }
+        tx.commit().map_err(ctx("commit staged txs"))
+    }
+
+    /// Writes one block atomically and durably (Commit), its transactions read
+    /// back from what [`Store::stage_txs`] staged into the JSON-by-hash table.
+    /// `batch.txs` is not read.
+    pub fn commit_staged(&self, batch: &BlockBatch) -> Result<(), StoreError> {
+        self.write(batch, BlockTxs::Staged(&batch.block.tx_hashes), None)
+    }
+
+    fn write(
+        &self,
+        batch: &BlockBatch,
+        txs: BlockTxs<'_>,
+        genesis: Option<&Genesis>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.db.begin_write().map_err(ctx("begin write"))?;
+        tx.set_durability(Durability::Immediate)
+            .map_err(ctx("set durability"))?;
+        write_state(&tx, &batch.diff)?;
+        match txs {
+            BlockTxs::Memory(txs) => write_positional(&tx, txs)?,
+            BlockTxs::Staged(hashes) => move_staged(&tx, hashes)?,
+        }
+        write_block(&tx, &batch.block, genesis)?;
         tx.commit().map_err(ctx("commit block"))
     }
 
@@ -322,9 +347,29 @@ impl Store {
             .map(|v| v.value()))
     }
 
-    /// The executed transaction with hash `hash`.
+    /// The executed transaction with hash `hash`, in whichever layout it was
+    /// written.
     pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, StoreError> {
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let positions = tx
+            .open_table(TX_POSITIONS)
+            .map_err(ctx("open tx positions"))?;
+        if let Some(position) = positions
+            .get(hash.as_slice())
+            .map_err(ctx("read tx position"))?
+        {
+            let (height, index) = position.value();
+            let records = tx.open_table(TXS_BY_POSITION).map_err(ctx("open txs"))?;
+            let record = records
+                .get((height, index))
+                .map_err(ctx("read tx"))?
+                .ok_or_else(|| {
+                    StoreError::new("read tx", format!("no record at ({height}, {index})"))
+                })?;
+            return Ok(Some(
+                codec::decode_tx(record.value()).map_err(ctx("decode tx"))?,
+            ));
+        }
         let txs = tx.open_table(TXS).map_err(ctx("open txs"))?;
         match txs.get(hash.as_slice()).map_err(ctx("read tx"))? {
             Some(v) => Ok(Some(
@@ -347,6 +392,121 @@ impl Store {
     }
 }
 
+/// Accounts, storage slots and code of `diff`.
+fn write_state(tx: &WriteTransaction, diff: &StateDiff) -> Result<(), StoreError> {
+    let mut accounts = tx.open_table(ACCOUNTS).map_err(ctx("open accounts"))?;
+    let mut storage = tx.open_table(STORAGE).map_err(ctx("open storage"))?;
+    for address in &diff.cleared_storage {
+        let mut lo = [0u8; 52];
+        lo[..20].copy_from_slice(address.as_slice());
+        let mut hi = [0xffu8; 52];
+        hi[..20].copy_from_slice(address.as_slice());
+        storage
+            .retain_in(lo.as_slice()..=hi.as_slice(), |_, _| false)
+            .map_err(ctx("clear storage"))?;
+    }
+    for (address, change) in &diff.accounts {
+        match change {
+            Some(record) => {
+                accounts
+                    .insert(address.as_slice(), encode_account(record).as_slice())
+                    .map_err(ctx("write account"))?;
+            }
+            None => {
+                accounts
+                    .remove(address.as_slice())
+                    .map_err(ctx("delete account"))?;
+            }
+        }
+    }
+    for ((address, slot), value) in &diff.storage {
+        let mut key = [0u8; 52];
+        key[..20].copy_from_slice(address.as_slice());
+        key[20..].copy_from_slice(&slot.to_be_bytes::<32>());
+        if value.is_zero() {
+            storage.remove(key.as_slice()).map_err(ctx("delete slot"))?;
+        } else {
+            storage
+                .insert(key.as_slice(), value.to_be_bytes::<32>().as_slice())
+                .map_err(ctx("write slot"))?;
+        }
+    }
+    let mut code = tx.open_table(CODE).map_err(ctx("open code"))?;
+    for (hash, bytecode) in &diff.code {
+        code.insert(hash.as_slice(), bytecode.original_byte_slice())
+            .map_err(ctx("write code"))?;
+    }
+    Ok(())
+}
+
+/// `txs` encoded by [`codec`] at their (height, index), and their hashes' index.
+fn write_positional(tx: &WriteTransaction, txs: &[(B256, TxRecord)]) -> Result<(), StoreError> {
+    let mut records = tx.open_table(TXS_BY_POSITION).map_err(ctx("open txs"))?;
+    let mut positions = tx
+        .open_table(TX_POSITIONS)
+        .map_err(ctx("open tx positions"))?;
+    for (hash, record) in txs {
+        let index = u32::try_from(record.index)
+            .map_err(|_| StoreError::new("write tx", format!("index {}", record.index)))?;
+        let position = (record.block_number, index);
+        records
+            .insert(position, codec::encode_tx(record).as_slice())
+            .map_err(ctx("write tx"))?;
+        positions
+            .insert(hash.as_slice(), position)
+            .map_err(ctx("write tx position"))?;
+    }
+    Ok(())
+}
+
+/// Moves the staged JSON records of `hashes` into the JSON-by-hash table and
+/// empties the staging table.
+fn move_staged(tx: &WriteTransaction, hashes: &[B256]) -> Result<(), StoreError> {
+    let mut pending = tx.open_table(PENDING_TXS).map_err(ctx("open pending"))?;
+    let mut txs = tx.open_table(TXS).map_err(ctx("open txs"))?;
+    for hash in hashes {
+        let staged = pending
+            .get(hash.as_slice())
+            .map_err(ctx("read staged tx"))?
+            .ok_or_else(|| StoreError::new("read staged tx", format!("{hash} was not staged")))?;
+        txs.insert(hash.as_slice(), staged.value())
+            .map_err(ctx("write tx"))?;
+    }
+    pending.retain(|_, _| false).map_err(ctx("clear pending"))
+}
+
+/// The block, its hash and app hash, the head and, at InitChain, the genesis.
+fn write_block(
+    tx: &WriteTransaction,
+    block: &BlockRecord,
+    genesis: Option<&Genesis>,
+) -> Result<(), StoreError> {
+    let mut blocks = tx.open_table(BLOCKS).map_err(ctx("open blocks"))?;
+    let bytes = serde_json::to_vec(block).map_err(ctx("encode block"))?;
+    blocks
+        .insert(block.number, bytes.as_slice())
+        .map_err(ctx("write block"))?;
+    let mut hashes = tx.open_table(BLOCK_HASHES).map_err(ctx("open hashes"))?;
+    hashes
+        .insert(block.hash.as_slice(), block.number)
+        .map_err(ctx("write block hash"))?;
+    let mut app_hashes = tx.open_table(APP_HASHES).map_err(ctx("open app hashes"))?;
+    app_hashes
+        .insert(block.number, block.app_hash.as_slice())
+        .map_err(ctx("write app hash"))?;
+    let mut meta = tx.open_table(META).map_err(ctx("open meta"))?;
+    meta.insert(META_HEIGHT, block.number.to_be_bytes().as_slice())
+        .map_err(ctx("write height"))?;
+    meta.insert(META_APP_HASH, block.app_hash.as_slice())
+        .map_err(ctx("write app hash"))?;
+    if let Some(genesis) = genesis {
+        let bytes = serde_json::to_vec(genesis).map_err(ctx("encode genesis"))?;
+        meta.insert(META_GENESIS, bytes.as_slice())
+            .map_err(ctx("write genesis"))?;
+    }
+    Ok(())
+}
+
 fn encode_account(a: &AccountRecord) -> [u8; 72] {
     let mut out = [0u8; 72];
     out[..8].copy_from_slice(&a.nonce.to_be_bytes());
@@ -357,10 +517,10 @@ fn encode_account(a: &AccountRecord) -> [u8; 72] {
 
 fn decode_account(bytes: &[u8]) -> Result<AccountRecord, StoreError> {
     if bytes.len() != 72 {
-        return Err(StoreError {
-            context: "decode account",
-            source: format!("expected 72 bytes, found {}", bytes.len()).into(),
-        });
+        return Err(StoreError::new(
+            "decode account",
+            format!("expected 72 bytes, found {}", bytes.len()),
+        ));
     }
     let mut nonce = [0u8; 8];
     nonce.copy_from_slice(&bytes[..8]);
@@ -399,7 +559,7 @@ mod tests {
         let path = dir.path().join("state.redb");
         let a = Address::repeat_byte(9);
         {
-            let store = Store::open(&path).unwrap();
+            let store = Store::open(&path, StoreConfig::default()).unwrap();
             assert_eq!(store.head().unwrap(), None);
             let mut diff = StateDiff::default();
             diff.accounts.insert(
@@ -419,12 +579,110 @@ mod tests {
                 })
                 .unwrap();
         }
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, StoreConfig::default()).unwrap();
         assert_eq!(store.head().unwrap().unwrap().height, 1);
         let world = store.load_world().unwrap();
         assert_eq!(world.account(&a).unwrap().balance, U256::from(77));
         assert_eq!(world.storage(&a, &U256::from(3)), U256::from(8));
         assert_eq!(store.block_number(&B256::repeat_byte(1)).unwrap(), Some(1));
         assert_eq!(store.app_hash_at(1).unwrap(), Some(B256::repeat_byte(0xaa)));
+    }
+
+    /// A block at `number` holding `count` transactions, and its batch.
+    fn block_with_txs(number: u64, count: u8) -> BlockBatch {
+        let txs: Vec<(B256, TxRecord)> = (0..count)
+            .map(|i| {
+                let hash = B256::repeat_byte(number as u8 * 16 + i);
+                let log = Log::new(
+                    Address::repeat_byte(i),
+                    vec![B256::repeat_byte(0x70 + i)],
+                    Bytes::from(vec![i; 40]),
+                )
+                .unwrap();
+                let record = TxRecord {
+                    raw: Bytes::from(vec![0x02, i, 0xc0]),
+                    sender: Address::repeat_byte(0x5e),
+                    block_number: number,
+                    block_hash: B256::repeat_byte(number as u8),
+                    index: u64::from(i),
+                    receipt: ReceiptRecord {
+                        status: i % 2 == 0,
+                        gas_used: 21_000 + u64::from(i),
+                        cumulative_gas_used: 21_000 * (u64::from(i) + 1),
+                        effective_gas_price: 2_000_000_000,
+                        logs: vec![log],
+                        contract_address: (i == 0).then(|| Address::repeat_byte(0xcc)),
+                    },
+                };
+                (hash, record)
+            })
+            .collect();
+        let mut block = block(number);
+        block.tx_hashes = txs.iter().map(|(h, _)| *h).collect();
+        BlockBatch {
+            block,
+            txs,
+            diff: StateDiff::default(),
+        }
+    }
+
+    #[test]
+    fn both_layouts_read_back_the_same_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb");
+        let (one, two) = (block_with_txs(1, 3), block_with_txs(2, 2));
+        {
+            let capped = StoreConfig {
+                cache_size: Some(CAPPED_CACHE_SIZE),
+            };
+            let store = Store::open(&path, capped).unwrap();
+            store.commit(&one).unwrap();
+            store.stage_txs(&two.txs).unwrap();
+            // Not visible before Commit.
+            assert_eq!(store.tx(&two.txs[0].0).unwrap(), None);
+            let moved = BlockBatch {
+                txs: Vec::new(),
+                ..two.clone()
+            };
+            store.commit_staged(&moved).unwrap();
+            for (hash, record) in one.txs.iter().chain(&two.txs) {
+                assert_eq!(store.tx(hash).unwrap().as_ref(), Some(record));
+            }
+        }
+        // And after a reopen with the other configuration.
+        let store = Store::open(&path, StoreConfig::default()).unwrap();
+        for (hash, record) in one.txs.iter().chain(&two.txs) {
+            assert_eq!(store.tx(hash).unwrap().as_ref(), Some(record));
+        }
+        assert_eq!(store.tx(&B256::repeat_byte(0xee)).unwrap(), None);
+        assert_eq!(store.head().unwrap().unwrap().height, 2);
+    }
+
+    #[test]
+    fn staging_replaces_what_was_staged_and_a_reopen_drops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb");
+        let batch = block_with_txs(1, 2);
+        let mut first = batch.txs.clone();
+        first[1].1.receipt.status = !first[1].1.receipt.status;
+        first.push((B256::repeat_byte(0xee), first[0].1.clone()));
+        {
+            let store = Store::open(&path, StoreConfig::default()).unwrap();
+            // A FinalizeBlock replayed: the second staging wins, entirely.
+            store.stage_txs(&first).unwrap();
+            store.stage_txs(&batch.txs).unwrap();
+            store.commit_staged(&batch).unwrap();
+            assert_eq!(
+                store.tx(&batch.txs[1].0).unwrap(),
+                Some(batch.txs[1].1.clone())
+            );
+            assert_eq!(store.tx(&B256::repeat_byte(0xee)).unwrap(), None);
+            // A crash between FinalizeBlock and Commit leaves a staged block.
+            store.stage_txs(&block_with_txs(2, 1).txs).unwrap();
+        }
+        let store = Store::open(&path, StoreConfig::default()).unwrap();
+        let err = store.commit_staged(&block_with_txs(2, 1)).unwrap_err();
+        assert!(err.to_string().contains("was not staged"), "{err}");
+        assert_eq!(store.head().unwrap().unwrap().height, 1, "nothing written");
     }
 }

@@ -4,14 +4,15 @@
 
 use crate::error::TxError;
 use crate::genesis::Genesis;
-use crate::patches::Patches;
-use crate::tx::{self, TxRules, VerifiedTx};
+use crate::patches::{Patch, Patches};
+use crate::tx::{self, Ecrecover, TxRules, VerifiedTx};
 
 /// Verifies transactions for one chain under one set of patches.
 #[derive(Debug, Clone)]
 pub struct Verifier {
     rules: TxRules,
     patches: Patches,
+    ecrecover: Ecrecover,
 }
 
 impl Verifier {
@@ -25,6 +26,11 @@ impl Verifier {
                 base_fee: genesis.base_fee,
             },
             patches,
+            ecrecover: if patches.has(Patch::FastEcrecover) {
+                Ecrecover::C
+            } else {
+                Ecrecover::PureRust
+            },
         }
     }
 
@@ -40,6 +46,6 @@ impl Verifier {
 
     /// Decodes `raw`, applies every stateless rule and recovers the sender.
     pub fn verify(&self, raw: &[u8]) -> Result<VerifiedTx, TxError> {
-        tx::verify(raw, &self.rules)
+        tx::verify(raw, &self.rules, self.ecrecover)
     }
 }

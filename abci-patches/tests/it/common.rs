@@ -239,12 +239,13 @@ impl TestNode {
 
     /// Closes the node and opens it again from the same directory.
     pub fn reopen(self) -> Self {
-        let Self {
-            dir,
-            node,
-            app,
-            patches,
-        } = self;
+        let patches = self.patches;
+        self.reopen_with(patches)
+    }
+
+    /// Closes the node and opens it again from the same directory, running `patches`.
+    pub fn reopen_with(self, patches: Patches) -> Self {
+        let Self { dir, node, app, .. } = self;
         drop(app);
         drop(node);
         Self::open_with(dir, patches)

@@ -1,6 +1,7 @@
 //! Info, InitChain idempotence and crash-safe restarts from the same directory.
 
-use alloy_primitives::{Bytes, U256};
+use abcid::patches::{Patch, Patches};
+use alloy_primitives::{Address, Bytes, U256};
 
 use crate::common::*;
 
@@ -85,4 +86,37 @@ fn a_block_finalized_but_not_committed_is_lost_and_replayed() {
     let replayed = node.block(&two);
     assert_eq!(replayed, finalized, "the replay gives the same results");
     assert_eq!(node.info().last_block_app_hash, finalized.app_hash);
+}
+
+#[test]
+fn a_reopen_with_the_other_tx_layout_serves_every_transaction() {
+    let [one, two, three] = blocks();
+    let alloc: Vec<(Address, U256)> = (1..=3)
+        .map(|n| (key(n).address, U256::from(FUNDED)))
+        .collect();
+    let json = Patches::ALL.without(Patch::RamBlockTxs);
+    for (first, then) in [(json, Patches::ALL), (Patches::ALL, json)] {
+        let node = TestNode::with_patches(&alloc, first);
+        node.block(&one);
+        node.block(&two);
+        let written: Vec<_> = one
+            .iter()
+            .chain(&two)
+            .map(|raw| node.node.tx(&tx_hash(raw)).unwrap().expect("stored"))
+            .collect();
+        // A crash between FinalizeBlock and Commit, and a restart with the
+        // other layout.
+        let finalized = node.finalize(3, &three);
+        let node = node.reopen_with(then);
+        for (raw, record) in one.iter().chain(&two).zip(&written) {
+            let read = node.node.tx(&tx_hash(raw)).unwrap();
+            assert_eq!(read.as_ref(), Some(record), "{first} then {then}");
+        }
+        assert_eq!(node.node.tx(&tx_hash(&three[0])).unwrap(), None);
+        let replayed = node.block(&three);
+        assert_eq!(replayed, finalized, "{first} then {then}");
+        let record = node.node.tx(&tx_hash(&three[0])).unwrap().expect("stored");
+        assert_eq!((record.block_number, record.index), (3, 0));
+        assert_eq!(record.sender, key(2).address);
+    }
 }

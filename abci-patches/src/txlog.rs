@@ -1,0 +1,165 @@
+//! One info line per transaction, in CheckTx and FinalizeBlock, target
+//! `abcid::tx`: what the node logs without the `quiet-logs` patch. Why one
+//! would: per-transaction lines are what one reads when debugging a first
+//! node. With the patch only the per-block line ([`crate::blocklog`]) is
+//! written. The etl reads only `abcid::block` and ignores these.
+
+use alloy_consensus::Transaction;
+use alloy_primitives::keccak256;
+
+use crate::error::TxError;
+use crate::exec::TxOutcome;
+use crate::tx::VerifiedTx;
+
+/// Target of the per-transaction lines.
+pub const TARGET: &str = "abcid::tx";
+
+/// Logs CheckTx's verdict on `raw`: hash, sender, nonce and code when
+/// admitted; hash, code and reason when refused.
+pub fn check_tx(raw: &[u8], verdict: &Result<VerifiedTx, TxError>) {
+    match verdict {
+        Ok(tx) => tracing::info!(
+            target: TARGET,
+            hash = %tx.hash,
+            sender = %tx.sender,
+            nonce = tx.envelope.nonce(),
+            code = 0,
+            "tx checked"
+        ),
+        Err(error) => tracing::info!(
+            target: TARGET,
+            hash = %keccak256(raw),
+            code = error.code(),
+            reason = %error,
+            "tx checked"
+        ),
+    }
+}
+
+/// Logs the result of one transaction of the block at `height`: hash,
+/// sender, gas used and status when executed; hash, code and reason when not.
+pub fn finalize_block(height: u64, outcome: &TxOutcome) {
+    match outcome {
+        TxOutcome::Executed {
+            hash,
+            sender,
+            gas_used,
+            success,
+        } => tracing::info!(
+            target: TARGET,
+            height,
+            hash = %hash,
+            sender = %sender,
+            gas_used,
+            status = u8::from(*success),
+            code = 0,
+            "tx finalized"
+        ),
+        TxOutcome::Rejected { hash, error } => tracing::info!(
+            target: TARGET,
+            height,
+            hash = %hash,
+            code = error.code(),
+            reason = %error,
+            "tx finalized"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::{Arc, Mutex};
+
+    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+    use alloy_primitives::{Address, Signature, B256, U256};
+
+    use super::*;
+
+    /// A writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Buffer {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `f` logs, as abcid's plain format writes it.
+    fn logged(f: impl FnOnce()) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let bytes = buffer.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    fn verified() -> VerifiedTx {
+        let tx = TxEip1559 {
+            nonce: 42,
+            ..Default::default()
+        };
+        VerifiedTx {
+            envelope: TxEnvelope::from(tx.into_signed(Signature::new(
+                U256::from(1),
+                U256::from(1),
+                false,
+            ))),
+            hash: B256::repeat_byte(0xab),
+            sender: Address::repeat_byte(0x5e),
+        }
+    }
+
+    #[test]
+    fn check_tx_lines_say_who_and_what() {
+        let line = logged(|| check_tx(b"raw", &Ok(verified())));
+        assert!(line.contains(" INFO abcid::tx: tx checked "), "{line}");
+        assert!(line.contains(&format!("hash={}", B256::repeat_byte(0xab))));
+        assert!(line.contains(&format!("sender={}", Address::repeat_byte(0x5e))));
+        assert!(line.contains("nonce=42 code=0"), "{line}");
+
+        let line = logged(|| check_tx(b"raw", &Err(TxError::BadSignature)));
+        assert!(
+            line.contains(&format!("hash={}", keccak256(b"raw"))),
+            "{line}"
+        );
+        assert!(line.contains("code=3 reason=invalid sender"), "{line}");
+        assert!(
+            !line.contains("abcid::block"),
+            "the etl must not take it for a block"
+        );
+    }
+
+    #[test]
+    fn finalize_block_lines_give_gas_and_status_or_the_reason() {
+        let executed = TxOutcome::Executed {
+            hash: B256::repeat_byte(1),
+            sender: Address::repeat_byte(2),
+            gas_used: 21_000,
+            success: false,
+        };
+        let line = logged(|| finalize_block(7, &executed));
+        assert!(line.contains("abcid::tx: tx finalized height=7"), "{line}");
+        assert!(line.contains("gas_used=21000 status=0 code=0"), "{line}");
+
+        let rejected = TxOutcome::Rejected {
+            hash: B256::repeat_byte(1),
+            error: TxError::NonceTooLow {
+                expected: 2,
+                got: 1,
+            },
+        };
+        let line = logged(|| finalize_block(7, &rejected));
+        assert!(line.contains("code=4 reason=nonce too low"), "{line}");
+        assert_eq!(line.lines().count(), 1);
+    }
+}

@@ -11,9 +11,10 @@ use alloy_primitives::Bytes;
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::{
     Event, EventAttribute, ExecTxResult, RequestCheckTx, RequestFinalizeBlock, RequestInfo,
-    RequestInitChain, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock, ResponseInfo,
-    ResponseInitChain,
+    RequestInitChain, RequestPrepareProposal, ResponseCheckTx, ResponseCommit,
+    ResponseFinalizeBlock, ResponseInfo, ResponseInitChain, ResponsePrepareProposal,
 };
+use tendermint_proto::v0_38::types::{BlockParams, ConsensusParams};
 
 use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
 
@@ -22,6 +23,7 @@ use crate::exec::{BlockInput, TxOutcome};
 use crate::locks::AppGuard;
 use crate::node::{Node, NodeError};
 use crate::patches::Patch;
+use crate::proposal;
 use crate::txlog;
 
 /// abcid's ABCI application; cloned once per ABCI connection.
@@ -88,11 +90,28 @@ impl Application for AbciApp {
                 time,
             )
             .unwrap_or_else(|e| fatal("InitChain", e));
-        tracing::info!(chain_id = %request.chain_id, %app_hash, "chain initialised");
+        let block_gas_limit = self
+            .node
+            .block_gas_limit()
+            .unwrap_or_else(|e| fatal("InitChain", e));
+        tracing::info!(chain_id = %request.chain_id, %app_hash, block_gas_limit, "chain initialised");
         ResponseInitChain {
+            consensus_params: max_gas_params(request.consensus_params.as_ref(), block_gas_limit),
             app_hash: app_hash.to_vec().into(),
             ..Default::default()
         }
+    }
+
+    fn prepare_proposal(&self, request: RequestPrepareProposal) -> ResponsePrepareProposal {
+        let _app = self.enter("PrepareProposal");
+        let max_gas = self
+            .node
+            .block_gas_limit()
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        let mut txs = request.txs;
+        let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
+        txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
+        ResponsePrepareProposal { txs }
     }
 
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
@@ -162,6 +181,26 @@ impl Application for AbciApp {
         }
         ResponseCommit { retain_height: 0 }
     }
+}
+
+/// The consensus parameters InitChain returns so that CometBFT's
+/// `block.max_gas` is the block gas limit: `None` when it already is (or when
+/// CometBFT sent no block parameters to keep `max_bytes` from). CometBFT
+/// replaces `max_bytes` and `max_gas` together, so `max_bytes` is sent back
+/// unchanged; the other groups stay as they are.
+pub fn max_gas_params(
+    request: Option<&ConsensusParams>,
+    block_gas_limit: u64,
+) -> Option<ConsensusParams> {
+    let block = request?.block?;
+    let max_gas = i64::try_from(block_gas_limit).unwrap_or(i64::MAX);
+    (block.max_gas != max_gas).then(|| ConsensusParams {
+        block: Some(BlockParams {
+            max_bytes: block.max_bytes,
+            max_gas,
+        }),
+        ..Default::default()
+    })
 }
 
 fn tx_result(outcome: &TxOutcome) -> ExecTxResult {

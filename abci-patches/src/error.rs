@@ -58,15 +58,17 @@ pub enum TxError {
         /// Limit in bytes.
         max: usize,
     },
-    /// The gas limit does not cover the intrinsic gas.
+    /// The gas limit does not cover the intrinsic gas, or EIP-7623's
+    /// calldata floor when that is higher.
     #[error("intrinsic gas too low: gas {gas}, minimum needed {needed}")]
     IntrinsicGas {
         /// The transaction's gas limit.
         gas: u64,
-        /// The intrinsic gas it needs.
+        /// The larger of its intrinsic gas and its calldata floor.
         needed: u64,
     },
-    /// The gas limit exceeds the per-transaction cap.
+    /// The gas limit exceeds the per-transaction cap (`max_tx_gas`, or the
+    /// block gas limit when that is lower).
     #[error("exceeds block gas limit: gas {gas}, limit {max}")]
     GasLimitTooHigh {
         /// The transaction's gas limit.
@@ -93,6 +95,16 @@ pub enum TxError {
     /// revm refused the transaction when executing the block.
     #[error("execution rejected: {0}")]
     Execution(String),
+    /// FinalizeBlock only: the transaction's gas limit exceeds what is left
+    /// of the block gas limit (a proposer included more gas than the block
+    /// allows). geth's `ErrGasLimitReached`.
+    #[error("gas limit reached: gas {gas}, block gas left {left}")]
+    BlockGasExhausted {
+        /// The transaction's gas limit.
+        gas: u64,
+        /// The block gas limit minus the gas used by the block so far.
+        left: u64,
+    },
 }
 
 impl TxError {
@@ -112,6 +124,7 @@ impl TxError {
             Self::TipAboveFeeCap => 11,
             Self::UnsupportedType(_) => 12,
             Self::Execution(_) => 13,
+            Self::BlockGasExhausted { .. } => 14,
         }
     }
 }
@@ -151,6 +164,7 @@ mod tests {
             TxError::TipAboveFeeCap,
             TxError::UnsupportedType(3),
             TxError::Execution(String::new()),
+            TxError::BlockGasExhausted { gas: 2, left: 1 },
         ];
         let mut codes: Vec<u32> = all.iter().map(TxError::code).collect();
         assert!(codes.iter().all(|c| *c != 0));

@@ -104,6 +104,19 @@ pub fn check_account(tx: &VerifiedTx, account: Option<AccountRecord>) -> Result<
     Ok(())
 }
 
+/// Checks that the gas limit of `tx` fits in `left`, what the block's earlier
+/// transactions left of the block gas limit (Ethereum's gas pool). Checked
+/// before nonce and balance: once the block is full, every later transaction
+/// that does not fit is reported as such, not as the nonce gap its cut
+/// predecessor leaves.
+pub fn check_block_gas(tx: &VerifiedTx, left: u64) -> Result<(), TxError> {
+    let gas = tx.envelope.gas_limit();
+    if gas > left {
+        return Err(TxError::BlockGasExhausted { gas, left });
+    }
+    Ok(())
+}
+
 /// Builds revm's transaction environment from a verified transaction.
 pub fn tx_env(tx: &VerifiedTx) -> TxEnv {
     let env = &tx.envelope;
@@ -188,6 +201,14 @@ fn execute_txs<R: TxRunner>(
                 continue;
             }
         };
+        let gas_left = genesis.block_gas_limit.saturating_sub(cumulative_gas);
+        if let Err(error) = check_block_gas(&verified, gas_left) {
+            outcomes.push(TxOutcome::Rejected {
+                hash: verified.hash,
+                error,
+            });
+            continue;
+        }
         let account = runner.account(&verified.sender);
         if let Err(error) = check_account(&verified, account) {
             outcomes.push(TxOutcome::Rejected {

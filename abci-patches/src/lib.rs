@@ -11,6 +11,7 @@
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances.
+//! - [`proposal`]: PrepareProposal within the block's bytes and gas.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
 //!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
@@ -29,6 +30,7 @@ pub mod locks;
 pub mod mempool;
 pub mod node;
 pub mod patches;
+pub mod proposal;
 pub mod rpc;
 pub mod runner;
 pub mod state;

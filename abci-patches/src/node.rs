@@ -171,6 +171,12 @@ impl Node {
         self.with_chain(|c| Verifier::new(&c.genesis, self.patches))
     }
 
+    /// The block gas limit, once InitChain has run. Does not enter the
+    /// application: ABCI calls, which hold it already, ask for it.
+    pub fn block_gas_limit(&self) -> Result<u64, NodeError> {
+        self.with_chain(|c| c.genesis.block_gas_limit)
+    }
+
     /// The genesis, once InitChain has run.
     pub fn genesis(&self) -> Result<Genesis, NodeError> {
         let _app = self.enter()?;

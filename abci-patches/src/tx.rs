@@ -16,6 +16,8 @@ use crate::error::TxError;
 pub const TX_BASE_GAS: u64 = 21_000;
 /// Extra intrinsic gas of a contract-creation transaction.
 pub const TX_CREATE_GAS: u64 = 32_000;
+/// EIP-7623 (Prague): floor gas per calldata token.
+pub const TX_FLOOR_GAS_PER_TOKEN: u64 = 10;
 /// Half the secp256k1 group order: signatures with a larger `s` are malleable
 /// and refused (EIP-2).
 const SECP256K1_HALF_N: U256 = U256::from_limbs([
@@ -109,11 +111,11 @@ pub fn verify(raw: &[u8], rules: &TxRules, ecrecover: Ecrecover) -> Result<Verif
             max: rules.max_tx_gas,
         });
     }
-    let intrinsic = intrinsic_gas(&envelope);
-    if envelope.gas_limit() < intrinsic {
+    let needed = intrinsic_gas(&envelope).max(calldata_floor_gas(&envelope));
+    if envelope.gas_limit() < needed {
         return Err(TxError::IntrinsicGas {
             gas: envelope.gas_limit(),
-            needed: intrinsic,
+            needed,
         });
     }
     if envelope.max_fee_per_gas() < u128::from(rules.base_fee) {
@@ -135,12 +137,25 @@ pub fn verify(raw: &[u8], rules: &TxRules, ecrecover: Ecrecover) -> Result<Verif
     })
 }
 
+/// EIP-7623's calldata floor, enforced by revm under Prague: the gas limit
+/// must also cover `21000 + 10 × tokens`. Neither contract creation nor the
+/// access list adds to the floor (revm: `GasParams::initial_tx_gas`).
+pub fn calldata_floor_gas(tx: &TxEnvelope) -> u64 {
+    TX_BASE_GAS + TX_FLOOR_GAS_PER_TOKEN * calldata_tokens(tx.input())
+}
+
+/// Calldata tokens (EIP-7623): one per zero byte, four per non-zero byte.
+/// The standard calldata cost is 4 gas per token (4 per zero byte, 16 per
+/// non-zero byte).
+fn calldata_tokens(input: &[u8]) -> u64 {
+    let zeros = input.iter().filter(|b| **b == 0).count() as u64;
+    zeros + (input.len() as u64 - zeros) * 4
+}
+
 /// Intrinsic gas: base cost, calldata bytes, contract creation and access list.
 pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
     let input: &Bytes = tx.input();
-    let zeros = input.iter().filter(|b| **b == 0).count() as u64;
-    let non_zeros = input.len() as u64 - zeros;
-    let mut gas = TX_BASE_GAS + zeros * 4 + non_zeros * 16;
+    let mut gas = TX_BASE_GAS + calldata_tokens(input) * 4;
     if tx.kind().is_create() {
         // EIP-3860: 2 gas per 32-byte word of init code.
         gas += TX_CREATE_GAS + (input.len() as u64).div_ceil(32) * 2;
@@ -362,6 +377,52 @@ mod tests {
             verify(&sign(big, &sk), &rules(), Ecrecover::C),
             Err(TxError::Oversized { .. })
         ));
+    }
+
+    #[test]
+    fn gas_limit_between_intrinsic_gas_and_calldata_floor_is_refused() {
+        let (sk, _) = key();
+        // 1,000 non-zero bytes: 37,000 intrinsic gas, a 61,000 floor.
+        let mut tx = eip1559(9000);
+        tx.input = vec![0xab; 1_000].into();
+        tx.gas_limit = 50_000;
+        let envelope = TxEnvelope::decode_2718(&mut sign(tx.clone(), &sk).as_slice()).unwrap();
+        assert_eq!(intrinsic_gas(&envelope), 37_000);
+        assert_eq!(calldata_floor_gas(&envelope), 61_000);
+        assert!(matches!(
+            verify(&sign(tx.clone(), &sk), &rules(), Ecrecover::C),
+            Err(TxError::IntrinsicGas {
+                gas: 50_000,
+                needed: 61_000
+            })
+        ));
+        tx.gas_limit = 61_000;
+        assert!(verify(&sign(tx, &sk), &rules(), Ecrecover::C).is_ok());
+    }
+
+    #[test]
+    fn intrinsic_gas_and_floor_match_revm() {
+        use alloy_eips::eip2930::{AccessList, AccessListItem};
+        let params = revm::context_interface::cfg::GasParams::new_spec(crate::exec::SPEC);
+        let (sk, _) = key();
+        let item = AccessListItem {
+            address: Address::repeat_byte(0x22),
+            storage_keys: vec![B256::ZERO, B256::repeat_byte(1)],
+        };
+        let inputs: [&[u8]; 3] = [&[], &[0, 0, 7, 0, 9], &[0x5a; 300]];
+        for input in inputs {
+            for to in [TxKind::Create, TxKind::Call(Address::ZERO)] {
+                let mut tx = eip1559(9000);
+                tx.input = input.to_vec().into();
+                tx.to = to;
+                tx.access_list = AccessList(vec![item.clone()]);
+                let raw = sign(tx, &sk);
+                let envelope = TxEnvelope::decode_2718(&mut raw.as_slice()).unwrap();
+                let revm = params.initial_tx_gas(input, to.is_create(), 1, 2, 0, None);
+                assert_eq!(intrinsic_gas(&envelope), revm.initial_regular_gas());
+                assert_eq!(calldata_floor_gas(&envelope), revm.floor_gas());
+            }
+        }
     }
 
     #[test]

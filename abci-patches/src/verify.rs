@@ -22,7 +22,9 @@ impl Verifier {
             rules: TxRules {
                 chain_id: genesis.chain_id,
                 max_tx_bytes: genesis.max_tx_bytes,
-                max_tx_gas: genesis.max_tx_gas,
+                // A transaction asking for more than a whole block can never
+                // be included (revm refuses it too): geth's pool refuses it.
+                max_tx_gas: genesis.max_tx_gas.min(genesis.block_gas_limit),
                 base_fee: genesis.base_fee,
             },
             patches,

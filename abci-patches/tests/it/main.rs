@@ -4,6 +4,7 @@
 mod common;
 mod exec;
 mod finalize;
+mod gas_limit;
 mod mempool;
 mod patches;
 mod restart;

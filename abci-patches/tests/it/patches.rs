@@ -139,6 +139,26 @@ fn the_scenario_exercises_what_it_claims() {
     assert!(has("insufficient funds") && has("invalid chain id"));
     assert!(has("invalid transaction encoding"));
     assert!(lines.iter().any(|l| l.starts_with("recheck")));
+    // Block 3: 23 transfers fit in BLOCK_GAS_LIMIT, the 7 beyond it are
+    // refused with the exhausted code and execute nothing.
+    let block3 = |code: &str| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with("result 3 ") && l.contains(code))
+            .count()
+    };
+    assert_eq!(block3("code: 0,"), 23, "{lines:#?}");
+    assert_eq!(block3("code: 14,"), 7, "{lines:#?}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("result 3 ") && l.contains("gas limit reached"))
+            .count(),
+        7
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("block 3 ") && l.contains("gas_used: 483000,")));
 }
 
 #[test]

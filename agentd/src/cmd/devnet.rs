@@ -105,6 +105,10 @@ pub struct DevnetArgs {
     /// separated by commas, or `all,-NAME`.
     #[arg(long, default_value = devnet::DEFAULT_PATCHES)]
     patches: String,
+    /// Block gas limit of a new chain (genesis and CometBFT's
+    /// `block.max_gas`); 150 M, a fast EVM chain's, by default.
+    #[arg(long, default_value_t = devnet::DEFAULT_BLOCK_GAS_LIMIT)]
+    block_gas_limit: u64,
 }
 
 /// `--log-format`.
@@ -142,6 +146,7 @@ impl DevnetArgs {
             wait: self.wait,
             no_profiler: self.no_profiler,
             patches: self.patches,
+            block_gas_limit: self.block_gas_limit,
         }
     }
 }
@@ -226,10 +231,13 @@ mod tests {
             "json",
             "--set",
             "a.b=1",
+            "--block-gas-limit",
+            "30000000",
         ])
         .expect("parses");
         let o = up.args.options();
         assert_eq!((o.web3_port, o.log_format), (9545, LogFormat::Json));
+        assert_eq!(o.block_gas_limit, 30_000_000);
         assert_eq!(o.set, vec!["a.b=1".to_string()]);
     }
 }

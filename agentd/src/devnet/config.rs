@@ -82,7 +82,11 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Puts abcid's `app_state` (chain id, funded root) into `genesis.json`.
+/// Puts abcid's `app_state` (chain id, block gas limit, funded root) into
+/// `genesis.json`, and the block gas limit into CometBFT's
+/// `consensus_params.block.max_gas` (a string: CometBFT's genesis JSON
+/// writes int64 as strings), so that CometBFT reaps no more gas per block
+/// than abcid executes.
 pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result<()> {
     let path = home.join("config").join("genesis.json");
     let text = std::fs::read_to_string(&path)
@@ -94,8 +98,17 @@ pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result
         .parse()
         .with_context(|| format!("--root-balance {}: not a number of wei", opts.root_balance))?;
     genesis["chain_id"] = json!(format!("feth-devnet-{}", opts.chain_id));
+    genesis
+        .pointer_mut("/consensus_params/block")
+        .and_then(serde_json::Value::as_object_mut)
+        .with_context(|| format!("{}: no consensus_params.block", path.display()))?
+        .insert(
+            "max_gas".to_string(),
+            json!(opts.block_gas_limit.to_string()),
+        );
     genesis["app_state"] = json!({
         "chain_id": opts.chain_id,
+        "block_gas_limit": opts.block_gas_limit,
         "alloc": { root.to_string(): { "balance": balance } },
     });
     let out = serde_json::to_string_pretty(&genesis)?;
@@ -117,5 +130,53 @@ mod tests {
         let mut doc = toml::Table::new();
         set_key(&mut doc, "a.b.c", toml::Value::Boolean(true)).unwrap();
         assert_eq!(doc["a"]["b"]["c"], toml::Value::Boolean(true));
+    }
+
+    /// What `cometbft init` (v0.38) writes, trimmed.
+    const COMETBFT_GENESIS: &str = r#"{
+      "chain_id": "test-chain-9sUxDi",
+      "initial_height": "0",
+      "consensus_params": {
+        "block": { "max_bytes": "22020096", "max_gas": "-1" },
+        "evidence": { "max_age_num_blocks": "100000", "max_bytes": "1048576" }
+      },
+      "validators": [],
+      "app_hash": ""
+    }"#;
+
+    fn written_genesis(opts: &DevnetOptions) -> Result<serde_json::Value> {
+        let home = tempfile::tempdir()?;
+        std::fs::create_dir(home.path().join("config"))?;
+        let path = home.path().join("config").join("genesis.json");
+        std::fs::write(&path, COMETBFT_GENESIS)?;
+        write_genesis(home.path(), opts, Address::repeat_byte(0x11))?;
+        Ok(serde_json::from_str(&std::fs::read_to_string(&path)?)?)
+    }
+
+    #[test]
+    fn genesis_carries_the_block_gas_limit_to_cometbft_and_abcid() {
+        let genesis = written_genesis(&DevnetOptions::default()).unwrap();
+        let block = &genesis["consensus_params"]["block"];
+        assert_eq!(block["max_gas"], json!("150000000"));
+        assert_eq!(block["max_bytes"], json!("22020096"), "kept");
+        assert_eq!(genesis["app_state"]["block_gas_limit"], json!(150_000_000));
+        assert_eq!(genesis["app_state"]["chain_id"], json!(9000));
+        assert_eq!(genesis["chain_id"], json!("feth-devnet-9000"));
+        assert_eq!(
+            genesis["consensus_params"]["evidence"]["max_bytes"],
+            json!("1048576"),
+            "the other parameters are kept"
+        );
+
+        let opts = DevnetOptions {
+            block_gas_limit: 30_000_000,
+            ..DevnetOptions::default()
+        };
+        let genesis = written_genesis(&opts).unwrap();
+        assert_eq!(
+            genesis["consensus_params"]["block"]["max_gas"],
+            json!("30000000")
+        );
+        assert_eq!(genesis["app_state"]["block_gas_limit"], json!(30_000_000));
     }
 }

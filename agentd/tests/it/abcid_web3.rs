@@ -80,6 +80,21 @@ async fn transfers_are_committed_as_a_standard_client_reads_them() {
         .unwrap();
     assert_eq!(block.header.number, n1);
     assert_eq!(Some(block.header.hash), r1.block_hash);
+    // The devnet's block gas limit, the same in abcid and in CometBFT.
+    assert_eq!(block.header.gas_limit, 150_000_000);
+    let params: serde_json::Value = reqwest::get(format!(
+        "{}/consensus_params?height={n1}",
+        net.devnet.state.rpc_url()
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        params["result"]["consensus_params"]["block"]["max_gas"],
+        "150000000"
+    );
     assert!(block.header.timestamp > 1_700_000_000);
     let hashes: Vec<_> = block.transactions.hashes().collect();
     assert!(hashes.contains(&r1.transaction_hash));

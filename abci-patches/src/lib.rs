@@ -7,7 +7,8 @@
 //! error messages, one result per transaction, crash-safe commits.
 //!
 //! - [`tx`]: decoding and sender recovery (libsecp256k1); [`verify`]: both,
-//!   as the patches in force do them.
+//!   as the patches in force do them; [`senders`]: recovered senders by
+//!   transaction hash (`sender-cache`).
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances.
@@ -33,8 +34,11 @@ pub mod patches;
 pub mod proposal;
 pub mod rpc;
 pub mod runner;
+pub mod senders;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+mod testkit;
 pub mod tx;
 pub mod txlog;
 pub mod verify;

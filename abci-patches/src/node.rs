@@ -3,7 +3,7 @@
 //! the web3 server.
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
@@ -23,8 +23,9 @@ use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
 use crate::store::{
     BlockBatch, BlockRecord, Store, StoreConfig, StoreError, TxRecord, CAPPED_CACHE_SIZE,
 };
+use crate::senders::SenderCache;
 use crate::tx::VerifiedTx;
-use crate::verify::Verifier;
+use crate::verify::{Stage, Verifier};
 
 /// Why the node could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +76,8 @@ pub struct Node {
     chain: RwLock<Option<Chain>>,
     pending: Mutex<Option<Pending>>,
     check: Mutex<CheckState>,
+    /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
+    senders: Option<Arc<SenderCache>>,
 }
 
 /// A read-only call (eth_call / eth_estimateGas).
@@ -134,6 +137,9 @@ impl Node {
             chain: RwLock::new(chain),
             pending: Mutex::new(None),
             check: Mutex::new(CheckState::default()),
+            senders: patches
+                .has(Patch::SenderCache)
+                .then(|| Arc::new(SenderCache::default())),
         })
     }
 
@@ -168,7 +174,10 @@ impl Node {
 
     /// The verifier of this chain, once InitChain has run.
     pub fn verifier(&self) -> Result<Verifier, NodeError> {
-        self.with_chain(|c| Verifier::new(&c.genesis, self.patches))
+        self.with_chain(|c| {
+            Verifier::new(&c.genesis, self.patches)
+                .with_senders(self.senders.as_ref(), Stage::Mempool)
+        })
     }
 
     /// The block gas limit, once InitChain has run. Does not enter the
@@ -291,7 +300,8 @@ impl Node {
         let mut executed = {
             let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
             let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
-            let verifier = Verifier::new(&chain.genesis, self.patches);
+            let verifier = Verifier::new(&chain.genesis, self.patches)
+                .with_senders(self.senders.as_ref(), Stage::Block);
             let world = self.world()?;
             exec::execute_block(&world, &chain.genesis, &verifier, &chain.head, input)
         };

@@ -81,6 +81,18 @@ pub enum Ecrecover {
 /// Decodes `raw`, recovers its sender with `ecrecover` and applies every
 /// stateless rule.
 pub fn verify(raw: &[u8], rules: &TxRules, ecrecover: Ecrecover) -> Result<VerifiedTx, TxError> {
+    let envelope = decode_checked(raw, rules)?;
+    let sender = recover_sender(&envelope, ecrecover)?;
+    Ok(VerifiedTx {
+        envelope,
+        hash: keccak256(raw),
+        sender,
+    })
+}
+
+/// Decodes `raw` and applies every stateless rule but the signature's: what
+/// [`verify`] does before recovering the sender.
+pub fn decode_checked(raw: &[u8], rules: &TxRules) -> Result<TxEnvelope, TxError> {
     if raw.len() > rules.max_tx_bytes {
         return Err(TxError::Oversized {
             size: raw.len(),
@@ -129,12 +141,7 @@ pub fn verify(raw: &[u8], rules: &TxRules, ecrecover: Ecrecover) -> Result<Verif
             return Err(TxError::TipAboveFeeCap);
         }
     }
-    let sender = recover_sender(&envelope, ecrecover)?;
-    Ok(VerifiedTx {
-        envelope,
-        hash: keccak256(raw),
-        sender,
-    })
+    Ok(envelope)
 }
 
 /// EIP-7623's calldata floor, enforced by revm under Prague: the gas limit

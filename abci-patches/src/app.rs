@@ -10,8 +10,8 @@ use std::sync::Arc;
 use alloy_primitives::Bytes;
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::{
-    Event, EventAttribute, ExecTxResult, RequestCheckTx, RequestFinalizeBlock, RequestInfo,
-    RequestInitChain, RequestPrepareProposal, ResponseCheckTx, ResponseCommit,
+    CheckTxType, Event, EventAttribute, ExecTxResult, RequestCheckTx, RequestFinalizeBlock,
+    RequestInfo, RequestInitChain, RequestPrepareProposal, ResponseCheckTx, ResponseCommit,
     ResponseFinalizeBlock, ResponseInfo, ResponseInitChain, ResponsePrepareProposal,
 };
 use tendermint_proto::v0_38::types::{BlockParams, ConsensusParams};
@@ -21,6 +21,7 @@ use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
 use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
 use crate::locks::AppGuard;
+use crate::mempool::CheckKind;
 use crate::node::{Node, NodeError};
 use crate::patches::Patch;
 use crate::proposal;
@@ -117,9 +118,14 @@ impl Application for AbciApp {
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
         tag_current_thread(Role::CheckTx);
         let _app = self.enter("CheckTx");
+        let kind = if request.r#type == CheckTxType::Recheck as i32 {
+            CheckKind::Recheck
+        } else {
+            CheckKind::New
+        };
         let verdict = self
             .node
-            .check_tx(&request.tx)
+            .check_tx(&request.tx, kind)
             .unwrap_or_else(|e| fatal("CheckTx", e));
         if self.tx_lines {
             txlog::check_tx(&request.tx, &verdict);
@@ -127,7 +133,7 @@ impl Application for AbciApp {
         match verdict {
             Ok(tx) => ResponseCheckTx {
                 code: 0,
-                gas_wanted: alloy_consensus::Transaction::gas_limit(&tx.envelope) as i64,
+                gas_wanted: tx.gas_limit as i64,
                 ..Default::default()
             },
             Err(e) => ResponseCheckTx {

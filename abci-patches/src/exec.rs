@@ -78,10 +78,33 @@ impl ExecutedBlock {
     }
 }
 
+/// What the nonce and funds rule needs of a transaction: who pays, with
+/// which nonce, and at most how much. CheckTx's ledger and lite recheck keep
+/// only this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spend {
+    /// The sender.
+    pub sender: Address,
+    /// The transaction's nonce.
+    pub nonce: u64,
+    /// `value + gas_limit × max_fee_per_gas`.
+    pub max_cost: U256,
+}
+
+impl From<&VerifiedTx> for Spend {
+    fn from(tx: &VerifiedTx) -> Self {
+        Self {
+            sender: tx.sender,
+            nonce: tx.envelope.nonce(),
+            max_cost: tx.max_cost(),
+        }
+    }
+}
+
 /// Checks nonce and funds of `tx` against the sender's current account.
-pub fn check_account(tx: &VerifiedTx, account: Option<AccountRecord>) -> Result<(), TxError> {
+pub fn check_account(tx: &Spend, account: Option<AccountRecord>) -> Result<(), TxError> {
     let account = account.unwrap_or_default();
-    let nonce = tx.envelope.nonce();
+    let nonce = tx.nonce;
     if nonce < account.nonce {
         return Err(TxError::NonceTooLow {
             expected: account.nonce,
@@ -94,7 +117,7 @@ pub fn check_account(tx: &VerifiedTx, account: Option<AccountRecord>) -> Result<
             got: nonce,
         });
     }
-    let cost = tx.max_cost();
+    let cost = tx.max_cost;
     if account.balance < cost {
         return Err(TxError::InsufficientFunds {
             balance: account.balance,
@@ -210,7 +233,7 @@ fn execute_txs<R: TxRunner>(
             continue;
         }
         let account = runner.account(&verified.sender);
-        if let Err(error) = check_account(&verified, account) {
+        if let Err(error) = check_account(&Spend::from(&verified), account) {
             outcomes.push(TxOutcome::Rejected {
                 hash: verified.hash,
                 error,

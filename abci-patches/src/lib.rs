@@ -11,7 +11,8 @@
 //!   transaction hash (`sender-cache`).
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
-//! - [`mempool`]: CheckTx's pending nonces and balances.
+//! - [`mempool`]: CheckTx's pending nonces and balances, and what recheck
+//!   keeps (`lite-recheck`).
 //! - [`proposal`]: PrepareProposal within the block's bytes and gas.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
 //!   [`codec`]: the compact encoding of stored transactions.

@@ -14,16 +14,16 @@ use revm::{
 
 use crate::blocklog::BlockLine;
 use crate::error::TxError;
-use crate::exec::{self, BlockInput, ExecutedBlock, TxOutcome};
+use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
 use crate::genesis::Genesis;
 use crate::locks::{AppGuard, AppLock, Poisoned, ReadGuard, StateLock, WriteGuard};
-use crate::mempool::CheckState;
+use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
 use crate::patches::{Patch, Patches};
+use crate::senders::SenderCache;
 use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
 use crate::store::{
     BlockBatch, BlockRecord, Store, StoreConfig, StoreError, TxRecord, CAPPED_CACHE_SIZE,
 };
-use crate::senders::SenderCache;
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 
@@ -278,15 +278,35 @@ impl Node {
         Ok(self.verifier()?.verify(raw))
     }
 
-    /// CheckTx: verifies `raw` and admits it into the check state.
-    pub fn check_tx(&self, raw: &[u8]) -> Result<Result<VerifiedTx, TxError>, NodeError> {
+    /// CheckTx of `kind`: verifies `raw` and admits it into the check state.
+    /// The verdict is the stateless rules' and the ledger's, whatever the
+    /// patches; they only change how much work reaches it.
+    pub fn check_tx(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
+        let lite_recheck = self.patches.has(Patch::LiteRecheck);
+        if kind == CheckKind::Recheck && lite_recheck {
+            let mut check = self.check()?;
+            let read = |sender: &Address| Ok::<_, NodeError>(self.world()?.account(sender));
+            if let Some(verdict) = check.recheck(&keccak256(raw), read)? {
+                return Ok(verdict);
+            }
+        }
         let verified = match self.verify(raw)? {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
+        let spend = Spend::from(&verified);
         let mut check = self.check()?;
         let committed = self.world()?.account(&verified.sender);
-        Ok(check.admit(&verified, committed).map(|()| verified))
+        let current = match check.admissible(&spend, committed) {
+            Ok(current) => current,
+            Err(e) => return Ok(Err(e)),
+        };
+        check.reserve(&spend, current);
+        let admitted = Admitted::from(&verified);
+        if lite_recheck {
+            check.record(admitted, committed);
+        }
+        Ok(Ok(admitted))
     }
 
     /// FinalizeBlock: executes the block and keeps it until Commit (its
@@ -341,7 +361,7 @@ impl Node {
         {
             let mut check = self.check()?;
             self.world_mut()?.apply(&batch.diff);
-            check.reset();
+            check.commit(&batch.diff, self.patches.has(Patch::LiteRecheck));
         }
         let record = batch.block;
         let line = BlockLine {

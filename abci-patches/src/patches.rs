@@ -59,13 +59,15 @@ pub enum Patch {
     /// Before: the sender is recovered in CheckTx, again on every recheck and
     /// again in FinalizeBlock. Why: each step verifies what it is handed, and
     /// a sender is a pure function of the bytes. After: recovered once per
-    /// transaction and kept in a bounded cache keyed by transaction hash.
+    /// transaction and kept in a bounded cache keyed by transaction hash
+    /// (decoding and the other stateless rules still run every time).
     SenderCache,
     /// Before: CometBFT's recheck re-runs the full CheckTx on every
     /// transaction left in the mempool after each block. Why: that is what
     /// recheck means in CometBFT's own examples. After: recheck re-validates
-    /// only nonce and balance, from what CheckTx recorded, and only for the
-    /// senders the block touched.
+    /// only nonce and balance, from what CheckTx recorded (no decoding,
+    /// recovery or execution), and reads the committed state again only for
+    /// the senders the block touched.
     LiteRecheck,
 }
 

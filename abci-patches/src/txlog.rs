@@ -4,25 +4,23 @@
 //! node. With the patch only the per-block line ([`crate::blocklog`]) is
 //! written. The etl reads only `abcid::block` and ignores these.
 
-use alloy_consensus::Transaction;
 use alloy_primitives::keccak256;
 
-use crate::error::TxError;
 use crate::exec::TxOutcome;
-use crate::tx::VerifiedTx;
+use crate::mempool::Verdict;
 
 /// Target of the per-transaction lines.
 pub const TARGET: &str = "abcid::tx";
 
 /// Logs CheckTx's verdict on `raw`: hash, sender, nonce and code when
 /// admitted; hash, code and reason when refused.
-pub fn check_tx(raw: &[u8], verdict: &Result<VerifiedTx, TxError>) {
+pub fn check_tx(raw: &[u8], verdict: &Verdict) {
     match verdict {
         Ok(tx) => tracing::info!(
             target: TARGET,
             hash = %tx.hash,
-            sender = %tx.sender,
-            nonce = tx.envelope.nonce(),
+            sender = %tx.spend.sender,
+            nonce = tx.spend.nonce,
             code = 0,
             "tx checked"
         ),
@@ -71,10 +69,12 @@ mod tests {
     use std::io;
     use std::sync::{Arc, Mutex};
 
-    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-    use alloy_primitives::{Address, Signature, B256, U256};
+    use alloy_primitives::{Address, B256, U256};
 
     use super::*;
+    use crate::error::TxError;
+    use crate::exec::Spend;
+    use crate::mempool::Admitted;
 
     /// A writer into a shared buffer.
     #[derive(Clone, Default)]
@@ -103,25 +103,21 @@ mod tests {
         String::from_utf8(bytes).unwrap()
     }
 
-    fn verified() -> VerifiedTx {
-        let tx = TxEip1559 {
-            nonce: 42,
-            ..Default::default()
-        };
-        VerifiedTx {
-            envelope: TxEnvelope::from(tx.into_signed(Signature::new(
-                U256::from(1),
-                U256::from(1),
-                false,
-            ))),
+    fn admitted() -> Admitted {
+        Admitted {
             hash: B256::repeat_byte(0xab),
-            sender: Address::repeat_byte(0x5e),
+            spend: Spend {
+                sender: Address::repeat_byte(0x5e),
+                nonce: 42,
+                max_cost: U256::from(21_000),
+            },
+            gas_limit: 21_000,
         }
     }
 
     #[test]
     fn check_tx_lines_say_who_and_what() {
-        let line = logged(|| check_tx(b"raw", &Ok(verified())));
+        let line = logged(|| check_tx(b"raw", &Ok(admitted())));
         assert!(line.contains(" INFO abcid::tx: tx checked "), "{line}");
         assert!(line.contains(&format!("hash={}", B256::repeat_byte(0xab))));
         assert!(line.contains(&format!("sender={}", Address::repeat_byte(0x5e))));

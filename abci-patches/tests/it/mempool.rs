@@ -1,7 +1,8 @@
 //! CheckTx: admission against the pending (check) state, and recheck after a
 //! committed block.
 
-use alloy_primitives::{Bytes, U256};
+use abcid::patches::{Patch, Patches};
+use alloy_primitives::{Address, Bytes, U256};
 use tendermint_proto::v0_38::abci::{CheckTxType, ResponseCheckTx};
 
 use crate::common::*;
@@ -134,4 +135,130 @@ fn recheck_after_commit_drops_what_the_block_invalidated_and_keeps_the_rest() {
         node.node.account(&d.address, true).unwrap().unwrap().nonce,
         1
     );
+}
+
+fn pending_nonce(node: &TestNode, address: Address) -> u64 {
+    let pending = node.node.account(&address, true).unwrap();
+    pending.unwrap_or_default().nonce
+}
+
+#[test]
+fn lite_recheck_readmits_untouched_senders_and_revalidates_touched_ones() {
+    let (a, b, d) = (key(1), key(2), key(4));
+    let small = |from: &Key, nonce| Tx::transfer(nonce, b.address, 0).sign(from);
+    let small_cost = Tx::transfer(0, b.address, 0).max_cost();
+    let alloc = [
+        (a.address, U256::from(FUNDED)),
+        (d.address, small_cost * U256::from(2)),
+    ];
+    let large = Tx::transfer(0, b.address, small_cost.to()).sign(&d);
+    let (a0, a1, a2, d0, d1) = (
+        small(&a, 0),
+        small(&a, 1),
+        small(&a, 2),
+        small(&d, 0),
+        small(&d, 1),
+    );
+    for patches in [Patches::ALL, Patches::ALL.without(Patch::LiteRecheck)] {
+        let node = TestNode::with_patches(&alloc, patches);
+        for raw in [&a0, &a1, &a2, &d0, &d1] {
+            assert_eq!(node.check(raw, CheckTxType::New).code, 0, "{patches}");
+        }
+        // The block, proposed elsewhere, spends nearly all of d's funds with
+        // another nonce 0 and leaves a untouched.
+        node.block(std::slice::from_ref(&large));
+        // CometBFT dropped a2 when it was admitted (its mempool was full): it
+        // rechecks the others.
+        let codes: Vec<u32> = [&a0, &a1, &d0, &d1]
+            .map(|raw| node.check(raw, CheckTxType::Recheck).code)
+            .to_vec();
+        assert_eq!(codes, vec![0, 0, 4, 6], "{patches}: d0 used, d1 unpaid");
+        assert_eq!(pending_nonce(&node, a.address), 2, "{patches}: a2 is gone");
+        assert_eq!(pending_nonce(&node, d.address), 1, "{patches}");
+        assert_eq!(node.check(&a2, CheckTxType::New).code, 0, "{patches}");
+        assert_eq!(pending_nonce(&node, a.address), 3, "{patches}");
+
+        // An empty block: every sender untouched, all readmitted again.
+        node.block(&[]);
+        for raw in [&a0, &a1, &a2] {
+            assert_eq!(node.check(raw, CheckTxType::Recheck).code, 0, "{patches}");
+        }
+        let pending = node.node.account(&a.address, true).unwrap().unwrap();
+        assert_eq!(pending.nonce, 3, "{patches}");
+        assert_eq!(
+            pending.balance,
+            U256::from(FUNDED) - small_cost * U256::from(3),
+            "{patches}"
+        );
+    }
+}
+
+#[test]
+fn a_recheck_the_node_knows_nothing_of_is_a_full_check() {
+    let (a, b) = (key(1), key(2));
+    let txs: Vec<Bytes> = (0..3)
+        .map(|n| Tx::transfer(n, b.address, 1).sign(&a))
+        .collect();
+    let node = TestNode::new();
+    for raw in &txs[..2] {
+        assert_eq!(node.check(raw, CheckTxType::New).code, 0);
+    }
+    node.block(&[]);
+    // abcid restarted: what CheckTx recorded is gone, CometBFT's mempool is not.
+    let node = node.reopen();
+    for raw in &txs[..2] {
+        assert_eq!(node.check(raw, CheckTxType::Recheck).code, 0);
+    }
+    assert_eq!(pending_nonce(&node, a.address), 2);
+    assert_refused(
+        &node.check(&txs[0], CheckTxType::Recheck),
+        4,
+        "nonce too low: next nonce 2, tx nonce 0",
+    );
+    assert_refused(
+        &node.check(&Bytes::from_static(b"\x02junk"), CheckTxType::Recheck),
+        1,
+        "invalid transaction encoding: ",
+    );
+}
+
+#[test]
+fn with_the_sender_cache_check_recheck_and_finalize_block_agree_on_the_sender() {
+    let (a, b) = (key(1), key(2));
+    let node = TestNode::with_patches(
+        &[(a.address, U256::from(FUNDED))],
+        Patches::only(Patch::SenderCache),
+    );
+    let txs: Vec<Bytes> = (0..2)
+        .map(|n| Tx::transfer(n, b.address, 1).sign(&a))
+        .collect();
+    for raw in &txs {
+        assert_eq!(node.check(raw, CheckTxType::New).code, 0);
+        // Recovered by CheckTx, then served by the cache: the same sender.
+        for _ in 0..2 {
+            let verified = node.node.verify(raw).unwrap().unwrap();
+            assert_eq!(verified.sender, a.address);
+        }
+    }
+    let response = node.block(&txs[..1]);
+    assert_eq!(response.tx_results[0].code, 0);
+    assert_eq!(
+        attribute(&response.tx_results[0], "from"),
+        Some(a.address.to_string())
+    );
+    assert_eq!(node.check(&txs[1], CheckTxType::Recheck).code, 0);
+    // FinalizeBlock took the first one's sender out: a replay is recovered
+    // again, and refused for its nonce, not its signature.
+    let response = node.block(&txs);
+    assert_eq!(
+        response.tx_results[0].code, 4,
+        "{}",
+        response.tx_results[0].log
+    );
+    assert_eq!(response.tx_results[1].code, 0);
+    assert_eq!(
+        attribute(&response.tx_results[1], "from"),
+        Some(a.address.to_string())
+    );
+    assert_eq!(node.nonce(a.address), 2);
 }

@@ -1,9 +1,10 @@
 //! Every patch computes the same chain: one scenario of blocks (invalid
 //! transactions, reverts, contract calls, a block beyond the gas limit) with
-//! CheckTx and CometBFT's rechecks between them, run on the node without
-//! patches and on the node with one patch (and with all of them), must give
-//! the same transcript: CheckTx verdicts, FinalizeBlock results, app hashes,
-//! stored blocks and receipts.
+//! CheckTx and CometBFT's rechecks between them (of senders the blocks touch
+//! and do not touch, and after CometBFT dropped an admitted transaction),
+//! run on the node without patches and on the node with one patch (and with
+//! all of them), must give the same transcript: CheckTx verdicts,
+//! FinalizeBlock results, app hashes, stored blocks and receipts.
 
 use abcid::patches::{Patch, Patches};
 use alloy_primitives::{Address, Bytes, U256};
@@ -29,10 +30,22 @@ fn scenario_node(patches: Patches) -> TestNode {
     node
 }
 
-/// The blocks of the scenario, each a list of transactions proposed in it.
-/// Transactions that are not in any block stay in the simulated mempool and
-/// are rechecked after every block.
-fn scenario_blocks() -> (Vec<Vec<Bytes>>, Vec<Bytes>) {
+/// The transactions of the scenario.
+struct Scenario {
+    /// The blocks, each a list of transactions proposed in it. Transactions
+    /// that are not in any block stay in the simulated mempool and are
+    /// rechecked after every block.
+    blocks: Vec<Vec<Bytes>>,
+    /// Checked first, and in no block until the last one, which holds
+    /// another transaction of their sender with the first one's nonce.
+    waiting: Vec<Bytes>,
+    /// The next of `waiting`: admitted by CheckTx, then dropped by CometBFT
+    /// (its mempool filled up before the answer came back, which CometBFT
+    /// 0.38 handles by not adding the transaction); sent again after block 1.
+    dropped: Bytes,
+}
+
+fn scenario() -> Scenario {
     let (k1, k2, k3, k4, k5) = (key(1), key(2), key(3), key(4), key(5));
     let contract = k1.address.create(0);
     let stranger = Address::repeat_byte(0x77);
@@ -63,29 +76,47 @@ fn scenario_blocks() -> (Vec<Vec<Bytes>>, Vec<Bytes>) {
     let block3 = (0..30)
         .map(|n| Tx::transfer(3 + n, stranger, 1).sign(&k1))
         .collect();
-    // Left in the mempool throughout: rechecked after every block.
-    let waiting = (0..4)
+    let waiting = (0..3)
         .map(|n| Tx::transfer(n, k2.address, 3).sign(&k4))
         .collect();
-    (vec![block1, block2, block3], waiting)
+    // Proposed by another validator: key 4's nonce 0 spent otherwise.
+    let block4 = vec![Tx::transfer(0, stranger, 2).sign(&k4)];
+    Scenario {
+        blocks: vec![block1, block2, block3, block4],
+        waiting,
+        dropped: Tx::transfer(3, k2.address, 3).sign(&k4),
+    }
+}
+
+/// CheckTx of `raw`, written down as `what`; whether it was admitted.
+fn check(node: &TestNode, raw: &Bytes, what: &str, lines: &mut Vec<String>) -> bool {
+    let r = node.check(raw, CheckTxType::New);
+    lines.push(format!(
+        "{what} {} {} {} {}",
+        tx_hash(raw),
+        r.code,
+        r.gas_wanted,
+        r.log
+    ));
+    r.code == 0
 }
 
 /// Runs the scenario through ABCI and writes down everything observable.
 fn transcript(patches: Patches) -> Vec<String> {
     let node = scenario_node(patches);
-    let (blocks, waiting) = scenario_blocks();
+    let Scenario {
+        blocks,
+        waiting,
+        dropped,
+    } = scenario();
     let mut lines = Vec::new();
     let mut mempool: Vec<Bytes> = Vec::new();
-    for raw in waiting.iter().chain(blocks.iter().flatten()) {
-        let r = node.check(raw, CheckTxType::New);
-        lines.push(format!(
-            "check {} {} {} {}",
-            tx_hash(raw),
-            r.code,
-            r.gas_wanted,
-            r.log
-        ));
-        if r.code == 0 {
+    for raw in waiting
+        .iter()
+        .chain([&dropped])
+        .chain(blocks.iter().flatten())
+    {
+        if check(&node, raw, "check", &mut lines) && raw != &dropped {
             mempool.push(raw.clone());
         }
     }
@@ -114,6 +145,9 @@ fn transcript(patches: Patches) -> Vec<String> {
             }
         }
         mempool = kept;
+        if height == 1 && check(&node, &dropped, "resend", &mut lines) {
+            mempool.push(dropped.clone());
+        }
         let pending = node.node.account(&key(4).address, true).expect("readable");
         lines.push(format!("pending key4 {pending:?}"));
     }
@@ -159,6 +193,29 @@ fn the_scenario_exercises_what_it_claims() {
     assert!(lines
         .iter()
         .any(|l| l.starts_with("block 3 ") && l.contains("gas_used: 483000,")));
+    // "recheck HEIGHT HASH CODE LOG…"
+    let rechecks = |height: u64| {
+        let prefix = format!("recheck {height} ");
+        lines
+            .iter()
+            .filter(move |l| l.starts_with(&prefix))
+            .map(|l| (l.split(' ').nth(3).unwrap_or_default(), l))
+    };
+    assert!(rechecks(1).count() > 30, "{lines:#?}");
+    let resend = lines.iter().find(|l| l.starts_with("resend")).unwrap();
+    assert!(resend.contains(" 0 21000 "), "admitted again: {resend}");
+    // After block 4, key 4's first waiting transaction is used up.
+    let refused: Vec<_> = rechecks(4).filter(|(code, _)| *code != "0").collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    assert_eq!(refused[0].0, "4", "{refused:#?}");
+    assert!(refused[0]
+        .1
+        .ends_with("nonce too low: next nonce 1, tx nonce 0"));
+    let last_pending = lines.iter().rfind(|l| l.starts_with("pending key4"));
+    assert!(
+        last_pending.unwrap().contains("nonce: 4,"),
+        "{last_pending:?}"
+    );
 }
 
 #[test]

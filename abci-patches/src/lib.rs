@@ -12,7 +12,8 @@
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances, and what recheck
-//!   keeps (`lite-recheck`).
+//!   keeps (`lite-recheck`); [`checkexec`]: CheckTx's execution when
+//!   `check-tx-lite` is off.
 //! - [`proposal`]: PrepareProposal within the block's bytes and gas.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
 //!   [`codec`]: the compact encoding of stored transactions.
@@ -24,6 +25,7 @@
 
 pub mod app;
 pub mod blocklog;
+pub mod checkexec;
 pub mod codec;
 pub mod error;
 pub mod exec;

@@ -68,6 +68,9 @@ pub type Verdict = Result<Admitted, TxError>;
 pub struct CheckState {
     /// The ledger: next nonce and spendable balance per sender.
     pending: HashMap<Address, (u64, U256)>,
+    /// `check-tx-lite` off: what the transactions executed since the last
+    /// Commit changed, over the committed world.
+    executed: StateDiff,
     /// `lite-recheck`: the transactions admitted since the last Commit.
     admitted: HashMap<B256, Admitted>,
     /// `lite-recheck`: those admitted before the last Commit and not
@@ -157,11 +160,25 @@ impl CheckState {
         Ok(Some(verdict))
     }
 
-    /// After Commit of a block that changed `block`: forgets the ledger. With `lite_recheck`, what was admitted awaits
+    /// The effects of the transactions executed since the last Commit
+    /// (`check-tx-lite` off).
+    pub fn executed(&self) -> &StateDiff {
+        &self.executed
+    }
+
+    /// The effects of the transactions executed since the last Commit, to
+    /// add to (`check-tx-lite` off).
+    pub fn executed_mut(&mut self) -> &mut StateDiff {
+        &mut self.executed
+    }
+
+    /// After Commit of a block that changed `block`: forgets the ledger and
+    /// the executed effects. With `lite_recheck`, what was admitted awaits
     /// its recheck, and the committed accounts of its senders are kept
     /// unless the block touched them; without, everything is forgotten.
     pub fn commit(&mut self, block: &StateDiff, lite_recheck: bool) {
         self.pending.clear();
+        self.executed = StateDiff::default();
         if !lite_recheck {
             self.admitted.clear();
             self.unrechecked.clear();
@@ -302,9 +319,10 @@ mod tests {
     fn an_unknown_hash_is_left_to_a_full_check_and_without_the_patch_all_is_reset() {
         let mut state = CheckState::default();
         check(&mut state, tx(1, 0), funded(1_000));
+        state.executed.accounts.insert(Address::ZERO, None);
         state.commit(&StateDiff::default(), false);
         assert_eq!(state.recheck(&tx(1, 0).hash, |_| Err(())), Ok(None));
-        assert!(state.pending.is_empty());
+        assert!(state.pending.is_empty() && state.executed.accounts.is_empty());
         assert!(state.committed.is_empty());
     }
 }

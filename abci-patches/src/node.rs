@@ -13,6 +13,7 @@ use revm::{
 };
 
 use crate::blocklog::BlockLine;
+use crate::checkexec;
 use crate::error::TxError;
 use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
 use crate::genesis::Genesis;
@@ -301,6 +302,17 @@ impl Node {
             Ok(current) => current,
             Err(e) => return Ok(Err(e)),
         };
+        if !self.patches.has(Patch::CheckTxLite) {
+            // Before: execute it as FinalizeBlock would (see `checkexec`).
+            let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
+            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let world = self.world()?;
+            let executed = check.executed_mut();
+            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, &verified);
+            if let Err(e) = run {
+                return Ok(Err(e));
+            }
+        }
         check.reserve(&spend, current);
         let admitted = Admitted::from(&verified);
         if lite_recheck {
@@ -394,6 +406,21 @@ impl Node {
             Ok(check.view(address, committed))
         } else {
             Ok(self.world()?.account(address))
+        }
+    }
+
+    /// The account as CheckTx's execution sees it without `check-tx-lite`:
+    /// committed, plus what the transactions executed since Commit changed
+    /// (just committed with the patch). For tests and debugging.
+    pub fn check_overlay_account(
+        &self,
+        address: &Address,
+    ) -> Result<Option<AccountRecord>, NodeError> {
+        let _app = self.enter()?;
+        let check = self.check()?;
+        match check.executed().accounts.get(address) {
+            Some(account) => Ok(*account),
+            None => Ok(self.world()?.account(address)),
         }
     }
 

@@ -26,11 +26,13 @@ pub enum Patch {
     /// and readers "only hold it briefly". After: a read-write lock, so
     /// readers proceed together and only Commit excludes them.
     RwLock,
-    /// Before: CheckTx executes the transaction with revm against the check
-    /// state exactly as FinalizeBlock does, builds its receipt and drops it.
-    /// Why: running the very code consensus runs is the surest way to admit
-    /// only what will execute. After: decode, signature, chain id, nonce,
-    /// balance and intrinsic gas only.
+    /// Before: once admitted, CheckTx executes the transaction with revm
+    /// against the check state (the committed world plus what the
+    /// transactions admitted since Commit did) exactly as FinalizeBlock does,
+    /// builds its receipt and drops it. Why: running the very code consensus
+    /// runs is the surest way to admit only what will execute. After: decode,
+    /// signature, chain id, nonce, balance and intrinsic gas only. Either way
+    /// the verdict is those rules' and the ledger's.
     CheckTxLite,
     /// Before: each transaction of a block executes in an EVM of its own, over
     /// its own copy-on-write layer of the block's state, merged back after

@@ -216,6 +216,11 @@ impl<'a, B: StateRead> BlockOverlay<'a, B> {
         }
     }
 
+    /// An overlay over `base` that already holds the changes `diff`.
+    pub fn with_diff(base: &'a B, diff: StateDiff) -> Self {
+        Self { base, diff }
+    }
+
     /// The changes collected so far.
     pub fn into_diff(self) -> StateDiff {
         self.diff

@@ -262,3 +262,47 @@ fn with_the_sender_cache_check_recheck_and_finalize_block_agree_on_the_sender() 
     );
     assert_eq!(node.nonce(a.address), 2);
 }
+
+#[test]
+fn without_check_tx_lite_check_tx_executes_and_still_admits_a_revert() {
+    let a = key(1);
+    let alloc = [(a.address, U256::from(FUNDED))];
+    let executing = TestNode::with_patches(&alloc, Patches::ALL.without(Patch::CheckTxLite));
+    let lite = TestNode::with_patches(&alloc, Patches::ALL);
+    let contract = a.address.create(0);
+    let deploy = Tx::deploy(0, store_init()).sign(&a);
+    // No calldata: the contract reverts.
+    let revert = Tx::call(1, contract, Bytes::new()).sign(&a);
+    for node in [&executing, &lite] {
+        node.block(std::slice::from_ref(&deploy));
+        let response = node.check(&revert, CheckTxType::New);
+        assert_eq!(response.code, 0, "{}", response.log);
+    }
+    let committed = executing.account(a.address);
+    let overlay = executing
+        .node
+        .check_overlay_account(&a.address)
+        .unwrap()
+        .unwrap();
+    assert_eq!(overlay.nonce, 2, "executed in the check state");
+    assert_eq!(
+        lite.node.check_overlay_account(&a.address).unwrap(),
+        Some(lite.account(a.address)),
+        "the lite check executes nothing"
+    );
+
+    // The block executes it as CheckTx did: same gas, same balance.
+    let response = executing.block(std::slice::from_ref(&revert));
+    let result = &response.tx_results[0];
+    assert_eq!(attribute(result, "status").as_deref(), Some("0"));
+    let gas = result.gas_used as u64;
+    assert!(gas > TRANSFER_GAS && gas < 100_000, "actual gas {gas}");
+    let charged = U256::from(gas) * U256::from(2 * GWEI);
+    assert_eq!(overlay.balance, committed.balance - charged);
+    assert_eq!(executing.balance(a.address), overlay.balance);
+    assert_eq!(
+        executing.node.check_overlay_account(&a.address).unwrap(),
+        Some(executing.account(a.address)),
+        "Commit clears the check state"
+    );
+}

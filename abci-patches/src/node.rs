@@ -284,6 +284,8 @@ impl Node {
     /// patches; they only change how much work reaches it.
     pub fn check_tx(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
         let lite_recheck = self.patches.has(Patch::LiteRecheck);
+        // Without `lite-recheck` a recheck is a full CheckTx, as recheck is
+        // in CometBFT's own examples: decode, recover, and all that follows.
         if kind == CheckKind::Recheck && lite_recheck {
             let mut check = self.check()?;
             let read = |sender: &Address| Ok::<_, NodeError>(self.world()?.account(sender));

@@ -77,6 +77,9 @@ impl Verifier {
     /// Decodes `raw`, applies every stateless rule and recovers the sender.
     pub fn verify(&self, raw: &[u8]) -> Result<VerifiedTx, TxError> {
         match &self.senders {
+            // Before (`sender-cache` off): recover every time. Why: each step
+            // verifies what it is handed, and a sender is a pure function of
+            // the bytes.
             None => tx::verify(raw, &self.rules, self.ecrecover),
             Some((cache, stage)) => self.verify_cached(raw, cache, *stage),
         }

@@ -114,20 +114,27 @@ mod tests {
         }
     }
 
-    /// A transfer of 5 wei by key 3, verified.
-    fn transfer(chain: &Chain, nonce: u64, gas_limit: u64) -> VerifiedTx {
+    /// A transaction of key 3 paying 3 gwei at most, verified.
+    fn signed(chain: &Chain, nonce: u64, gas_limit: u64, to: TxKind, input: Vec<u8>) -> VerifiedTx {
         let tx = TxEip1559 {
             chain_id: 9000,
             nonce,
             gas_limit,
             max_fee_per_gas: 3 * GWEI,
             max_priority_fee_per_gas: GWEI,
-            to: TxKind::Call(Address::repeat_byte(0x77)),
+            to,
             value: U256::from(5),
+            input: input.into(),
             ..Default::default()
         };
         let verifier = Verifier::new(&chain.genesis, Patches::NONE);
         verifier.verify(&sign(tx, &key(3).0)).unwrap()
+    }
+
+    /// A transfer of 5 wei by key 3.
+    fn transfer(chain: &Chain, nonce: u64, gas_limit: u64) -> VerifiedTx {
+        let to = TxKind::Call(Address::repeat_byte(0x77));
+        signed(chain, nonce, gas_limit, to, Vec::new())
     }
 
     #[test]
@@ -163,29 +170,21 @@ mod tests {
 
     #[test]
     fn a_transaction_revm_refuses_changes_nothing() {
-        let mut chain = chain();
+        let chain = chain();
         let mut executed = StateDiff::default();
         let first = transfer(&chain, 0, 21_000);
-        execute(
-            &chain.world,
-            &chain.genesis,
-            &chain.head,
-            &mut executed,
-            &first,
-        )
-        .unwrap();
+        let world = &chain.world;
+        execute(world, &chain.genesis, &chain.head, &mut executed, &first).unwrap();
         let before = executed.clone();
-        // More gas than the block allows: revm refuses it before executing.
-        chain.genesis.block_gas_limit = 30_000;
-        let big = transfer(&chain, 1, 40_000);
-        let refused = execute(
-            &chain.world,
-            &chain.genesis,
-            &chain.head,
-            &mut executed,
-            &big,
+        // Init code beyond EIP-3860's 49,152 bytes passes the stateless rules
+        // (the transaction fits in 128 KiB) but not revm's validation.
+        let init = vec![0u8; 50_000];
+        let big = signed(&chain, 1, 600_000, TxKind::Create, init);
+        let refused = execute(world, &chain.genesis, &chain.head, &mut executed, &big);
+        assert!(
+            matches!(&refused, Err(TxError::Execution(e)) if e.contains("initcode")),
+            "{refused:?}"
         );
-        assert!(matches!(refused, Err(TxError::Execution(_))), "{refused:?}");
         assert_eq!(executed, before);
     }
 }

@@ -36,8 +36,8 @@ struct Scenario {
     /// that are not in any block stay in the simulated mempool and are
     /// rechecked after every block.
     blocks: Vec<Vec<Bytes>>,
-    /// Checked first, and in no block until the last one, which holds
-    /// another transaction of their sender with the first one's nonce.
+    /// Checked first and in no block; the last block holds another
+    /// transaction of their sender with the first one's nonce.
     waiting: Vec<Bytes>,
     /// The next of `waiting`: admitted by CheckTx, then dropped by CometBFT
     /// (its mempool filled up before the answer came back, which CometBFT

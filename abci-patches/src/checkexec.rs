@@ -176,13 +176,22 @@ mod tests {
         let world = &chain.world;
         execute(world, &chain.genesis, &chain.head, &mut executed, &first).unwrap();
         let before = executed.clone();
-        // Init code beyond EIP-3860's 49,152 bytes passes the stateless rules
-        // (the transaction fits in 128 KiB) but not revm's validation.
-        let init = vec![0u8; 50_000];
-        let big = signed(&chain, 1, 600_000, TxKind::Create, init);
-        let refused = execute(world, &chain.genesis, &chain.head, &mut executed, &big);
+        // More value than the sender holds: the ledger would refuse it first;
+        // revm, asked directly, refuses it too and writes nothing.
+        let tx = TxEip1559 {
+            chain_id: 9000,
+            nonce: 1,
+            gas_limit: 21_000,
+            max_fee_per_gas: 3 * GWEI,
+            to: TxKind::Call(Address::repeat_byte(0x77)),
+            value: U256::from(FUNDS),
+            ..Default::default()
+        };
+        let verifier = Verifier::new(&chain.genesis, Patches::NONE);
+        let costly = verifier.verify(&sign(tx, &key(3).0)).unwrap();
+        let refused = execute(world, &chain.genesis, &chain.head, &mut executed, &costly);
         assert!(
-            matches!(&refused, Err(TxError::Execution(e)) if e.contains("initcode")),
+            matches!(&refused, Err(TxError::Execution(e)) if e.contains("funds")),
             "{refused:?}"
         );
         assert_eq!(executed, before);

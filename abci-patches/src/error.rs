@@ -105,6 +105,14 @@ pub enum TxError {
         /// The block gas limit minus the gas used by the block so far.
         left: u64,
     },
+    /// A contract creation's init code is larger than EIP-3860 allows.
+    #[error("max initcode size exceeded: code size {size}, limit {max}")]
+    InitCodeTooLarge {
+        /// Init code size in bytes.
+        size: usize,
+        /// The limit (49,152 bytes).
+        max: usize,
+    },
 }
 
 impl TxError {
@@ -125,6 +133,7 @@ impl TxError {
             Self::UnsupportedType(_) => 12,
             Self::Execution(_) => 13,
             Self::BlockGasExhausted { .. } => 14,
+            Self::InitCodeTooLarge { .. } => 15,
         }
     }
 }
@@ -165,6 +174,7 @@ mod tests {
             TxError::UnsupportedType(3),
             TxError::Execution(String::new()),
             TxError::BlockGasExhausted { gas: 2, left: 1 },
+            TxError::InitCodeTooLarge { size: 2, max: 1 },
         ];
         let mut codes: Vec<u32> = all.iter().map(TxError::code).collect();
         assert!(codes.iter().all(|c| *c != 0));

@@ -14,6 +14,9 @@ use crate::error::TxError;
 
 /// Gas every transaction pays before executing anything.
 pub const TX_BASE_GAS: u64 = 21_000;
+/// EIP-3860: the largest init code a contract creation may carry (revm
+/// refuses larger ones at execution, so CheckTx refuses them first).
+pub const MAX_INIT_CODE_SIZE: usize = 2 * 24_576;
 /// Extra intrinsic gas of a contract-creation transaction.
 pub const TX_CREATE_GAS: u64 = 32_000;
 /// EIP-7623 (Prague): floor gas per calldata token.
@@ -116,6 +119,13 @@ pub fn decode_checked(raw: &[u8], rules: &TxRules) -> Result<TxEnvelope, TxError
                 got,
             })
         }
+    }
+    let input_len = envelope.input().len();
+    if envelope.kind().is_create() && input_len > MAX_INIT_CODE_SIZE {
+        return Err(TxError::InitCodeTooLarge {
+            size: input_len,
+            max: MAX_INIT_CODE_SIZE,
+        });
     }
     if envelope.gas_limit() > rules.max_tx_gas {
         return Err(TxError::GasLimitTooHigh {
@@ -348,6 +358,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn init_code_beyond_eip_3860_is_refused_for_creations_only() {
+        let (sk, _) = key();
+        let mut create = eip1559(9000);
+        create.to = TxKind::Create;
+        create.gas_limit = 29_000_000;
+        create.input = vec![0x60; MAX_INIT_CODE_SIZE + 1].into();
+        assert!(matches!(
+            verify(&sign(create.clone(), &sk), &rules(), Ecrecover::C),
+            Err(TxError::InitCodeTooLarge { size, max }) if size == MAX_INIT_CODE_SIZE + 1 && max == MAX_INIT_CODE_SIZE
+        ));
+        create.input = vec![0x60; MAX_INIT_CODE_SIZE].into();
+        assert!(verify(&sign(create.clone(), &sk), &rules(), Ecrecover::C).is_ok());
+        let mut call = create;
+        call.to = TxKind::Call(Address::ZERO);
+        call.input = vec![0x60; MAX_INIT_CODE_SIZE + 1].into();
+        assert!(verify(&sign(call, &sk), &rules(), Ecrecover::C).is_ok());
     }
 
     #[test]

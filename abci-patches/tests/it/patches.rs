@@ -71,6 +71,12 @@ fn scenario() -> Scenario {
         Tx::transfer(1, stranger, 1).sign(&k5),
         // A replay of block 1's first call: nonce too low.
         Tx::call(1, contract, word(7)).sign(&k1),
+        // Init code one byte over EIP-3860's limit.
+        Tx {
+            gas_limit: 400_000,
+            ..Tx::deploy(1, vec![0x60; 49_153].into())
+        }
+        .sign(&k3),
     ];
     // 30 transfers of 21,000 gas: more than BLOCK_GAS_LIMIT allows.
     let block3 = (0..30)
@@ -172,6 +178,10 @@ fn the_scenario_exercises_what_it_claims() {
     assert!(has("nonce too high") && has("nonce too low"), "{lines:#?}");
     assert!(has("insufficient funds") && has("invalid chain id"));
     assert!(has("invalid transaction encoding"));
+    assert!(
+        has("max initcode size exceeded"),
+        "EIP-3860 is in the scenario"
+    );
     assert!(lines.iter().any(|l| l.starts_with("recheck")));
     // Block 3: 23 transfers fit in BLOCK_GAS_LIMIT, the 7 beyond it are
     // refused with the exhausted code and execute nothing.

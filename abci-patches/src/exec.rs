@@ -5,7 +5,7 @@
 use alloy_consensus::{Transaction, Typed2718};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use revm::{
-    context::{BlockEnv, CfgEnv, TxEnv},
+    context::{result::ExecutionResult, BlockEnv, CfgEnv, TxEnv},
     primitives::hardfork::SpecId,
 };
 
@@ -13,7 +13,7 @@ use crate::error::TxError;
 use crate::genesis::Genesis;
 use crate::patches::Patch;
 use crate::runner::{EvmPerTx, OneEvm, TxRunner};
-use crate::state::{AccountRecord, WorldState};
+use crate::state::{AccountRecord, StateDiff, WorldState};
 use crate::store::{BlockBatch, BlockRecord, ReceiptRecord, TxRecord};
 use crate::tx::VerifiedTx;
 use crate::verify::Verifier;
@@ -207,99 +207,133 @@ fn execute_txs<R: TxRunner>(
     parent: &BlockRecord,
     input: &BlockInput<'_>,
 ) -> ExecutedBlock {
-    let mut outcomes = Vec::with_capacity(input.txs.len());
-    let mut txs = Vec::with_capacity(input.txs.len());
-    let mut tx_hashes = Vec::with_capacity(input.txs.len());
-    let mut cumulative_gas = 0u64;
-    let mut size = 0u64;
+    let mut block = BlockBuilder::new(input);
     for raw in input.txs {
-        size += raw.len() as u64;
-        let verified = match verifier.verify(raw) {
-            Ok(v) => v,
-            Err(error) => {
-                outcomes.push(TxOutcome::Rejected {
-                    hash: keccak256(raw),
-                    error,
-                });
+        block.size += raw.len() as u64;
+        let gas_left = genesis.block_gas_limit.saturating_sub(block.gas_used);
+        let verified = match admit(raw, verifier, &runner, gas_left) {
+            Ok(verified) => verified,
+            Err(rejected) => {
+                block.outcomes.push(rejected);
                 continue;
             }
         };
-        let gas_left = genesis.block_gas_limit.saturating_sub(cumulative_gas);
-        if let Err(error) = check_block_gas(&verified, gas_left) {
-            outcomes.push(TxOutcome::Rejected {
-                hash: verified.hash,
-                error,
-            });
-            continue;
-        }
-        let account = runner.account(&verified.sender);
-        if let Err(error) = check_account(&Spend::from(&verified), account) {
-            outcomes.push(TxOutcome::Rejected {
-                hash: verified.hash,
-                error,
-            });
-            continue;
-        }
         match runner.run(tx_env(&verified)) {
-            Ok(result) => {
-                let gas_used = result.tx_gas_used();
-                cumulative_gas += gas_used;
-                let success = result.is_success();
-                let contract_address = result.created_address();
-                let receipt = ReceiptRecord {
-                    status: success,
-                    gas_used,
-                    cumulative_gas_used: cumulative_gas,
-                    effective_gas_price: verified.effective_gas_price(genesis.base_fee),
-                    logs: result.into_logs(),
-                    contract_address,
-                };
-                outcomes.push(TxOutcome::Executed {
-                    hash: verified.hash,
-                    sender: verified.sender,
-                    gas_used,
-                    success,
-                });
-                tx_hashes.push(verified.hash);
-                txs.push((
-                    verified.hash,
-                    TxRecord {
-                        raw: raw.clone(),
-                        sender: verified.sender,
-                        block_number: input.height,
-                        block_hash: input.hash,
-                        index: txs.len() as u64,
-                        receipt,
-                    },
-                ));
-            }
-            Err(e) => outcomes.push(TxOutcome::Rejected {
+            Ok(result) => block.executed(raw, &verified, result, genesis.base_fee),
+            Err(e) => block.outcomes.push(TxOutcome::Rejected {
                 hash: verified.hash,
                 error: TxError::Execution(e.to_string()),
             }),
         }
     }
-    let diff = runner.into_diff();
-    let app_hash = next_app_hash(parent.app_hash, input.height, diff.digest(), &outcomes);
-    let invalid_txs = (outcomes.len() - tx_hashes.len()) as u32;
-    let block = BlockRecord {
-        number: input.height,
-        hash: input.hash,
-        parent_hash: parent.hash,
-        timestamp: input.time_secs,
-        timestamp_nanos: input.time_nanos,
-        gas_used: cumulative_gas,
-        gas_limit: genesis.block_gas_limit,
-        base_fee: genesis.base_fee,
-        miner: genesis.fee_recipient,
-        app_hash,
-        tx_hashes,
-        invalid_txs,
-        size,
-    };
-    ExecutedBlock {
-        outcomes,
-        batch: BlockBatch { block, txs, diff },
+    block.finish(runner.into_diff(), genesis, parent)
+}
+
+/// The checks a transaction passes before it runs: the stateless rules and
+/// its sender, the gas left in the block, then nonce and funds.
+fn admit<R: TxRunner>(
+    raw: &Bytes,
+    verifier: &Verifier,
+    runner: &R,
+    gas_left: u64,
+) -> Result<VerifiedTx, TxOutcome> {
+    let verified = verifier.verify(raw).map_err(|error| TxOutcome::Rejected {
+        hash: keccak256(raw),
+        error,
+    })?;
+    let account = runner.account(&verified.sender);
+    check_block_gas(&verified, gas_left)
+        .and_then(|()| check_account(&Spend::from(&verified), account))
+        .map_err(|error| TxOutcome::Rejected {
+            hash: verified.hash,
+            error,
+        })?;
+    Ok(verified)
+}
+
+/// A block's results as its transactions run.
+struct BlockBuilder<'a> {
+    input: &'a BlockInput<'a>,
+    outcomes: Vec<TxOutcome>,
+    txs: Vec<(B256, TxRecord)>,
+    tx_hashes: Vec<B256>,
+    gas_used: u64,
+    size: u64,
+}
+
+impl<'a> BlockBuilder<'a> {
+    fn new(input: &'a BlockInput<'a>) -> Self {
+        let n = input.txs.len();
+        Self {
+            input,
+            outcomes: Vec::with_capacity(n),
+            txs: Vec::with_capacity(n),
+            tx_hashes: Vec::with_capacity(n),
+            gas_used: 0,
+            size: 0,
+        }
+    }
+
+    /// Records an executed transaction: its outcome, receipt and record.
+    fn executed(&mut self, raw: &Bytes, tx: &VerifiedTx, result: ExecutionResult, base_fee: u64) {
+        let gas_used = result.tx_gas_used();
+        self.gas_used += gas_used;
+        let success = result.is_success();
+        let contract_address = result.created_address();
+        let receipt = ReceiptRecord {
+            status: success,
+            gas_used,
+            cumulative_gas_used: self.gas_used,
+            effective_gas_price: tx.effective_gas_price(base_fee),
+            logs: result.into_logs(),
+            contract_address,
+        };
+        self.outcomes.push(TxOutcome::Executed {
+            hash: tx.hash,
+            sender: tx.sender,
+            gas_used,
+            success,
+        });
+        self.tx_hashes.push(tx.hash);
+        let record = TxRecord {
+            raw: raw.clone(),
+            sender: tx.sender,
+            block_number: self.input.height,
+            block_hash: self.input.hash,
+            index: self.txs.len() as u64,
+            receipt,
+        };
+        self.txs.push((tx.hash, record));
+    }
+
+    /// The executed block, with the state changes `diff`.
+    fn finish(self, diff: StateDiff, genesis: &Genesis, parent: &BlockRecord) -> ExecutedBlock {
+        let input = self.input;
+        let app_hash = next_app_hash(parent.app_hash, input.height, diff.digest(), &self.outcomes);
+        let invalid_txs = (self.outcomes.len() - self.tx_hashes.len()) as u32;
+        let block = BlockRecord {
+            number: input.height,
+            hash: input.hash,
+            parent_hash: parent.hash,
+            timestamp: input.time_secs,
+            timestamp_nanos: input.time_nanos,
+            gas_used: self.gas_used,
+            gas_limit: genesis.block_gas_limit,
+            base_fee: genesis.base_fee,
+            miner: genesis.fee_recipient,
+            app_hash,
+            tx_hashes: self.tx_hashes,
+            invalid_txs,
+            size: self.size,
+        };
+        ExecutedBlock {
+            outcomes: self.outcomes,
+            batch: BlockBatch {
+                block,
+                txs: self.txs,
+                diff,
+            },
+        }
     }
 }
 

@@ -516,10 +516,9 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-    use alloy_eips::eip2718::Encodable2718;
-    use alloy_primitives::{Signature, TxKind};
-    use secp256k1::{Message, SecretKey, SECP256K1};
+    use alloy_consensus::TxEip1559;
+    use alloy_primitives::TxKind;
+    use secp256k1::SecretKey;
 
     const STORE_INIT: &str =
         "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
@@ -535,15 +534,7 @@ mod tests {
             input,
             ..Default::default()
         };
-        let (recid, compact) = SECP256K1
-            .sign_ecdsa_recoverable(Message::from_digest(tx.signature_hash().0), key)
-            .serialize_compact();
-        let sig = Signature::new(
-            U256::from_be_slice(&compact[..32]),
-            U256::from_be_slice(&compact[32..]),
-            i32::from(recid) == 1,
-        );
-        TxEnvelope::from(tx.into_signed(sig)).encoded_2718().into()
+        crate::testkit::sign(tx, key).into()
     }
 
     fn block(node: &Node, height: u64, txs: &[Bytes]) -> Vec<TxOutcome> {
@@ -562,9 +553,7 @@ mod tests {
     #[test]
     fn deploy_store_call_and_reload() {
         let dir = tempfile::tempdir().unwrap();
-        let key = SecretKey::from_byte_array([5u8; 32]).unwrap();
-        let public = key.public_key(SECP256K1).serialize_uncompressed();
-        let me = Address::from_slice(&keccak256(&public[1..])[12..]);
+        let (key, me) = crate::testkit::key(5);
         let node = Node::open(dir.path(), Patches::ALL).unwrap();
         let app_state = format!(
             r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#

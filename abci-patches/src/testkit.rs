@@ -2,7 +2,7 @@
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{keccak256, Address, Signature, U256};
+use alloy_primitives::{keccak256, Address, Signature, B256, U256};
 use secp256k1::{Message, SecretKey, SECP256K1};
 
 /// Test key number `n` and its address.
@@ -12,15 +12,20 @@ pub fn key(n: u8) -> (SecretKey, Address) {
     (secret, Address::from_slice(&keccak256(&public[1..])[12..]))
 }
 
-/// The EIP-2718 bytes of `tx` signed by `key`.
-pub fn sign(tx: TxEip1559, key: &SecretKey) -> Vec<u8> {
+/// The recoverable signature of `hash` by `key`.
+pub fn signature(hash: B256, key: &SecretKey) -> Signature {
     let (recid, compact) = SECP256K1
-        .sign_ecdsa_recoverable(Message::from_digest(tx.signature_hash().0), key)
+        .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
         .serialize_compact();
-    let sig = Signature::new(
+    Signature::new(
         U256::from_be_slice(&compact[..32]),
         U256::from_be_slice(&compact[32..]),
         i32::from(recid) == 1,
-    );
+    )
+}
+
+/// The EIP-2718 bytes of `tx` signed by `key`.
+pub fn sign(tx: TxEip1559, key: &SecretKey) -> Vec<u8> {
+    let sig = signature(tx.signature_hash(), key);
     TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
 }

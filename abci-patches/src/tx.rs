@@ -234,6 +234,7 @@ fn recover_pure_rust(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{self, sign, signature};
     use alloy_consensus::{SignableTransaction, TxEip1559, TxEip2930, TxLegacy};
     use alloy_eips::eip2718::Encodable2718;
     use alloy_primitives::{Signature, TxKind};
@@ -247,26 +248,9 @@ mod tests {
         }
     }
 
-    fn signature(hash: B256, key: &secp256k1::SecretKey) -> Signature {
-        let (recid, compact) = SECP256K1
-            .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
-            .serialize_compact();
-        Signature::new(
-            U256::from_be_slice(&compact[..32]),
-            U256::from_be_slice(&compact[32..]),
-            i32::from(recid) == 1,
-        )
-    }
-
-    fn sign(tx: TxEip1559, key: &secp256k1::SecretKey) -> Vec<u8> {
-        let sig = signature(tx.signature_hash(), key);
-        TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
-    }
-
+    /// The signing key of these tests.
     fn key() -> (secp256k1::SecretKey, Address) {
-        let sk = secp256k1::SecretKey::from_byte_array([7u8; 32]).unwrap();
-        let pk = sk.public_key(SECP256K1).serialize_uncompressed();
-        (sk, Address::from_slice(&keccak256(&pk[1..])[12..]))
+        testkit::key(7)
     }
 
     fn eip1559(chain_id: u64) -> TxEip1559 {

@@ -12,11 +12,12 @@
 //! ledger admitted (the overlay holds at least the spendable balance: the
 //! ledger reserves every maximal cost and counts no incoming value).
 
-use revm::{Context, ExecuteCommitEvm, MainBuilder, MainContext};
+use revm::ExecuteCommitEvm;
 
 use crate::error::TxError;
-use crate::exec::{block_env, cfg_env, tx_env};
+use crate::exec::{block_env, cfg_env, receipt, tx_env};
 use crate::genesis::Genesis;
+use crate::runner;
 use crate::state::{BlockOverlay, StateDiff, WorldState};
 use crate::store::{BlockRecord, ReceiptRecord};
 use crate::tx::VerifiedTx;
@@ -35,23 +36,11 @@ pub fn execute(
     cfg.disable_nonce_check = true;
     let block = block_env(genesis, head.number + 1, head.timestamp, head.hash);
     let overlay = BlockOverlay::with_diff(world, std::mem::take(executed));
-    let mut evm = Context::mainnet()
-        .with_db(overlay)
-        .with_cfg(cfg)
-        .with_block(block)
-        .build_mainnet();
+    let mut evm = runner::evm(overlay, cfg, block);
     let result = evm.transact_commit(tx_env(tx));
     *executed = evm.ctx.journaled_state.database.into_diff();
     let result = result.map_err(|e| TxError::Execution(e.to_string()))?;
-    let gas_used = result.tx_gas_used();
-    Ok(ReceiptRecord {
-        status: result.is_success(),
-        gas_used,
-        cumulative_gas_used: gas_used,
-        effective_gas_price: tx.effective_gas_price(genesis.base_fee),
-        contract_address: result.created_address(),
-        logs: result.into_logs(),
-    })
+    Ok(receipt(result, 0, tx.effective_gas_price(genesis.base_fee)))
 }
 
 #[cfg(test)]

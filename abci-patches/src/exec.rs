@@ -276,23 +276,13 @@ impl<'a> BlockBuilder<'a> {
 
     /// Records an executed transaction: its outcome, receipt and record.
     fn executed(&mut self, raw: &Bytes, tx: &VerifiedTx, result: ExecutionResult, base_fee: u64) {
-        let gas_used = result.tx_gas_used();
-        self.gas_used += gas_used;
-        let success = result.is_success();
-        let contract_address = result.created_address();
-        let receipt = ReceiptRecord {
-            status: success,
-            gas_used,
-            cumulative_gas_used: self.gas_used,
-            effective_gas_price: tx.effective_gas_price(base_fee),
-            logs: result.into_logs(),
-            contract_address,
-        };
+        let receipt = receipt(result, self.gas_used, tx.effective_gas_price(base_fee));
+        self.gas_used = receipt.cumulative_gas_used;
         self.outcomes.push(TxOutcome::Executed {
             hash: tx.hash,
             sender: tx.sender,
-            gas_used,
-            success,
+            gas_used: receipt.gas_used,
+            success: receipt.status,
         });
         self.tx_hashes.push(tx.hash);
         let record = TxRecord {
@@ -334,6 +324,24 @@ impl<'a> BlockBuilder<'a> {
                 diff,
             },
         }
+    }
+}
+
+/// The receipt of an executed transaction that follows `gas_before` gas of
+/// its block, paying `effective_gas_price`.
+pub fn receipt(
+    result: ExecutionResult,
+    gas_before: u64,
+    effective_gas_price: u128,
+) -> ReceiptRecord {
+    let gas_used = result.tx_gas_used();
+    ReceiptRecord {
+        status: result.is_success(),
+        gas_used,
+        cumulative_gas_used: gas_before + gas_used,
+        effective_gas_price,
+        contract_address: result.created_address(),
+        logs: result.into_logs(),
     }
 }
 

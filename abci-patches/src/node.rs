@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use revm::{
     context::{result::ExecutionResult, TxEnv},
-    Context, ExecuteEvm, MainBuilder, MainContext,
+    ExecuteEvm,
 };
 
 use crate::blocklog::BlockLine;
@@ -20,6 +20,7 @@ use crate::genesis::Genesis;
 use crate::locks::{AppGuard, AppLock, Poisoned, ReadGuard, StateLock, WriteGuard};
 use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
 use crate::patches::{Patch, Patches};
+use crate::runner;
 use crate::senders::SenderCache;
 use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
 use crate::store::{
@@ -491,11 +492,7 @@ impl Node {
             chain_id: Some(genesis.chain_id),
             ..Default::default()
         };
-        let mut evm = Context::mainnet()
-            .with_db(BlockOverlay::new(&*world))
-            .with_cfg(cfg)
-            .with_block(block)
-            .build_mainnet();
+        let mut evm = runner::evm(BlockOverlay::new(&*world), cfg, block);
         Ok(match evm.transact(tx) {
             Ok(done) => {
                 let gas_used = done.result.tx_gas_used();

@@ -22,7 +22,8 @@ pub trait TxRunner {
     fn into_diff(self) -> StateDiff;
 }
 
-fn evm<DB: Database + DatabaseCommit>(
+/// revm's mainnet EVM over `db` for the block `block`.
+pub fn evm<DB: Database + DatabaseCommit>(
     db: DB,
     cfg: CfgEnv,
     block: BlockEnv,

@@ -64,11 +64,6 @@ impl Verifier {
         self
     }
 
-    /// The stateless rules applied.
-    pub fn rules(&self) -> &TxRules {
-        &self.rules
-    }
-
     /// The patches in force.
     pub fn patches(&self) -> Patches {
         self.patches

@@ -1,0 +1,74 @@
+//! One step of a saturation search: offer a fixed open-loop rate to a chain
+//! for a while and measure what it committed, and whether the agent itself
+//! kept to its schedule.
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+/// Which clock a committed rate was computed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// CometBFT header times (nanoseconds), from its RPC.
+    CometbftHeaders,
+    /// web3 block timestamps (whole seconds: ±5 % over a 20 s window).
+    Web3Timestamps,
+}
+
+/// What one step at one offered rate measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepMeasure {
+    /// The open-loop rate asked for, tx/s.
+    pub offered_tps: f64,
+    /// What the agent actually submitted over the window, tx/s.
+    pub sent_tps: f64,
+    /// Transactions committed per second over the window's blocks.
+    pub committed_tps: f64,
+    /// The clock `committed_tps` was computed with.
+    pub clock: Clock,
+    /// The window holds blocks `first_height + 1 ..= last_height`.
+    pub first_height: u64,
+    /// Last block of the window.
+    pub last_height: u64,
+    /// Median block interval over the window, ms.
+    pub block_time_p50_ms: f64,
+    /// 95th percentile block interval over the window, ms.
+    pub block_time_p95_ms: f64,
+    /// Transactions waiting in the node's mempool when the window opened, if the node says.
+    pub mempool_start: Option<u64>,
+    /// Transactions waiting in the node's mempool when the window closed, if the node says.
+    pub mempool_end: Option<u64>,
+    /// Median of (first send − intended send time) over the window's transactions, ms.
+    pub schedule_lag_p50_ms: f64,
+    /// 99th percentile of the schedule lag, ms.
+    pub schedule_lag_p99_ms: f64,
+    /// The agent's own CPU (user + system) per submitted transaction, µs.
+    pub agent_cpu_us_per_tx: f64,
+    /// Share of the window (0–1) during which every request slot of the agent
+    /// was waiting on the node: a schedule lag with busy slots is the node's,
+    /// a lag with idle slots is the agent's own.
+    pub slots_busy: f64,
+    /// CPU of the node's processes per committed transaction, µs, when the
+    /// agent knows their PIDs (a devnet of its own).
+    pub node_cpu_us_per_tx: Option<f64>,
+    /// Transactions in the window's blocks the application accepted.
+    pub valid: u64,
+    /// Transactions in the window's blocks the application refused, when known
+    /// (CometBFT `/block_results`).
+    pub invalid: Option<u64>,
+}
+
+/// A chain under an open-loop load at a chosen rate: abcid or any web3 node
+/// through `feth load`'s engine, or CometBFT's own kvstore application.
+pub trait Probe {
+    /// Offers `rate` tx/s, open loop, for a warm-up and then `seconds` of
+    /// measured window, and returns what the window measured. Leaves the
+    /// chain drained (its mempool emptied or a bounded wait spent) before
+    /// returning, so the next step starts clean.
+    fn step(
+        &mut self,
+        rate: f64,
+        seconds: f64,
+    ) -> impl Future<Output = anyhow::Result<StepMeasure>> + Send;
+}

@@ -15,6 +15,7 @@ pub mod fees;
 pub mod fund;
 pub mod keys;
 pub mod load;
+pub mod procstat;
 pub mod saturate;
 pub mod sign;
 pub mod sink;

@@ -12,28 +12,8 @@ use crate::accounts::{KeySet, KeySource};
 use crate::load::engine::LoadPlan;
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadSettings};
+use crate::procstat::{process_cpu, thread_cpu};
 use crate::sign::{self, Fee, TxRequest};
-
-/// CPU time of the whole process so far.
-pub fn process_cpu() -> Duration {
-    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-fn thread_cpu() -> Duration {
-    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-fn cpu_clock(clock: libc::clockid_t) -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe {
-        libc::clock_gettime(clock, &mut ts);
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
 
 /// Resident memory of this process, bytes.
 pub fn rss_bytes() -> u64 {

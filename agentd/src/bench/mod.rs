@@ -9,6 +9,6 @@ pub mod agent;
 pub mod profiler;
 pub mod stats;
 
-pub use agent::{agent, process_cpu, raw_sign_rate, rss_bytes, AgentBench};
+pub use agent::{agent, raw_sign_rate, rss_bytes, AgentBench};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
 pub use stats::RatioEstimate;

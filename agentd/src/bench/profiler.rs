@@ -36,10 +36,11 @@ use tokio::task::JoinHandle;
 
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
-use crate::devnet::{self, Devnet};
+use crate::devnet::Devnet;
 use crate::load::engine::{LoadPlan, Recipients};
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadReport, LoadSettings};
+use crate::procstat;
 
 /// Load before the first measured window, after each (re)start: the mempool fills and
 /// blocks reach a steady size.
@@ -479,64 +480,16 @@ impl NodeCpu {
         let (Some(abcid), Some(cometbft)) = (net.state.abcid_pid, net.state.cometbft_pid) else {
             anyhow::bail!("the devnet's processes are not running");
         };
-        let stat = |path: String| {
-            std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {path}"))
-                .and_then(|s| cpu_of_stat(&s).with_context(|| format!("cannot parse {path}")))
-        };
-        let node = stat(format!("/proc/{abcid}/stat"))? + stat(format!("/proc/{cometbft}/stat"))?;
-        let mut profiler = Duration::ZERO;
-        let tasks = format!("/proc/{abcid}/task");
-        for task in std::fs::read_dir(&tasks).with_context(|| format!("cannot list {tasks}"))? {
-            let task = task?.path();
-            let Ok(name) = std::fs::read_to_string(task.join("comm")) else {
-                continue; // the thread has just exited
-            };
-            if name.starts_with(PROFILER_THREADS) {
-                if let Ok(stat) = std::fs::read_to_string(task.join("stat")) {
-                    profiler += cpu_of_stat(&stat)?;
-                }
-            }
-        }
-        Ok(Self { node, profiler })
+        Ok(Self {
+            node: procstat::pid_cpu(abcid)? + procstat::pid_cpu(cometbft)?,
+            profiler: procstat::threads_cpu(abcid, PROFILER_THREADS)?,
+        })
     }
-}
-
-/// User + system CPU of a `/proc/.../stat` line.
-fn cpu_of_stat(stat: &str) -> Result<Duration> {
-    let fields = devnet::process::stat_fields(stat).context("no command name")?;
-    let ticks = |i: usize| -> Result<u64> {
-        fields
-            .get(i)
-            .context("too few fields")?
-            .parse::<u64>()
-            .context("a CPU time is not a number")
-    };
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(Duration::from_nanos(
-        (ticks(11)? + ticks(12)?) * 1_000_000_000 / hz,
-    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_give_user_plus_system_time() {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-        let line = format!(
-            "4242 (odd) name)) S 1 4242 4242 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 3 0 5",
-            3 * hz,
-            hz / 2
-        );
-        assert_eq!(cpu_of_stat(&line).unwrap(), Duration::from_millis(3500));
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert!(cpu_of_stat(&own).is_ok());
-        assert!(cpu_of_stat("4242 S 1").is_err());
-    }
 
     #[test]
     fn pairs_alternate_and_compare_in_either_order() {

@@ -1,0 +1,113 @@
+//! CPU time of processes and threads, read from `/proc`: what the node and
+//! the agent spend per transaction.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::devnet::process::stat_fields;
+
+/// CPU (user + system) used so far by this process, all threads.
+pub fn process_cpu() -> Duration {
+    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU used so far by the calling thread.
+pub fn thread_cpu() -> Duration {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe {
+        libc::clock_gettime(clock, &mut ts);
+    }
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// CPU (user + system) used so far by process `pid`, all threads.
+pub fn pid_cpu(pid: u32) -> Result<Duration> {
+    stat_file(&format!("/proc/{pid}/stat"))
+}
+
+/// CPU used so far by the threads of `pid` whose name starts with `prefix`.
+pub fn threads_cpu(pid: u32, prefix: &str) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    let tasks = format!("/proc/{pid}/task");
+    for task in std::fs::read_dir(&tasks).with_context(|| format!("cannot list {tasks}"))? {
+        let task = task?.path();
+        let Ok(name) = std::fs::read_to_string(task.join("comm")) else {
+            continue; // the thread has just exited
+        };
+        if name.starts_with(prefix) {
+            if let Ok(stat) = std::fs::read_to_string(task.join("stat")) {
+                total += cpu_of_stat(&stat)?;
+            }
+        }
+    }
+    Ok(total)
+}
+
+fn stat_file(path: &str) -> Result<Duration> {
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {path}"))
+        .and_then(|s| cpu_of_stat(&s).with_context(|| format!("cannot parse {path}")))
+}
+
+/// User + system CPU of a `/proc/.../stat` line.
+fn cpu_of_stat(stat: &str) -> Result<Duration> {
+    let fields = stat_fields(stat).context("no command name")?;
+    let ticks = |i: usize| -> Result<u64> {
+        fields
+            .get(i)
+            .context("too few fields")?
+            .parse::<u64>()
+            .context("a CPU time is not a number")
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_nanos(
+        (ticks(11)? + ticks(12)?) * 1_000_000_000 / hz,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_give_user_plus_system_time() {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        let line = format!(
+            "4242 (odd) name)) S 1 4242 4242 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 3 0 5",
+            3 * hz,
+            hz / 2
+        );
+        assert_eq!(cpu_of_stat(&line).unwrap(), Duration::from_millis(3500));
+        assert!(cpu_of_stat("4242 S 1").is_err());
+    }
+
+    #[test]
+    fn process_cpu_grows_with_work_and_matches_proc() {
+        let before = process_cpu();
+        let mut x = 0u64;
+        while process_cpu() - before < Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let proc = pid_cpu(std::process::id()).unwrap();
+        // /proc counts in clock ticks (10 ms at 100 Hz): it trails a little.
+        assert!(
+            proc + Duration::from_millis(20) >= before,
+            "{proc:?} {before:?}"
+        );
+        assert!(pid_cpu(u32::MAX).is_err());
+    }
+}

@@ -50,6 +50,10 @@ struct Args {
     /// `all,-NAME` (README, "Patches").
     #[arg(long, default_value = "all")]
     patches: Patches,
+    /// Print the patch set `--patches` names (`none`, `all` or a list) and
+    /// exit without opening the state: checks a spelling before a long run.
+    #[arg(long)]
+    print_patches: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -60,6 +64,10 @@ enum LogFormat {
 
 fn main() {
     let args = Args::parse();
+    if args.print_patches {
+        println!("{}", args.patches);
+        return;
+    }
     init_tracing(args.log_format);
     if let Err(e) = run(args) {
         tracing::error!("{e:#}");

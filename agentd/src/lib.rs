@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod bench;
 pub mod cmd;
+pub mod compare;
 pub mod devnet;
 pub mod eth;
 pub mod fees;

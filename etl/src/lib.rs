@@ -9,15 +9,15 @@
 //! * [`store`]: the Redis layout (idempotent writes, one transaction per batch);
 //! * [`ingest`]: the pipeline from logs to Redis;
 //! * [`stats`]: the figures; [`output`]: tables, CSV, JSON;
-//! * `local_redis` (feature `test-support`): a private redis-server for
-//!   tests and benchmarks.
+//! * `local_redis` (feature `local-redis`): a private redis-server for
+//!   tests, benchmarks and `feth compare`.
 //!
 //! The command line (`feth etl`) lives in the `feth` binary, which turns its
 //! arguments into [`ingest::IngestConfig`] and [`stats::StatsQuery`].
 
 pub mod detect;
 pub mod ingest;
-#[cfg(feature = "test-support")]
+#[cfg(feature = "local-redis")]
 pub mod local_redis;
 pub mod output;
 pub mod parse;

@@ -246,3 +246,37 @@ fn all_but_each_patch_computes_the_same_chain() {
         assert_same(Patches::ALL.without(patch));
     }
 }
+
+/// `abcid --print-patches` checks a spelling without opening any state: what
+/// `feth compare` asks of every step before a long run.
+#[test]
+fn print_patches_names_the_set_or_refuses_an_unknown_patch() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("never-created");
+    let run = |set: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_abcid"))
+            .args(["--print-patches", "--patches", set, "--home"])
+            .arg(&missing)
+            .output()
+            .unwrap()
+    };
+    let out = run("all,-rwlock,-quiet-logs");
+    assert!(out.status.success(), "{out:?}");
+    let named = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        named.contains("sender-cache") && named.contains("parallel-abci"),
+        "{named}"
+    );
+    assert!(
+        !named.contains("rwlock") && !named.contains("quiet-logs"),
+        "{named}"
+    );
+    assert_eq!(
+        String::from_utf8(run("none,rwlock,-rwlock").stdout).unwrap(),
+        "none\n"
+    );
+    let bad = run("none,fast-ecrecovr");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown patch `fast-ecrecovr`"));
+    assert!(!missing.exists(), "no state may be created");
+}

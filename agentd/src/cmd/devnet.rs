@@ -109,6 +109,10 @@ pub struct DevnetArgs {
     /// `block.max_gas`); 150 M, a fast EVM chain's, by default.
     #[arg(long, default_value_t = devnet::DEFAULT_BLOCK_GAS_LIMIT)]
     block_gas_limit: u64,
+    /// Run this abcid build: the binary, or a folder holding it (a checkout
+    /// with `target/release/abcid` will do); default: the one next to feth.
+    #[arg(long, value_name = "BINARY_OR_DIR")]
+    abcid: Option<PathBuf>,
 }
 
 /// `--log-format`.
@@ -147,6 +151,7 @@ impl DevnetArgs {
             no_profiler: self.no_profiler,
             patches: self.patches,
             block_gas_limit: self.block_gas_limit,
+            abcid: self.abcid,
         }
     }
 }

@@ -118,6 +118,10 @@ pub struct DevnetOptions {
     /// and CometBFT's `block.max_gas`).
     #[serde(default = "default_block_gas_limit")]
     pub block_gas_limit: u64,
+    /// The abcid binary to run, when not the one found next to feth
+    /// (another build, for `feth compare --build-a/--build-b`).
+    #[serde(default)]
+    pub abcid: Option<PathBuf>,
 }
 
 fn default_block_gas_limit() -> u64 {
@@ -155,6 +159,7 @@ impl Default for DevnetOptions {
             no_profiler: false,
             patches: default_patches(),
             block_gas_limit: DEFAULT_BLOCK_GAS_LIMIT,
+            abcid: None,
         }
     }
 }
@@ -307,7 +312,10 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
         }
     }
     let cometbft = tools::cometbft(true)?;
-    let abcid = tools::abcid()?;
+    let abcid = match &opts.abcid {
+        Some(path) => tools::build(path)?,
+        None => tools::abcid()?,
+    };
     std::fs::create_dir_all(opts.dir.join("logs"))
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
     let cmt_home = opts.dir.join("cometbft");

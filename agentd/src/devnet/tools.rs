@@ -116,3 +116,22 @@ pub fn abcid() -> Result<PathBuf> {
     }
     bail!("cannot find the abcid binary: build it with `cargo build -p abcid` or set FETH_ABCID")
 }
+
+/// The abcid binary of a build given as a path: the binary itself, or a
+/// folder holding it (`DIR/abcid`, or a checkout's `DIR/target/release/abcid`).
+pub fn build(path: &Path) -> Result<PathBuf> {
+    let candidates = [
+        path.to_path_buf(),
+        path.join("abcid"),
+        path.join("target").join("release").join("abcid"),
+    ];
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .with_context(|| {
+            format!(
+                "no abcid binary at {}: give the binary, a folder holding `abcid`, or a checkout built with `cargo build --release -p abcid`",
+                path.display()
+            )
+        })
+}

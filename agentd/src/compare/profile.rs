@@ -1,0 +1,115 @@
+//! A few profiled blocks per run, and the differential flamegraph of a step
+//! against the step before it.
+//!
+//! Profiles are captured after the measured window, under the same offered
+//! load: an armed profiler costs a little throughput, and the measured window
+//! must not pay it.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use feth_profiler_rpc::api::EnableParams;
+use feth_profiler_rpc::diff::{diff_flamegraph, load_profile_set, DiffOptions};
+use feth_profiler_rpc::{ProfilerClient, RoleFilter};
+
+use crate::devnet::DevnetState;
+
+/// Longest wait for the armed blocks to be produced and rendered.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Arms abcid's profiler for `blocks` blocks, runs `load` (which must keep
+/// the node busy for at least that many blocks), waits until every captured
+/// block is rendered, and copies the profiles into `out`. Returns `out`.
+pub async fn capture<T>(
+    net: &DevnetState,
+    blocks: u32,
+    out: &Path,
+    load: impl Future<Output = Result<T>>,
+) -> Result<PathBuf> {
+    let profiler = ProfilerClient::new(&net.profiler_url(), None)?;
+    profiler
+        .enable(EnableParams {
+            blocks: Some(i64::from(blocks)),
+            frequency_hz: None,
+        })
+        .await
+        .context("cannot arm abcid's profiler")?;
+    load.await.context("the load under the profiled blocks")?;
+    profiler
+        .wait_idle(IDLE_TIMEOUT)
+        .await
+        .context("the profiled blocks were not all rendered")?;
+    copy_dir(&net.options.dir.join("flamegraphs"), out)?;
+    Ok(out.to_path_buf())
+}
+
+/// Writes the differential flamegraph `before` → `after` (each a folder of
+/// block profiles) to `svg`, shares compared (BEFORE scaled to AFTER).
+pub fn diff(before: &Path, after: &Path, svg: &Path, title: &str) -> Result<()> {
+    let load = |p: &Path| {
+        load_profile_set(p, RoleFilter::All)
+            .with_context(|| format!("cannot read the profiles in {}", p.display()))
+    };
+    let options = DiffOptions {
+        normalize: true,
+        title: title.to_string(),
+        top: 10,
+    };
+    let result = diff_flamegraph(&load(before)?.stacks, &load(after)?.stacks, &options)
+        .context("cannot render the differential flamegraph")?;
+    if let Some(dir) = svg.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(svg, result.svg).with_context(|| format!("cannot write {}", svg.display()))
+}
+
+/// Copies the tree `from` into `to` (created), files and folders only.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_a_tree_and_diffs_two_folded_sets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+        std::fs::create_dir_all(src.join("chain/7")).unwrap();
+        std::fs::write(src.join("chain/7/a.folded"), "main;work 3\n").unwrap();
+        copy_dir(&src, &dst).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dst.join("chain/7/a.folded")).unwrap(),
+            "main;work 3\n"
+        );
+        assert!(copy_dir(&dir.path().join("absent"), &dst).is_err());
+
+        let before = dir.path().join("before.folded");
+        let after = dir.path().join("after.folded");
+        std::fs::write(&before, "main;work 30\nmain;idle 10\n").unwrap();
+        std::fs::write(&after, "main;work 10\nmain;idle 30\n").unwrap();
+        let svg = dir.path().join("out/diff.svg");
+        diff(&before, &after, &svg, "before → after").unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("<svg") && text.contains("work") && text.contains("idle"));
+        let empty = dir.path().join("empty.folded");
+        std::fs::write(&empty, "").unwrap();
+        assert!(diff(&empty, &after, &svg, "t").is_err());
+    }
+}

@@ -2,7 +2,8 @@
 # Installs what feth's demo needs on a fresh Debian machine: redis-server
 # (Debian package) and the pinned CometBFT (go install into tools/bin).
 # `setup.sh --test` also installs what only the tests use (Tendermint 0.34,
-# CometBFT 0.37 and 1.0 for the etl's all-versions tests).
+# CometBFT 0.37 and 1.0 for the etl's all-versions tests; Debian's groovy and
+# the default Java runtime it runs on, to check that the Jenkinsfile parses).
 # Idempotent: does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,11 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
+if [ "${1:-}" = "--test" ]; then
+  command -v groovy >/dev/null 2>&1 || need_apt+=(groovy)
+  # groovy runs the Java of /usr/lib/jvm/default-java.
+  [ -x /usr/lib/jvm/default-java/bin/java ] || need_apt+=(default-jre-headless)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: please install: ${need_apt[*]} (apt-get install ${need_apt[*]})" >&2

@@ -4,6 +4,7 @@
 //! - [`devnet`]: a local CometBFT + abcid devnet in one command.
 //! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
 //!   [`keys`]: key files.
+//! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;

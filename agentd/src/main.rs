@@ -2,7 +2,7 @@
 
 use clap::Parser;
 
-use feth::cmd::Cli;
+use feth::cmd::{Cli, Exit};
 
 #[tokio::main]
 async fn main() {
@@ -15,6 +15,7 @@ async fn main() {
         .init();
     if let Err(e) = Cli::parse().run().await {
         eprintln!("error: {e:#}");
-        std::process::exit(1);
+        // 1 for any error; a status of its own for outcomes a script must tell apart.
+        std::process::exit(e.downcast_ref::<Exit>().map_or(1, |x| x.status));
     }
 }

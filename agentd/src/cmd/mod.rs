@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod compare;
 pub mod devnet;
 pub mod etl;
 pub mod flamegraph;
@@ -42,6 +43,8 @@ enum Command {
     Etl(etl::EtlArgs),
     /// Benchmarks that print figures.
     Bench(bench::BenchCommand),
+    /// Is the chain faster after a change? Gate a candidate report against a baseline.
+    Compare(compare::CompareArgs),
     /// Send signed value transfers and wait until they are committed.
     Send(send::SendArgs),
 }
@@ -59,9 +62,22 @@ impl Cli {
             Command::Flamegraph(a) => flamegraph::run(a).await,
             Command::Etl(a) => etl::run(a).await,
             Command::Bench(c) => bench::run(c).await,
+            Command::Compare(a) => compare::run(a).await,
             Command::Send(a) => send::run(a).await,
         }
     }
+}
+
+/// An ending of `feth` that is not an ordinary error: `main` prints the
+/// message like any error but exits with `status` instead of 1 (e.g.
+/// [`compare::REGRESSION_STATUS`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Exit {
+    /// The process exit status.
+    pub status: i32,
+    /// What to print.
+    pub message: String,
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
-//! feth's integration tests: one binary, each module a real devnet scenario
-//! (CometBFT + abcid on free loopback ports in a temporary folder).
+//! feth's integration tests: one binary, most modules a real devnet scenario
+//! (CometBFT + abcid on free loopback ports in a temporary folder), others
+//! the `feth` binary on files (`compare_gate`) or a tool CI relies on
+//! (`jenkinsfile`).
 
 mod abcid_faults;
 mod abcid_web3;
 mod bench_profiler;
 mod common;
+mod compare_gate;
 mod etl_devnet;
+mod jenkinsfile;
 mod load;
 mod profiler_devnet;

@@ -164,6 +164,7 @@ fn footer(report: &CompareReport) -> Vec<String> {
     let ladder = match s.kind {
         Kind::Patches => "patch-set ladder",
         Kind::Builds => "two builds",
+        Kind::Live => "one running node",
     };
     let rate = s
         .fixed_rate

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::etl::EtlFigures;
 use crate::bench::stats::{MeanEstimate, RatioEstimate};
 use crate::saturate::{Clock, StepMeasure};
 
@@ -134,6 +135,8 @@ pub enum Kind {
     Patches,
     /// Two builds of abcid, `a` and `b`.
     Builds,
+    /// One running node, measured as it is (`--network`).
+    Live,
 }
 
 /// The conditions every run of a comparison shared.
@@ -172,6 +175,9 @@ pub struct StepRun {
     pub knee_tps: Option<f64>,
     /// What the run measured.
     pub measure: StepMeasure,
+    /// What the etl made of the node's logs over the measured window (runs
+    /// on a devnet of their own); its valid/invalid are the measure's.
+    pub etl: Option<EtlFigures>,
     /// The run's flamegraph, when profiled.
     pub flamegraph: Option<PathBuf>,
     /// Differential flamegraph against the previous step, when profiled.

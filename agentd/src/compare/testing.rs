@@ -35,6 +35,7 @@ pub fn run(step: &str, round: usize, tps: f64) -> StepRun {
         round,
         knee_tps: Some(tps * 1.1),
         measure: measure(tps),
+        etl: None,
         flamegraph: None,
         diff_flamegraph: None,
     }

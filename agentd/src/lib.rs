@@ -4,6 +4,8 @@
 //! - [`devnet`]: a local CometBFT + abcid devnet in one command.
 //! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
 //!   [`keys`]: key files.
+//! - [`kvstore`]: CometBFT's own kvstore application, the consensus
+//!   engine's ceiling for `feth compare`.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;
@@ -14,6 +16,7 @@ pub mod eth;
 pub mod fees;
 pub mod fund;
 pub mod keys;
+pub mod kvstore;
 pub mod load;
 pub mod procstat;
 pub mod saturate;

@@ -6,5 +6,6 @@ mod abcid_web3;
 mod bench_profiler;
 mod common;
 mod etl_devnet;
+mod kvstore;
 mod load;
 mod profiler_devnet;

@@ -5,6 +5,8 @@
 //! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
 //!   [`keys`]: key files.
 //! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
+//! - [`kvstore`]: CometBFT's own kvstore application, the consensus
+//!   engine's ceiling for `feth compare`.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;
@@ -16,6 +18,7 @@ pub mod eth;
 pub mod fees;
 pub mod fund;
 pub mod keys;
+pub mod kvstore;
 pub mod load;
 pub mod procstat;
 pub mod saturate;

@@ -6,7 +6,7 @@
 //! `root.key` (the funded root's private key, mode 0600) and `devnet.json`
 //! (ports, PIDs, binaries).
 
-mod config;
+pub mod config;
 pub mod process;
 pub mod tools;
 
@@ -204,6 +204,27 @@ pub fn free_ports() -> Result<[u16; 5]> {
     Ok(ports)
 }
 
+/// Runs `start` on five free loopback ports ([`free_ports`]). A port is
+/// free when chosen but another process may bind it first, and then the
+/// processes `start` runs exit at start: such a start is tried again on new
+/// ports, three times in all. `what` names it in the warnings.
+pub async fn on_free_ports<T, Fut>(what: &str, mut start: impl FnMut([u16; 5]) -> Fut) -> Result<T>
+where
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match start(free_ports()?).await {
+            Ok(started) => return Ok(started),
+            Err(e) if attempt < 3 => {
+                tracing::warn!("{what} start, attempt {attempt}: {e:#}; trying new ports");
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// What `devnet.json` records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DevnetState {
@@ -348,6 +369,15 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
 }
 
 fn init(cometbft: &Path, home: &Path, opts: &DevnetOptions) -> Result<()> {
+    init_cometbft(cometbft, home)?;
+    let key = keys::random_key();
+    keys::write_secret_file(&opts.dir.join("root.key"), keys::key_hex(&key).as_bytes())?;
+    config::write_genesis(home, opts, keys::address_of(&key))
+}
+
+/// `cometbft init --home home`: a single validator's keys, genesis and
+/// default `config.toml`.
+pub fn init_cometbft(cometbft: &Path, home: &Path) -> Result<()> {
     let out = Command::new(cometbft)
         .args(["init", "--home"])
         .arg(home)
@@ -359,9 +389,7 @@ fn init(cometbft: &Path, home: &Path, opts: &DevnetOptions) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let key = keys::random_key();
-    keys::write_secret_file(&opts.dir.join("root.key"), keys::key_hex(&key).as_bytes())?;
-    config::write_genesis(home, opts, keys::address_of(&key))
+    Ok(())
 }
 
 /// Starts abcid and waits until its ABCI port accepts connections.
@@ -547,24 +575,15 @@ impl Devnet {
     }
 
     /// Starts a devnet of its own in `dir` on free loopback ports
-    /// ([`DevnetOptions::private`], then `tweak`). A port is free when chosen
-    /// but another process may bind it first, and then CometBFT or abcid
-    /// exits at start: such a start is tried again on new ports, three times
-    /// in all.
+    /// ([`DevnetOptions::private`], then `tweak`), tried again on new ports
+    /// when CometBFT or abcid exits at start ([`on_free_ports`]).
     pub async fn start_private(dir: &Path, tweak: impl Fn(&mut DevnetOptions)) -> Result<Self> {
-        let mut attempt = 1;
-        loop {
-            let mut options = DevnetOptions::private(dir, free_ports()?);
+        on_free_ports("devnet", |ports| {
+            let mut options = DevnetOptions::private(dir, ports);
             tweak(&mut options);
-            match Self::start(options).await {
-                Ok(net) => return Ok(net),
-                Err(e) if attempt < 3 => {
-                    tracing::warn!("devnet start, attempt {attempt}: {e:#}; trying new ports");
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+            Self::start(options)
+        })
+        .await
     }
 
     /// Stops whatever still runs and starts both again on the same chain.

@@ -10,5 +10,6 @@ mod common;
 mod compare_gate;
 mod etl_devnet;
 mod jenkinsfile;
+mod kvstore;
 mod load;
 mod profiler_devnet;

@@ -1,7 +1,8 @@
 //! The node's RPC (`--comet-rpc`): chain id (`/status`), header times and tx counts
 //! (`/blockchain`, 20 headers a call) and valid/invalid counts
 //! (`/block_results`, many heights per JSON-RPC batch request), with several
-//! requests in flight at once. Works with Tendermint 0.34 to CometBFT 1.0.
+//! requests in flight at once; the mempool's size (`/num_unconfirmed_txs`).
+//! Works with Tendermint 0.34 to CometBFT 1.0.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,6 +55,15 @@ pub struct Status {
     pub latest_height: u64,
     /// Earliest height still stored (pruning).
     pub earliest_height: u64,
+}
+
+/// `/num_unconfirmed_txs`: what waits in the node's mempool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mempool {
+    /// Transactions waiting.
+    pub txs: u64,
+    /// Their total size, bytes.
+    pub bytes: u64,
 }
 
 /// Heights the node could not answer for, with its reason.
@@ -114,6 +124,12 @@ impl Num {
 fn de_u64_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let s = String::deserialize(d)?;
     s.parse().map_err(serde::de::Error::custom)
+}
+
+#[derive(Deserialize)]
+struct UnconfirmedResult {
+    total: Num,
+    total_bytes: Num,
 }
 
 #[derive(Deserialize)]
@@ -242,6 +258,15 @@ impl Rpc {
             network: s.node_info.network,
             latest_height: latest,
             earliest_height: s.sync_info.earliest_block_height.map_or(1, Num::get),
+        })
+    }
+
+    /// Transactions waiting in the node's mempool (`/num_unconfirmed_txs`).
+    pub async fn mempool(&self) -> Result<Mempool, RpcError> {
+        let m: UnconfirmedResult = self.get_json("num_unconfirmed_txs").await?;
+        Ok(Mempool {
+            txs: m.total.get(),
+            bytes: m.total_bytes.get(),
         })
     }
 

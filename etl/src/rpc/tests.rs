@@ -1,7 +1,8 @@
 //! [`Rpc::fetch`] against a fake node on 127.0.0.1 that answers like
 //! CometBFT: `/blockchain` (newest first, one height pruned),
 //! `/block_results` JSON-RPC batches (at most [`BATCH_LIMIT`] per batch,
-//! a batch of one answered with a bare object, one height failing).
+//! a batch of one answered with a bare object, one height failing) and
+//! `/num_unconfirmed_txs`.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::Rpc;
+use super::{Mempool, Rpc};
 use crate::store::{BlockFacts, TimeSource};
 
 /// Requests per batch the fake node accepts.
@@ -119,6 +120,10 @@ async fn serve(mut conn: TcpStream) {
     let target = head.split_whitespace().nth(1).expect("request target");
     let answer = if let Some(q) = target.strip_prefix("/blockchain?") {
         blockchain(q)
+    } else if target == "/num_unconfirmed_txs" {
+        // As CometBFT 0.38 writes it: counts as strings, no transactions.
+        json!({"jsonrpc": "2.0", "id": -1, "result":
+            {"n_txs": "7", "total": "7", "total_bytes": "93", "txs": null}})
     } else {
         let batch: Vec<Value> = serde_json::from_slice(&buf[head_end..]).expect("batch body");
         block_results(&batch)
@@ -187,5 +192,14 @@ async fn fetch_merges_headers_and_results_and_splits_refused_batches() {
                 "\"could not find results for height #6\"".to_string()
             ),
         ]
+    );
+}
+
+#[tokio::test]
+async fn mempool_reads_the_count_and_bytes_of_waiting_transactions() {
+    let rpc = Rpc::new(&fake_node().await, 5, 3).expect("client");
+    assert_eq!(
+        rpc.mempool().await.expect("mempool"),
+        Mempool { txs: 7, bytes: 93 }
     );
 }

@@ -1,0 +1,72 @@
+//! The kvstore reference: CometBFT's own kvstore node under the open-loop
+//! sender, one step it keeps up with and one it cannot.
+
+use std::time::Duration;
+
+use feth::kvstore::{KvProbe, KvReferenceConfig};
+use feth::saturate::{Clock, Probe, StepMeasure};
+use feth_etl::rpc::Rpc;
+
+async fn mempool_txs(probe: &KvProbe) -> u64 {
+    let rpc = Rpc::new(&probe.node().rpc_url(), 1, 1).unwrap();
+    rpc.mempool().await.unwrap().txs
+}
+
+/// 500 tx/s: the kvstore commits what is offered, all valid, the agent
+/// on schedule.
+fn assert_keeps_up(m: &StepMeasure, seconds: f64) {
+    assert_eq!(m.clock, Clock::CometbftHeaders);
+    assert!(m.last_height > m.first_height, "{m:?}");
+    let ratio = m.committed_tps / m.offered_tps;
+    assert!(
+        (0.95..=1.05).contains(&ratio),
+        "committed {ratio} of offered: {m:?}"
+    );
+    assert!(
+        (0.95..=1.05).contains(&(m.sent_tps / m.offered_tps)),
+        "{m:?}"
+    );
+    assert_eq!(m.invalid, Some(0), "{m:?}");
+    // The header span of the window's blocks is the window give or take a
+    // block interval.
+    let expected = m.committed_tps * seconds;
+    let slack = m.offered_tps * m.block_time_p95_ms / 1e3 + 0.05 * expected;
+    assert!((m.valid as f64 - expected).abs() <= slack, "{m:?}");
+    assert!(m.block_time_p50_ms > 0.0 && m.block_time_p95_ms >= m.block_time_p50_ms);
+    assert!(m.schedule_lag_p99_ms < 500.0, "{m:?}");
+    assert!(m.slots_busy < 0.1, "{m:?}");
+    assert!(m.node_cpu_us_per_tx.is_some_and(|us| us > 0.0), "{m:?}");
+    assert!(m.agent_cpu_us_per_tx > 0.0, "{m:?}");
+    assert!(m.mempool_start.is_some() && m.mempool_end.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kvstore_probe_keeps_up_with_a_modest_rate_and_falls_behind_an_absurd_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = KvReferenceConfig::new(dir.path());
+    cfg.node.timeout_commit = "300ms".into();
+    cfg.warmup = Duration::from_secs(1);
+    let mut probe = KvProbe::start(cfg).await.expect("kvstore node starts");
+
+    let modest = probe.step(500.0, 4.0).await.expect("500 tx/s step");
+    assert_keeps_up(&modest, 4.0);
+    let sends = probe.last_sends().expect("the step's sends");
+    assert!(sends.accepted > 0 && sends.rejected.is_empty(), "{sends:?}");
+    assert_eq!(mempool_txs(&probe).await, 0, "drained after the step");
+
+    // 200k tx/s is beyond what a CometBFT node (and this agent) can do on
+    // a small machine: far less is committed, and the transactions that go
+    // out leave long after their intended times.
+    let absurd = probe.step(200_000.0, 3.0).await.expect("200k tx/s step");
+    assert!(
+        absurd.committed_tps < 0.5 * absurd.offered_tps,
+        "{absurd:?}"
+    );
+    assert!(absurd.sent_tps < 0.5 * absurd.offered_tps, "{absurd:?}");
+    assert!(absurd.schedule_lag_p50_ms > 500.0, "{absurd:?}");
+    assert!(
+        absurd.valid > modest.valid,
+        "it did commit more: {absurd:?}"
+    );
+    assert_eq!(mempool_txs(&probe).await, 0, "drained after the step");
+}

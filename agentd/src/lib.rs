@@ -4,10 +4,13 @@
 //! - [`devnet`]: a local CometBFT + abcid devnet in one command.
 //! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
 //!   [`keys`]: key files.
+//! - [`load`]: the load engine; [`saturate`]: the search for the highest
+//!   rate a chain keeps up with; [`blocks`]: windows of committed blocks.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;
 pub mod bench;
+pub mod blocks;
 pub mod cmd;
 pub mod devnet;
 pub mod eth;

@@ -190,6 +190,20 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "send rate       {:>10.1}  tx/s submitted over {:.1} s (not a TPS figure)",
         r.send_rate, r.send_seconds
     )?;
+    writeln!(
+        out,
+        "agent           {:>10.1}  µs CPU per signed tx; every request slot busy {:.0} % of the time",
+        r.agent_cpu_us_per_tx,
+        r.slots_busy * 100.0
+    )?;
+    match &r.schedule_lag_ms {
+        Some(l) => writeln!(
+            out,
+            "schedule lag    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  ms, first send − intended send",
+            l.p50, l.p90, l.p99, l.max
+        )?,
+        None => writeln!(out, "schedule lag    none: a closed loop has no schedule")?,
+    }
     let (b, o) = (&r.latency_ms.to_block_time, &r.latency_ms.to_observed);
     writeln!(
         out,

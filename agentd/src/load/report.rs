@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::B256;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ledger::{Fate, TxEntry, TxStatus};
 use super::scan::ScanState;
 
-/// Inclusion latency, milliseconds, from intended send time to block time.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Percentiles of a delay, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -184,18 +184,34 @@ fn dense(mut series: BTreeMap<u64, Second>) -> Vec<Second> {
         .collect()
 }
 
+/// The `q` quantile (0–1) of `sorted` (ascending), the nearest rank; 0 when empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n => sorted[((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize],
+    }
+}
+
 fn percentiles(values: &mut [f64]) -> Latency {
-    if values.is_empty() {
-        return Latency::default();
-    }
     values.sort_by(f64::total_cmp);
-    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
     Latency {
-        p50: at(0.50),
-        p90: at(0.90),
-        p99: at(0.99),
-        max: values[values.len() - 1],
+        p50: quantile(values, 0.50),
+        p90: quantile(values, 0.90),
+        p99: quantile(values, 0.99),
+        max: quantile(values, 1.0),
     }
+}
+
+/// Schedule lag, ms: first submission − intended send time, of the
+/// transactions intended in `from..to` (seconds since the run began). It is
+/// the agent keeping (or not) to an open-loop schedule.
+pub fn schedule_lag(ledger: &[TxEntry], from: f64, to: f64) -> Latency {
+    let mut lags: Vec<f64> = ledger
+        .iter()
+        .filter(|e| (from..to).contains(&e.intended))
+        .map(|e| ((e.first_sent - e.intended) * 1000.0).max(0.0))
+        .collect();
+    percentiles(&mut lags)
 }
 
 #[cfg(test)]
@@ -281,6 +297,24 @@ mod tests {
         assert_eq!(t.duplicates_folded, 2);
         assert_eq!(chain.committed_tps, 0.5);
         assert_eq!(series[2].included, 1);
+    }
+
+    #[test]
+    fn schedule_lag_is_first_send_minus_intended_within_the_window() {
+        let mut ledger: Vec<TxEntry> = (1..=4).map(|i| entry(i, TxStatus::Accepted)).collect();
+        for (i, e) in ledger.iter_mut().enumerate() {
+            e.intended = i as f64;
+            e.first_sent = i as f64 + 0.01 * (i + 1) as f64;
+        }
+        // Intended at 1, 2 and 3 s, sent 20, 30 and 40 ms late; the one at 0 s is out.
+        let lag = schedule_lag(&ledger, 1.0, 4.0);
+        assert!(
+            (lag.p50 - 30.0).abs() < 1e-9 && (lag.max - 40.0).abs() < 1e-9,
+            "{lag:?}"
+        );
+        assert_eq!(schedule_lag(&ledger, 10.0, 20.0), Latency::default());
+        assert_eq!(quantile(&[1.0, 2.0, 3.0], 0.5), 2.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
     }
 
     #[test]

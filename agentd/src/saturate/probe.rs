@@ -49,6 +49,11 @@ pub struct StepMeasure {
     /// was waiting on the node: a schedule lag with busy slots is the node's,
     /// a lag with idle slots is the agent's own.
     pub slots_busy: f64,
+    /// Submissions the node turned away as busy over the window (its mempool
+    /// full, a rate limit), each retried after a back-off: the node pushing
+    /// back, not the agent falling short.
+    #[serde(default)]
+    pub backoffs: u64,
     /// CPU of the node's processes per committed transaction, µs, when the
     /// agent knows their PIDs (a devnet of its own).
     pub node_cpu_us_per_tx: Option<f64>,

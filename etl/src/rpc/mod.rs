@@ -1,7 +1,8 @@
 //! The node's RPC (`--comet-rpc`): chain id (`/status`), header times and tx counts
-//! (`/blockchain`, 20 headers a call) and valid/invalid counts
-//! (`/block_results`, many heights per JSON-RPC batch request), with several
-//! requests in flight at once. Works with Tendermint 0.34 to CometBFT 1.0.
+//! (`/blockchain`, 20 headers a call), valid/invalid counts (`/block_results`,
+//! many heights per JSON-RPC batch request) and the mempool's size
+//! (`/num_unconfirmed_txs`), with several requests in flight at once. Works
+//! with Tendermint 0.34 to CometBFT 1.0.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -114,6 +115,11 @@ impl Num {
 fn de_u64_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let s = String::deserialize(d)?;
     s.parse().map_err(serde::de::Error::custom)
+}
+
+#[derive(Deserialize)]
+struct UnconfirmedResult {
+    total: Num,
 }
 
 #[derive(Deserialize)]
@@ -243,6 +249,12 @@ impl Rpc {
             latest_height: latest,
             earliest_height: s.sync_info.earliest_block_height.map_or(1, Num::get),
         })
+    }
+
+    /// Transactions waiting in the node's mempool.
+    pub async fn num_unconfirmed_txs(&self) -> Result<u64, RpcError> {
+        let r: UnconfirmedResult = self.get_json("num_unconfirmed_txs").await?;
+        Ok(r.total.get())
     }
 
     /// Header time and tx count of heights `lo..=hi` (at most 20).

@@ -5,11 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
-use super::args::{emit, NetworkArgs};
-use crate::accounts::KeySet;
+use super::args::{emit, load_senders, NetworkArgs};
 use crate::load::engine::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM,
 };
@@ -133,29 +132,11 @@ impl LoadArgs {
             value: units::parse_amount(&self.value)?,
         })
     }
-
-    /// The senders: the keys file, or its first `--senders` accounts.
-    fn keys(&self) -> Result<KeySet> {
-        let mut keys = KeySet::load(&self.keys).with_context(|| {
-            format!(
-                "create accounts first: feth fund --count N --amount A --out {}",
-                self.keys.display()
-            )
-        })?;
-        if let Some(n) = self.senders {
-            if n == 0 || n > keys.len() {
-                bail!("--senders {n}: the keys file holds {} accounts", keys.len());
-            }
-            keys.keys.truncate(n);
-            keys.addresses.truncate(n);
-        }
-        Ok(keys)
-    }
 }
 
 /// Runs `feth load`.
 pub async fn run(args: LoadArgs) -> Result<()> {
-    let keys = args.keys()?;
+    let keys = load_senders(&args.keys, args.senders)?;
     let settings = LoadSettings {
         endpoints: args.network.urls.clone(),
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),

@@ -485,7 +485,8 @@ impl Running {
             environment: environment(self.started_unix, self.cpus),
             send_rate: totals.signed as f64 / sent.seconds.max(1e-9),
             send_seconds: sent.seconds,
-            schedule_lag_ms: open_loop.then(|| report::schedule_lag(&ledger, 0.0, f64::INFINITY)),
+            schedule_lag_ms: open_loop
+                .then(|| report::schedule_lag(&ledger, 0.0, f64::INFINITY).total),
             agent_cpu_us_per_tx: sent.cpu.as_secs_f64() * 1e6 / totals.signed.max(1) as f64,
             slots_busy: sent.slots_full.as_secs_f64() / sent.seconds.max(1e-9),
             totals,

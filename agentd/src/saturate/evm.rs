@@ -317,8 +317,9 @@ impl EvmProbe {
             block_time_p95_ms: quantile(&intervals, 0.95),
             mempool_start: open.mempool,
             mempool_end: close.mempool,
-            schedule_lag_p50_ms: lag.p50,
-            schedule_lag_p99_ms: lag.p99,
+            schedule_lag_p50_ms: lag.total.p50,
+            schedule_lag_p99_ms: lag.total.p99,
+            agent_lag_p99_ms: lag.own.p99,
             agent_cpu_us_per_tx: per(close.cpu.saturating_sub(open.cpu), sent),
             slots_busy: close
                 .slots_full

@@ -21,8 +21,13 @@
 //!    `(1 − tolerance)` of the offered rate, or its schedule lag p99 was over
 //!    `lag_limit_ms`. With every request slot waiting on the node for at
 //!    least `busy_slots` of the window, the node set that pace: **chain
-//!    behind**. Otherwise the agent itself fell short: **agent behind**, and
-//!    the step says nothing about the chain.
+//!    behind**. With slots free, the lag's own part (not spent waiting for
+//!    the answer to the sender's previous transaction) tells: over
+//!    `lag_limit_ms`, the agent itself fell short, **agent behind**, and the
+//!    step says nothing about the chain; under it, the senders were waiting
+//!    on the node's answers: **chain behind** (each sender has one
+//!    transaction in flight, so more senders go further when the node's
+//!    answers are slow).
 //! 3. **Chain behind** when it committed under `(1 − tolerance)` of the
 //!    offered rate; else it **keeps up**.
 //!
@@ -223,20 +228,7 @@ pub fn judge(m: &StepMeasure, c: &SearchConfig) -> Verdict {
         return Verdict::ChainBehind { why };
     }
     if let Some(short) = off_schedule(m, c) {
-        let busy = m.slots_busy * 100.0;
-        return if m.slots_busy >= c.busy_slots {
-            Verdict::ChainBehind {
-                why: format!(
-                    "{short}: every request slot waited on the node {busy:.0} % of the window"
-                ),
-            }
-        } else {
-            Verdict::AgentBehind {
-                why: format!(
-                    "{short} with every request slot busy only {busy:.0} % of the window and no back-off: the agent, not the chain, fell short"
-                ),
-            }
-        };
+        return whose_lag(m, c, &short);
     }
     let floor = (1.0 - c.tolerance) * m.offered_tps;
     if m.committed_tps < floor {
@@ -287,6 +279,30 @@ fn chain_evidence(m: &StepMeasure, c: &SearchConfig) -> Option<String> {
             m.backoffs
         )
     })
+}
+
+/// Whether the agent missing its schedule (`short`) was the node's doing.
+fn whose_lag(m: &StepMeasure, c: &SearchConfig, short: &str) -> Verdict {
+    let (busy, own) = (m.slots_busy * 100.0, m.agent_lag_p99_ms);
+    if m.slots_busy >= c.busy_slots {
+        Verdict::ChainBehind {
+            why: format!(
+                "{short}: every request slot waited on the node {busy:.0} % of the window"
+            ),
+        }
+    } else if own > c.lag_limit_ms {
+        Verdict::AgentBehind {
+            why: format!(
+                "{short}; the agent's own lag p99 {own:.0} ms, with every request slot busy only {busy:.0} % of the window and no back-off: the agent, not the chain, fell short"
+            ),
+        }
+    } else {
+        Verdict::ChainBehind {
+            why: format!(
+                "{short}: senders waited for the node to answer their previous transaction (the agent's own lag p99 only {own:.0} ms; more senders go further if those answers are slow)"
+            ),
+        }
+    }
 }
 
 /// How the agent missed the schedule, if it did.

@@ -8,3 +8,4 @@ mod common;
 mod etl_devnet;
 mod load;
 mod profiler_devnet;
+mod saturate;

@@ -44,6 +44,7 @@ impl Model {
             mempool_end: Some(((sent - committed) * secs) as u64),
             schedule_lag_p50_ms: lag / 2.0,
             schedule_lag_p99_ms: lag,
+            agent_lag_p99_ms: lag,
             agent_cpu_us_per_tx: 20.0,
             slots_busy: 0.05,
             backoffs: 0,
@@ -215,8 +216,11 @@ fn steady(rate: f64) -> StepMeasure {
 fn the_node_holding_the_agent_back_is_the_chain_falling_behind() {
     let c = config();
     assert_eq!(judge(&steady(1_000.0), &c), Verdict::KeepsUp);
+    // Every request slot waiting on the node, or senders waiting for the
+    // answer to their previous transaction: the node sets the pace.
     let slow_node = StepMeasure {
         schedule_lag_p99_ms: 2_000.0,
+        agent_lag_p99_ms: 2_000.0,
         sent_tps: 800.0,
         committed_tps: 800.0,
         slots_busy: 0.97,
@@ -224,9 +228,20 @@ fn the_node_holding_the_agent_back_is_the_chain_falling_behind() {
     };
     let v = judge(&slow_node, &c);
     assert!(
-        matches!(&v, Verdict::ChainBehind { why } if why.contains("waited on the node")),
+        matches!(&v, Verdict::ChainBehind { why } if why.contains("every request slot waited")),
         "{v:?}"
     );
+    let waiting_senders = StepMeasure {
+        slots_busy: 0.2,
+        agent_lag_p99_ms: 40.0,
+        ..slow_node.clone()
+    };
+    let v = judge(&waiting_senders, &c);
+    assert!(
+        matches!(&v, Verdict::ChainBehind { why } if why.contains("previous transaction")),
+        "{v:?}"
+    );
+    // Lagging with slots and senders free: the agent's own doing.
     let idle_agent = StepMeasure {
         slots_busy: 0.2,
         ..slow_node.clone()

@@ -7,10 +7,13 @@
 //! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
 //! - [`kvstore`]: CometBFT's own kvstore application, the consensus
 //!   engine's ceiling for `feth compare`.
+//! - [`load`]: the load engine; [`saturate`]: the search for the highest
+//!   rate a chain keeps up with; [`blocks`]: windows of committed blocks.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;
 pub mod bench;
+pub mod blocks;
 pub mod cmd;
 pub mod compare;
 pub mod devnet;

@@ -69,6 +69,11 @@ impl CometClient {
         })
     }
 
+    /// The CometBFT RPC this client talks to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// Submits `raw` through CheckTx.
     pub async fn broadcast_tx_sync(&self, raw: &[u8]) -> Result<(), BroadcastError> {
         let body = serde_json::json!({

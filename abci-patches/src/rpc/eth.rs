@@ -53,6 +53,11 @@ pub fn module(web3: Web3) -> anyhow::Result<RpcModule<Web3>> {
                 .collect::<Vec<_>>(),
         )
     })?;
+    // Where abcid forwards transactions: CometBFT's RPC, so that a client
+    // knowing only the web3 endpoint can read nanosecond header times there.
+    m.register_method("abcid_cometbftRpc", |_, w, _| {
+        RpcResult::Ok(w.comet.url().to_string())
+    })?;
     m.register_method("net_version", |_, w, _| {
         RpcResult::Ok(w.node.genesis().map_err(internal)?.chain_id.to_string())
     })?;

@@ -335,3 +335,12 @@ async fn the_patches_in_force_are_reported() {
     let list = call(&rpc, "abcid_patches", json!([])).await;
     assert_eq!(list, Ok(json!(["rwlock", "sender-cache"])));
 }
+
+#[tokio::test]
+async fn the_cometbft_rpc_transactions_go_to_is_reported() {
+    let node = TestNode::new();
+    let url = closed_port_url();
+    let rpc = abcid::rpc::module(node.node.clone(), &format!("{url}/")).expect("module");
+    let answer = call(&rpc, "abcid_cometbftRpc", json!([])).await;
+    assert_eq!(answer, Ok(json!(url)));
+}

@@ -36,6 +36,7 @@ use tokio::task::JoinHandle;
 
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
+use crate::blocks::{comet_window, next_block};
 use crate::devnet::Devnet;
 use crate::load::engine::{LoadPlan, Recipients};
 use crate::load::pick::RateSchedule;
@@ -50,8 +51,6 @@ const WARM_UP: Duration = Duration::from_secs(3);
 const SETTLE_BLOCKS: usize = 2;
 /// Blocks armed per session: more than any window holds (the session must outlast it).
 const SESSION_BLOCKS: i64 = 200;
-/// How often the chain's height is polled to find block boundaries.
-const POLL: Duration = Duration::from_millis(25);
 /// Prefix of the profiler's own thread names in abcid.
 const PROFILER_THREADS: &str = feth_profiler_rpc::role::PROFILER_THREAD_PREFIX;
 
@@ -394,22 +393,6 @@ impl Load {
     }
 }
 
-/// Waits for the first block above `height`; returns its height.
-async fn next_block(rpc: &Rpc, height: u64) -> Result<u64> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let latest = rpc.status().await?.latest_height;
-        if latest > height {
-            return Ok(latest);
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "no block above {height} in 30 s: is the node stalled?"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 /// Measures the blocks committed during the `seconds` after block `first`, which has just
 /// been observed.
 async fn measure(
@@ -425,7 +408,10 @@ async fn measure(
     let last = next_block(rpc, rpc.status().await?.latest_height).await?;
     let cpu1 = NodeCpu::read(net)?;
     let wall_secs = started.elapsed().as_secs_f64();
-    let (txs, committed_tps) = committed(rpc, first, last).await?;
+    // Nanosecond header times: web3's whole-second timestamps would skew a 5 s window by
+    // up to 20 %.
+    let blocks = comet_window(rpc, first, last, false).await?;
+    let (txs, committed_tps) = (blocks.txs, blocks.txs as f64 / blocks.seconds());
     Ok(Window {
         mode,
         first_height: first,
@@ -436,35 +422,6 @@ async fn measure(
         profiler_threads_cpu_ms: cpu1.profiler.saturating_sub(cpu0.profiler).as_secs_f64() * 1e3,
         wall_secs,
     })
-}
-
-/// Transactions in blocks `first + 1 ..= last`, and their rate over the time between the
-/// headers of `first` and `last` (nanosecond header times: web3's whole-second block
-/// timestamps would skew a 5 s window by up to 20 %).
-async fn committed(rpc: &Rpc, first: u64, last: u64) -> Result<(u64, f64)> {
-    anyhow::ensure!(
-        last > first + 1,
-        "only {} block(s) in a measured window; make the window longer",
-        last.saturating_sub(first)
-    );
-    let heights: Vec<u64> = (first..=last).collect();
-    let (facts, missing) = rpc.fetch(&heights, &[]).await?;
-    anyhow::ensure!(
-        missing.is_empty(),
-        "the node did not describe blocks {missing:?}"
-    );
-    let time = |h: u64| facts.get(&h).and_then(|f| f.time_ns);
-    let (Some(start), Some(end)) = (time(first), time(last)) else {
-        anyhow::bail!("no header time for block {first} or {last}");
-    };
-    anyhow::ensure!(
-        end > start,
-        "block {last}'s header time is not after block {first}'s"
-    );
-    let txs: u64 = (first + 1..=last)
-        .map(|h| facts.get(&h).and_then(|f| f.txs).unwrap_or(0))
-        .sum();
-    Ok((txs, txs as f64 / ((end - start) as f64 / 1e9)))
 }
 
 /// CPU used so far by the devnet's processes, read from `/proc`.

@@ -8,9 +8,13 @@
 //!   whatever a person reads (progress, the summary) goes to stderr.
 
 use std::io::Write;
+use std::path::Path;
 
+use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
+
+use crate::accounts::KeySet;
 
 /// The web3 endpoint of a default local devnet.
 pub const DEFAULT_NETWORK: &str = "http://127.0.0.1:8545";
@@ -54,4 +58,23 @@ pub fn emit<T: Serialize>(
         summary(&mut std::io::stdout())?;
     }
     Ok(())
+}
+
+/// The senders of `--keys FILE [--senders N]`: the keys file, or its first
+/// `senders` accounts.
+pub fn load_senders(file: &Path, senders: Option<usize>) -> anyhow::Result<KeySet> {
+    let mut keys = KeySet::load(file).with_context(|| {
+        format!(
+            "create accounts first: feth fund --count N --amount A --out {}",
+            file.display()
+        )
+    })?;
+    if let Some(n) = senders {
+        if n == 0 || n > keys.len() {
+            bail!("--senders {n}: the keys file holds {} accounts", keys.len());
+        }
+        keys.keys.truncate(n);
+        keys.addresses.truncate(n);
+    }
+    Ok(keys)
 }

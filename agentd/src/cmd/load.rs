@@ -5,11 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
-use super::args::{emit, NetworkArgs};
-use crate::accounts::KeySet;
+use super::args::{emit, load_senders, NetworkArgs};
 use crate::load::engine::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM,
 };
@@ -133,29 +132,11 @@ impl LoadArgs {
             value: units::parse_amount(&self.value)?,
         })
     }
-
-    /// The senders: the keys file, or its first `--senders` accounts.
-    fn keys(&self) -> Result<KeySet> {
-        let mut keys = KeySet::load(&self.keys).with_context(|| {
-            format!(
-                "create accounts first: feth fund --count N --amount A --out {}",
-                self.keys.display()
-            )
-        })?;
-        if let Some(n) = self.senders {
-            if n == 0 || n > keys.len() {
-                bail!("--senders {n}: the keys file holds {} accounts", keys.len());
-            }
-            keys.keys.truncate(n);
-            keys.addresses.truncate(n);
-        }
-        Ok(keys)
-    }
 }
 
 /// Runs `feth load`.
 pub async fn run(args: LoadArgs) -> Result<()> {
-    let keys = args.keys()?;
+    let keys = load_senders(&args.keys, args.senders)?;
     let settings = LoadSettings {
         endpoints: args.network.urls.clone(),
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),
@@ -190,6 +171,20 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "send rate       {:>10.1}  tx/s submitted over {:.1} s (not a TPS figure)",
         r.send_rate, r.send_seconds
     )?;
+    writeln!(
+        out,
+        "agent           {:>10.1}  µs CPU per signed tx; every request slot busy {:.0} % of the time",
+        r.agent_cpu_us_per_tx,
+        r.slots_busy * 100.0
+    )?;
+    match &r.schedule_lag_ms {
+        Some(l) => writeln!(
+            out,
+            "schedule lag    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  ms, first send − intended send",
+            l.p50, l.p90, l.p99, l.max
+        )?,
+        None => writeln!(out, "schedule lag    none: a closed loop has no schedule")?,
+    }
     let (b, o) = (&r.latency_ms.to_block_time, &r.latency_ms.to_observed);
     writeln!(
         out,

@@ -11,6 +11,7 @@ pub mod fund;
 pub mod info;
 pub mod load;
 pub mod profiler;
+pub mod saturate;
 pub mod send;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +36,8 @@ enum Command {
     Info(info::InfoArgs),
     /// Heights, timestamps, transaction counts and block times.
     Block(info::BlockArgs),
+    /// Find the highest open-loop rate the chain keeps up with (its knee).
+    Saturate(saturate::SaturateArgs),
     /// Arm the block profiler of a running node, or fetch what it captured.
     Profiler(profiler::ProfilerArgs),
     /// Flamegraph tools: differential flamegraphs of two sets of profiles.
@@ -58,6 +61,7 @@ impl Cli {
             Command::Load(a) => load::run(a).await,
             Command::Info(a) => info::info(a).await,
             Command::Block(a) => info::block(a).await,
+            Command::Saturate(a) => saturate::run(a).await,
             Command::Profiler(a) => profiler::run(a).await,
             Command::Flamegraph(a) => flamegraph::run(a).await,
             Command::Etl(a) => etl::run(a).await,

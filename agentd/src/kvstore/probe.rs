@@ -181,11 +181,17 @@ impl KvProbe {
             mempool_end: Some(to.mempool),
             schedule_lag_p50_ms: sends.lag_p50_ms,
             schedule_lag_p99_ms: sends.lag_p99_ms,
+            // No sender here waits for an answer before its next send: the
+            // whole lag is the agent's.
+            agent_lag_p99_ms: sends.lag_p99_ms,
             agent_cpu_us_per_tx: us(
                 to.agent_cpu.saturating_sub(from.agent_cpu),
                 sends.sent.max(1),
             ),
             slots_busy: sends.slots_busy,
+            // The node turned these away (its mempool full); the kvstore
+            // sender does not retry them.
+            backoffs: sends.rejected.values().sum(),
             node_cpu_us_per_tx: (blocks.txs > 0)
                 .then(|| us(to.node_cpu.saturating_sub(from.node_cpu), blocks.txs)),
             valid: blocks.valid,

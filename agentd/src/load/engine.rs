@@ -11,6 +11,8 @@
 //! - Open loop (`--rate`, `--ramp`): a scheduler releases transactions at
 //!   their intended send times, recorded for latency, so a slow node cannot
 //!   hide its slowness by slowing the agent (no coordinated omission).
+//! - Every request holds a slot (a worker) while it is in flight; a
+//!   [`SlotClock`] integrates the time during which all of them are.
 //! - Errors are handled per sender: a full mempool or rate limit backs that
 //!   sender off and resends the same transaction; `nonce too low` and
 //!   `already known` resynchronise from `pending`; `nonce too high` resends
@@ -25,6 +27,7 @@ use std::time::{Duration, Instant};
 use super::ledger::{TxEntry, TxStatus};
 use super::pick::{Picker, RateSchedule};
 use super::ready::ReadyQueue;
+use super::slots::SlotClock;
 use crate::accounts::KeySet;
 use crate::eth::{EthClient, RpcError};
 use crate::sign::{self, Fee, SignedTx, TxRequest};
@@ -175,6 +178,8 @@ pub struct Engine {
     pub ledger: Mutex<Vec<TxEntry>>,
     /// Live counters.
     pub counters: Counters,
+    /// How long every request slot (worker) was busy at once.
+    pub slots: SlotClock,
     /// When sending began.
     pub start: Instant,
     stop: AtomicBool,
@@ -263,6 +268,7 @@ impl Engine {
             .collect();
         Arc::new(Self {
             ready,
+            slots: SlotClock::new(Self::workers(&cfg, clients.len())),
             cfg,
             clients,
             keys,
@@ -276,6 +282,11 @@ impl Engine {
             sign_jobs: Mutex::new(None),
             fresh: AtomicU64::new(0),
         })
+    }
+
+    /// Workers, i.e. requests in flight at most.
+    fn workers(cfg: &EngineConfig, endpoints: usize) -> usize {
+        cfg.plan.max_parallelism.max(endpoints)
     }
 
     fn acct(&self, a: usize) -> std::sync::MutexGuard<'_, Acct> {
@@ -441,6 +452,11 @@ impl Engine {
         !self.scheduling.load(Ordering::SeqCst) && self.outstanding.load(Ordering::SeqCst) == 0
     }
 
+    /// The rate schedule being run.
+    pub fn schedule(&self) -> RateSchedule {
+        self.cfg.plan.schedule
+    }
+
     /// Stops taking new transactions; those already submitted are finished.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -580,6 +596,7 @@ impl Engine {
         let Some(&(first, ..)) = taken.first() else {
             return;
         };
+        let _slot = self.slots.enter();
         let raws: Vec<&[u8]> = taken.iter().map(|(_, _, raw, _)| raw.as_ref()).collect();
         let results = self.client(first).send_raw_batch(&raws).await;
         for ((a, id, _, nonce), result) in taken.into_iter().zip(results) {
@@ -681,7 +698,7 @@ impl Engine {
         let signers = self.start_signers(signer_threads);
         let accounts = self.accts.len();
         let endpoints = self.clients.len();
-        let workers: Vec<_> = (0..self.cfg.plan.max_parallelism.max(endpoints))
+        let workers: Vec<_> = (0..Self::workers(&self.cfg, endpoints))
             .map(|w| {
                 let me = self.clone();
                 tokio::spawn(async move {

@@ -3,8 +3,13 @@
 //!
 //! - [`pick`]: sender distribution and rate schedules.
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
-//!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming.
+//!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming;
+//!   [`slots`]: how long every request slot was busy.
 //! - [`scan`]: reading committed blocks; [`report`]: the accounting.
+//!
+//! [`run`] runs a load to its end; [`start`] returns it under way
+//! ([`Running`]), for a caller that measures while it sends (the
+//! saturation search).
 
 pub mod engine;
 pub mod erc20;
@@ -13,6 +18,7 @@ pub mod pick;
 pub mod ready;
 pub mod report;
 pub mod scan;
+pub mod slots;
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -29,10 +35,11 @@ use tokio::task::JoinHandle;
 use self::engine::{Engine, EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
 use self::ledger::TxStatus;
 use self::pick::RateSchedule;
-use self::report::{ChainFigures, Latencies, Second, Totals};
+use self::report::{ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
+use crate::procstat;
 use crate::sign::Fee;
 
 /// Everything a load run needs besides the keys.
@@ -122,6 +129,15 @@ pub struct LoadReport {
     pub send_seconds: f64,
     /// Inclusion latency, ms.
     pub latency_ms: Latencies,
+    /// Schedule lag, ms: first submission − intended send time. Open loop
+    /// only: a closed loop has no schedule (`None`).
+    pub schedule_lag_ms: Option<Latency>,
+    /// The agent's CPU (user + system, whole process) while sending, per
+    /// signed transaction, µs.
+    pub agent_cpu_us_per_tx: f64,
+    /// Share of the sending time (0–1) during which every request slot was
+    /// in flight: the node, not the agent, set the pace then.
+    pub slots_busy: f64,
     /// Back-offs on a full mempool or rate limit.
     pub backoffs: u64,
     /// Resubmissions of the same signed bytes.
@@ -359,8 +375,32 @@ fn environment(started_unix: f64, cpus: usize) -> Environment {
     }
 }
 
-/// Runs a load with `keys` as senders.
-pub async fn run(settings: LoadSettings, keys: KeySet) -> Result<LoadReport> {
+/// A load under way (see [`start`]).
+pub struct Running {
+    engine: Arc<Engine>,
+    scanner: Scanner,
+    sending: JoinHandle<Sent>,
+    stop_scan: tokio::sync::watch::Sender<bool>,
+    scan_task: JoinHandle<()>,
+    ticker: JoinHandle<()>,
+    interrupt: JoinHandle<()>,
+    pb: ProgressBar,
+    config: RunConfig,
+    started_unix: f64,
+    cpus: usize,
+    window_start: u64,
+    wait: Duration,
+}
+
+/// What the sending task measured.
+struct Sent {
+    seconds: f64,
+    cpu: Duration,
+    slots_full: Duration,
+}
+
+/// Starts a load with `keys` as senders and returns once sending has begun.
+pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     if keys.is_empty() {
         bail!("the keys file has no accounts; create some with `feth fund`");
     }
@@ -385,31 +425,82 @@ pub async fn run(settings: LoadSettings, keys: KeySet) -> Result<LoadReport> {
     let pb = progress_bar(settings.progress);
     let ticker = spawn_ticker(engine.clone(), &scanner, pb.clone());
     let interrupt = spawn_interrupt(engine.clone(), settings.stop);
-    engine.run(cpus.clamp(1, 8)).await;
-    let send_seconds = engine.start.elapsed().as_secs_f64();
-    wait_for_inclusion(&engine, &scanner, &pb, settings.wait).await;
-    let _ = stop_scan.send(true);
-    let _ = scan_task.await;
-    ticker.abort();
-    interrupt.abort();
-    pb.finish_and_clear();
-
-    let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-    let scan = scanner.state.lock().unwrap_or_else(|e| e.into_inner());
-    let (totals, latency, chain, series) =
-        report::account(&ledger, &scan, started_unix, window_start);
-    let c = &engine.counters;
-    Ok(LoadReport {
+    let sending = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let cpu0 = procstat::process_cpu();
+            engine.run(cpus.clamp(1, 8)).await;
+            Sent {
+                seconds: engine.start.elapsed().as_secs_f64(),
+                cpu: procstat::process_cpu().saturating_sub(cpu0),
+                slots_full: engine.slots.full_time(),
+            }
+        })
+    };
+    Ok(Running {
+        engine,
+        scanner,
+        sending,
+        stop_scan,
+        scan_task,
+        ticker,
+        interrupt,
+        pb,
         config,
-        environment: environment(started_unix, cpus),
-        send_rate: totals.signed as f64 / send_seconds.max(1e-9),
-        send_seconds,
-        totals,
-        chain,
-        latency_ms: latency,
-        backoffs: c.backoffs.load(Ordering::Relaxed),
-        resends: c.resends.load(Ordering::Relaxed),
-        resyncs: c.resyncs.load(Ordering::Relaxed),
-        series,
+        started_unix,
+        cpus,
+        window_start,
+        wait: settings.wait,
     })
+}
+
+impl Running {
+    /// The engine: its live counters, slot clock and ledger; `stop()` ends
+    /// sending early.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Waits until sending ends (plan over, or stopped) and every accepted
+    /// transaction is in a block (bounded by the settings' `wait`), then
+    /// accounts for the run.
+    pub async fn finish(self) -> Result<LoadReport> {
+        let sent = self.sending.await.context("the sending task panicked")?;
+        wait_for_inclusion(&self.engine, &self.scanner, &self.pb, self.wait).await;
+        let _ = self.stop_scan.send(true);
+        let _ = self.scan_task.await;
+        self.ticker.abort();
+        self.interrupt.abort();
+        self.pb.finish_and_clear();
+
+        let engine = &self.engine;
+        let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let scan = self.scanner.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (totals, latency, chain, series) =
+            report::account(&ledger, &scan, self.started_unix, self.window_start);
+        let open_loop = engine.schedule() != RateSchedule::Closed;
+        let c = &engine.counters;
+        Ok(LoadReport {
+            config: self.config,
+            environment: environment(self.started_unix, self.cpus),
+            send_rate: totals.signed as f64 / sent.seconds.max(1e-9),
+            send_seconds: sent.seconds,
+            schedule_lag_ms: open_loop
+                .then(|| report::schedule_lag(&ledger, 0.0, f64::INFINITY).total),
+            agent_cpu_us_per_tx: sent.cpu.as_secs_f64() * 1e6 / totals.signed.max(1) as f64,
+            slots_busy: sent.slots_full.as_secs_f64() / sent.seconds.max(1e-9),
+            totals,
+            chain,
+            latency_ms: latency,
+            backoffs: c.backoffs.load(Ordering::Relaxed),
+            resends: c.resends.load(Ordering::Relaxed),
+            resyncs: c.resyncs.load(Ordering::Relaxed),
+            series,
+        })
+    }
+}
+
+/// Runs a load with `keys` as senders, to its end.
+pub async fn run(settings: LoadSettings, keys: KeySet) -> Result<LoadReport> {
+    start(settings, keys).await?.finish().await
 }

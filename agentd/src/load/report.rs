@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::B256;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ledger::{Fate, TxEntry, TxStatus};
 use super::scan::ScanState;
 
-/// Inclusion latency, milliseconds, from intended send time to block time.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Percentiles of a delay, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -184,17 +184,55 @@ fn dense(mut series: BTreeMap<u64, Second>) -> Vec<Second> {
         .collect()
 }
 
-fn percentiles(values: &mut [f64]) -> Latency {
-    if values.is_empty() {
-        return Latency::default();
+/// The `q` quantile (0–1) of `sorted` (ascending), the nearest rank; 0 when empty.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n => sorted[((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize],
     }
+}
+
+fn percentiles(values: &mut [f64]) -> Latency {
     values.sort_by(f64::total_cmp);
-    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
     Latency {
-        p50: at(0.50),
-        p90: at(0.90),
-        p99: at(0.99),
-        max: values[values.len() - 1],
+        p50: quantile(values, 0.50),
+        p90: quantile(values, 0.90),
+        p99: quantile(values, 0.99),
+        max: quantile(values, 1.0),
+    }
+}
+
+/// The schedule lag of some transactions, and the agent's own part of it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScheduleLag {
+    /// First submission − intended send time, ms.
+    pub total: Latency,
+    /// First submission − the later of the intended send time and the moment
+    /// the sender's previous transaction was answered, ms. A sender has one
+    /// transaction in flight: waiting for that answer is waiting on the node,
+    /// the rest is the agent's own. (A refused transaction's answer time is
+    /// not kept: its first submission stands in.)
+    pub own: Latency,
+}
+
+/// Schedule lag of the transactions intended in `from..to` (seconds since
+/// the run began): the agent keeping (or not) to an open-loop schedule.
+pub fn schedule_lag(ledger: &[TxEntry], from: f64, to: f64) -> ScheduleLag {
+    let mut answered: HashMap<u32, f64> = HashMap::new();
+    let (mut total, mut own) = (Vec::new(), Vec::new());
+    for e in ledger {
+        // The ledger holds each sender's transactions in the order sent.
+        let free = answered
+            .insert(e.account, e.accepted_at.unwrap_or(e.first_sent))
+            .unwrap_or(0.0);
+        if (from..to).contains(&e.intended) {
+            total.push(((e.first_sent - e.intended) * 1000.0).max(0.0));
+            own.push(((e.first_sent - e.intended.max(free)) * 1000.0).max(0.0));
+        }
+    }
+    ScheduleLag {
+        total: percentiles(&mut total),
+        own: percentiles(&mut own),
     }
 }
 
@@ -281,6 +319,35 @@ mod tests {
         assert_eq!(t.duplicates_folded, 2);
         assert_eq!(chain.committed_tps, 0.5);
         assert_eq!(series[2].included, 1);
+    }
+
+    #[test]
+    fn schedule_lag_is_first_send_minus_intended_within_the_window() {
+        let mut ledger: Vec<TxEntry> = (1..=4).map(|i| entry(i, TxStatus::Accepted)).collect();
+        for (i, e) in ledger.iter_mut().enumerate() {
+            e.account = (i % 2) as u32;
+            e.intended = i as f64;
+            e.first_sent = i as f64 + 0.01 * (i + 1) as f64;
+            e.accepted_at = Some(e.first_sent + 0.005);
+        }
+        // Sender 1's second transaction (intended at 3 s) waited until its
+        // first (sent at 1.02 s) was answered at 3.035 s: 5 of its 40 ms are
+        // the agent's own.
+        ledger[1].accepted_at = Some(3.035);
+        // Intended at 1, 2 and 3 s, sent 20, 30 and 40 ms late; the one at 0 s is out.
+        let lag = schedule_lag(&ledger, 1.0, 4.0);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(
+            close(lag.total.p50, 30.0) && close(lag.total.max, 40.0),
+            "{lag:?}"
+        );
+        assert!(
+            close(lag.own.p50, 20.0) && close(lag.own.max, 30.0),
+            "{lag:?}"
+        );
+        assert_eq!(schedule_lag(&ledger, 10.0, 20.0), ScheduleLag::default());
+        assert_eq!(quantile(&[1.0, 2.0, 3.0], 0.5), 2.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
     }
 
     #[test]

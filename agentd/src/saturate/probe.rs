@@ -43,12 +43,23 @@ pub struct StepMeasure {
     pub schedule_lag_p50_ms: f64,
     /// 99th percentile of the schedule lag, ms.
     pub schedule_lag_p99_ms: f64,
+    /// 99th percentile of the agent's own part of the schedule lag, ms: first
+    /// send − the later of the intended send time and the moment the
+    /// sender's previous transaction was answered. A sender keeps one
+    /// transaction in flight, so waiting for that answer is waiting on the
+    /// node. A probe whose senders never wait on the node reports its whole
+    /// schedule lag here.
+    pub agent_lag_p99_ms: f64,
     /// The agent's own CPU (user + system) per submitted transaction, µs.
     pub agent_cpu_us_per_tx: f64,
     /// Share of the window (0–1) during which every request slot of the agent
     /// was waiting on the node: a schedule lag with busy slots is the node's,
     /// a lag with idle slots is the agent's own.
     pub slots_busy: f64,
+    /// Submissions the node turned away as busy over the window (its mempool
+    /// full, a rate limit), each retried after a back-off: the node pushing
+    /// back, not the agent falling short.
+    pub backoffs: u64,
     /// CPU of the node's processes per committed transaction, µs, when the
     /// agent knows their PIDs (a devnet of its own).
     pub node_cpu_us_per_tx: Option<f64>,

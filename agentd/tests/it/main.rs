@@ -13,3 +13,4 @@ mod jenkinsfile;
 mod kvstore;
 mod load;
 mod profiler_devnet;
+mod saturate;

@@ -1,8 +1,8 @@
 //! [`Rpc::fetch`] against a fake node on 127.0.0.1 that answers like
 //! CometBFT: `/blockchain` (newest first, one height pruned),
 //! `/block_results` JSON-RPC batches (at most [`BATCH_LIMIT`] per batch,
-//! a batch of one answered with a bare object, one height failing) and
-//! `/num_unconfirmed_txs`.
+//! a batch of one answered with a bare object, one height failing), and
+//! `/num_unconfirmed_txs` ([`WAITING`] transactions).
 
 use std::collections::BTreeMap;
 
@@ -19,6 +19,8 @@ const BATCH_LIMIT: usize = 2;
 const PRUNED: u64 = 3;
 /// The height whose results the fake node cannot load.
 const NO_RESULTS: u64 = 6;
+/// Transactions in the fake node's mempool.
+const WAITING: u64 = 4321;
 
 /// Header time of `h`: 10:00:00 UTC plus `h` seconds and a fraction.
 fn header_time(h: u64) -> String {
@@ -121,9 +123,9 @@ async fn serve(mut conn: TcpStream) {
     let answer = if let Some(q) = target.strip_prefix("/blockchain?") {
         blockchain(q)
     } else if target == "/num_unconfirmed_txs" {
-        // As CometBFT 0.38 writes it: counts as strings, no transactions.
-        json!({"jsonrpc": "2.0", "id": -1, "result":
-            {"n_txs": "7", "total": "7", "total_bytes": "93", "txs": null}})
+        // CometBFT's shape: `n_txs` is how many are listed (none here), `total` the size.
+        json!({"jsonrpc": "2.0", "id": -1, "result": {"n_txs": "0",
+            "total": WAITING.to_string(), "total_bytes": "123456", "txs": null}})
     } else {
         let batch: Vec<Value> = serde_json::from_slice(&buf[head_end..]).expect("batch body");
         block_results(&batch)
@@ -196,10 +198,13 @@ async fn fetch_merges_headers_and_results_and_splits_refused_batches() {
 }
 
 #[tokio::test]
-async fn mempool_reads_the_count_and_bytes_of_waiting_transactions() {
+async fn mempool_reads_the_waiting_total_not_the_listed_count() {
     let rpc = Rpc::new(&fake_node().await, 5, 3).expect("client");
     assert_eq!(
         rpc.mempool().await.expect("mempool"),
-        Mempool { txs: 7, bytes: 93 }
+        Mempool {
+            txs: WAITING,
+            bytes: 123_456
+        }
     );
 }

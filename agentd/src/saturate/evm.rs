@@ -1,0 +1,387 @@
+//! [`EvmProbe`]: saturation steps against any web3 node, through `feth
+//! load`'s engine.
+//!
+//! A step is one open-loop load run at the step's rate: value transfers
+//! between the senders (the state keeps its size). After the warm-up, the
+//! window opens at the first block observed and closes at the first block
+//! observed `seconds` later; sending stops there, so the committed rate
+//! comes from the window's blocks only, never from the drain that follows.
+//! Sent transactions, schedule lag, the agent's CPU, busy request slots and
+//! back-offs are taken over the same stretch of wall time.
+//!
+//! - Clock: CometBFT header times (ns) when its RPC is known, given or named
+//!   by the node (abcid answers `abcid_cometbftRpc`); otherwise web3 block
+//!   timestamps (whole seconds). A node that names none is no error.
+//! - Mempool: CometBFT's `/num_unconfirmed_txs`, else web3 `txpool_status`
+//!   (pending + queued) when the node answers it, else unknown.
+//! - Valid/invalid: CometBFT's `/block_results`; over web3 every transaction
+//!   of a block counts as valid and invalid is unknown.
+//! - Between steps: up to `drain` for every accepted transaction to be in a
+//!   block, then up to `drain` for the mempool to empty.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy_primitives::U64;
+use anyhow::{ensure, Context, Result};
+use feth_etl::rpc::Rpc;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::probe::{Clock, Probe, StepMeasure};
+use crate::accounts::KeySet;
+use crate::blocks::{self, BlockWindow};
+use crate::eth::EthClient;
+use crate::load::engine::{Engine, LoadPlan, Recipients, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::load::pick::RateSchedule;
+use crate::load::report::{quantile, schedule_lag};
+use crate::load::{self, LoadSettings};
+use crate::procstat;
+
+/// Heights per `/block_results` batch: CometBFT refuses batches over 10 by default.
+const COMET_BATCH: usize = 10;
+/// How often the mempool is polled while draining.
+const DRAIN_POLL: Duration = Duration::from_millis(100);
+
+/// How an [`EvmProbe`] loads the chain.
+#[derive(Debug, Clone)]
+pub struct EvmProbeConfig {
+    /// web3 endpoints; senders are spread across them, blocks are read from the first.
+    pub endpoints: Vec<String>,
+    /// The senders, all of them funded (one transaction in flight each).
+    pub keys: KeySet,
+    /// Load before each step's window.
+    pub warmup: Duration,
+    /// CometBFT's RPC; when `None` it is asked of the node (`abcid_cometbftRpc`).
+    pub comet_rpc: Option<String>,
+    /// PIDs of the node's processes, for its CPU per committed transaction.
+    pub node_pids: Vec<u32>,
+    /// Requests in flight at most.
+    pub max_parallelism: usize,
+    /// Transactions (of different senders) per JSON-RPC batch request.
+    pub batch: usize,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Longest wait after a step for inclusion, and again for an empty mempool.
+    pub drain: Duration,
+}
+
+impl EvmProbeConfig {
+    /// `keys` loading `endpoints`: 3 s warm-up, CometBFT's RPC asked of the
+    /// node, no node PIDs, `feth load`'s default parallelism and batch, 10 s
+    /// requests, 60 s drain.
+    pub fn new(endpoints: Vec<String>, keys: KeySet) -> Self {
+        Self {
+            endpoints,
+            keys,
+            warmup: Duration::from_secs(3),
+            comet_rpc: None,
+            node_pids: Vec::new(),
+            max_parallelism: DEFAULT_MAX_PARALLELISM,
+            batch: DEFAULT_BATCH,
+            timeout: Duration::from_secs(10),
+            drain: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A probe of any web3 node (see the module docs).
+pub struct EvmProbe {
+    cfg: EvmProbeConfig,
+    client: Arc<EthClient>,
+    comet: Option<Rpc>,
+    txpool: bool,
+    clock_source: String,
+}
+
+#[derive(Deserialize)]
+struct TxpoolStatus {
+    pending: U64,
+    queued: U64,
+}
+
+/// The engine's counters, the agent's and the node's CPU and the mempool at
+/// one block boundary.
+struct Mark {
+    at: Instant,
+    height: u64,
+    sent: u64,
+    backoffs: u64,
+    slots_full: Duration,
+    cpu: Duration,
+    node_cpu: Option<Duration>,
+    mempool: Option<u64>,
+}
+
+/// Stops a load when dropped: a cancelled step leaves nothing sending.
+struct StopOnDrop(Arc<Engine>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+impl EvmProbe {
+    /// Connects to the first endpoint and settles the clock and the mempool
+    /// source (see the module docs). A `comet_rpc` given that does not answer
+    /// is an error; one the node names that does not answer is not.
+    pub async fn connect(cfg: EvmProbeConfig) -> Result<Self> {
+        ensure!(
+            !cfg.keys.is_empty(),
+            "the probe needs at least one funded sender"
+        );
+        let url = cfg
+            .endpoints
+            .first()
+            .context("give at least one web3 endpoint (--network)")?;
+        let client = Arc::new(EthClient::new(url, cfg.timeout)?);
+        client
+            .block_number()
+            .await
+            .with_context(|| format!("cannot reach the web3 node at {url}"))?;
+        let (comet, clock_source) = discover(&client, cfg.comet_rpc.as_deref()).await?;
+        let txpool = comet.is_none()
+            && client
+                .call::<TxpoolStatus>("txpool_status", json!([]))
+                .await
+                .is_ok();
+        Ok(Self {
+            cfg,
+            client,
+            comet,
+            txpool,
+            clock_source,
+        })
+    }
+
+    /// The clock committed rates are computed with.
+    pub fn clock(&self) -> Clock {
+        match self.comet {
+            Some(_) => Clock::CometbftHeaders,
+            None => Clock::Web3Timestamps,
+        }
+    }
+
+    /// Which clock, read where, and how that was decided.
+    pub fn clock_source(&self) -> &str {
+        &self.clock_source
+    }
+
+    /// The CometBFT RPC in use, if any.
+    pub fn comet_rpc(&self) -> Option<&str> {
+        self.comet.as_ref().map(Rpc::url)
+    }
+
+    async fn height(&self) -> Result<u64> {
+        Ok(match &self.comet {
+            Some(rpc) => rpc.status().await?.latest_height,
+            None => self.client.block_number().await?,
+        })
+    }
+
+    /// Transactions waiting in the node's mempool; `None` when it does not say.
+    async fn mempool(&self) -> Option<u64> {
+        if let Some(rpc) = &self.comet {
+            return rpc.mempool().await.ok().map(|m| m.txs);
+        }
+        if !self.txpool {
+            return None;
+        }
+        let s: TxpoolStatus = self.client.call("txpool_status", json!([])).await.ok()?;
+        Some(s.pending.to::<u64>() + s.queued.to::<u64>())
+    }
+
+    async fn window(&self, first: u64, last: u64) -> Result<BlockWindow> {
+        match &self.comet {
+            Some(rpc) => blocks::comet_window(rpc, first, last, true).await,
+            None => blocks::web3_window(&self.client, first, last).await,
+        }
+    }
+
+    fn node_cpu(&self) -> Result<Option<Duration>> {
+        if self.cfg.node_pids.is_empty() {
+            return Ok(None);
+        }
+        let mut total = Duration::ZERO;
+        for &pid in &self.cfg.node_pids {
+            total += procstat::pid_cpu(pid)
+                .with_context(|| format!("node process {pid} (is it still running?)"))?;
+        }
+        Ok(Some(total))
+    }
+
+    /// Waits for the next block, then reads everything a window boundary needs.
+    async fn mark(&self, engine: &Engine) -> Result<Mark> {
+        let height = blocks::wait_above(self.height().await?, || self.height()).await?;
+        let c = &engine.counters;
+        let mark = Mark {
+            at: Instant::now(),
+            height,
+            sent: c.sent.load(Ordering::Relaxed),
+            backoffs: c.backoffs.load(Ordering::Relaxed),
+            slots_full: engine.slots.full_time(),
+            cpu: procstat::process_cpu(),
+            node_cpu: self.node_cpu()?,
+            mempool: None,
+        };
+        Ok(Mark {
+            mempool: self.mempool().await,
+            ..mark
+        })
+    }
+
+    /// The window of a load under way: opened after the warm-up, closed
+    /// `seconds` later, each at a block boundary.
+    async fn window_marks(&self, engine: &Engine, seconds: f64) -> Result<(Mark, Mark)> {
+        tokio::time::sleep_until((engine.start + self.cfg.warmup).into()).await;
+        let open = self.mark(engine).await?;
+        tokio::time::sleep_until((open.at + Duration::from_secs_f64(seconds)).into()).await;
+        let close = self.mark(engine).await?;
+        Ok((open, close))
+    }
+
+    fn settings(&self, rate: f64) -> LoadSettings {
+        let mut plan = LoadPlan::transfers(RateSchedule::Fixed(rate), self.cfg.keys.len());
+        plan.recipients = Recipients::Existing;
+        plan.max_parallelism = self.cfg.max_parallelism.max(1);
+        plan.batch = self.cfg.batch.max(1);
+        LoadSettings {
+            endpoints: self.cfg.endpoints.clone(),
+            timeout: self.cfg.timeout,
+            plan,
+            wait: self.cfg.drain,
+            progress: false,
+            stop: None,
+        }
+    }
+
+    /// Waits (bounded) until the node's mempool is empty, when it says.
+    async fn drain(&self) {
+        let deadline = Instant::now() + self.cfg.drain;
+        while Instant::now() < deadline {
+            match self.mempool().await {
+                Some(n) if n > 0 => tokio::time::sleep(DRAIN_POLL).await,
+                _ => return,
+            }
+        }
+    }
+
+    async fn run_step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
+        let running = load::start(self.settings(rate), self.cfg.keys.clone()).await?;
+        let engine = running.engine().clone();
+        let stop = StopOnDrop(engine.clone());
+        let marks = self.window_marks(&engine, seconds).await;
+        drop(stop);
+        let report = running.finish().await?;
+        let (open, close) = marks?;
+        ensure!(
+            report.totals.included > 0,
+            "nothing was included at {rate:.0} tx/s; the node refused: {:?}",
+            report.totals.rejected_by_reason
+        );
+        let blocks = self.window(open.height, close.height).await?;
+        self.drain().await;
+        Ok(self.measure(rate, &engine, &open, &close, &blocks))
+    }
+
+    fn measure(
+        &self,
+        rate: f64,
+        engine: &Engine,
+        open: &Mark,
+        close: &Mark,
+        blocks: &BlockWindow,
+    ) -> StepMeasure {
+        let wall = close.at.duration_since(open.at).as_secs_f64().max(1e-9);
+        let sent = close.sent.saturating_sub(open.sent);
+        let since = |t: Instant| t.saturating_duration_since(engine.start).as_secs_f64();
+        let lag = {
+            let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            schedule_lag(&ledger, since(open.at), since(close.at))
+        };
+        let valid = blocks.valid.unwrap_or(blocks.txs);
+        let mut intervals = blocks.intervals_ms();
+        intervals.sort_by(f64::total_cmp);
+        let per = |d: Duration, n: u64| d.as_secs_f64() * 1e6 / n.max(1) as f64;
+        StepMeasure {
+            offered_tps: rate,
+            sent_tps: sent as f64 / wall,
+            committed_tps: valid as f64 / blocks.seconds(),
+            clock: self.clock(),
+            first_height: open.height,
+            last_height: close.height,
+            block_time_p50_ms: quantile(&intervals, 0.50),
+            block_time_p95_ms: quantile(&intervals, 0.95),
+            mempool_start: open.mempool,
+            mempool_end: close.mempool,
+            schedule_lag_p50_ms: lag.total.p50,
+            schedule_lag_p99_ms: lag.total.p99,
+            agent_lag_p99_ms: lag.own.p99,
+            agent_cpu_us_per_tx: per(close.cpu.saturating_sub(open.cpu), sent),
+            slots_busy: close
+                .slots_full
+                .saturating_sub(open.slots_full)
+                .as_secs_f64()
+                / wall,
+            backoffs: close.backoffs.saturating_sub(open.backoffs),
+            node_cpu_us_per_tx: open
+                .node_cpu
+                .zip(close.node_cpu)
+                .map(|(a, b)| per(b.saturating_sub(a), valid)),
+            valid,
+            invalid: blocks.invalid,
+        }
+    }
+}
+
+impl Probe for EvmProbe {
+    fn step(
+        &mut self,
+        rate: f64,
+        seconds: f64,
+    ) -> impl Future<Output = Result<StepMeasure>> + Send {
+        self.run_step(rate, seconds)
+    }
+}
+
+/// CometBFT's RPC (`given`, else named by the node) and a description of the
+/// clock that follows.
+async fn discover(client: &EthClient, given: Option<&str>) -> Result<(Option<Rpc>, String)> {
+    let web3 = "web3 block timestamps (whole seconds)";
+    if let Some(url) = given {
+        let rpc = Rpc::new(url, COMET_BATCH, 4)?;
+        rpc.status()
+            .await
+            .with_context(|| format!("the CometBFT RPC {url} does not answer /status"))?;
+        return Ok((
+            Some(rpc),
+            format!("CometBFT header times (ns) from {url}, as given"),
+        ));
+    }
+    let named = match client.call::<String>("abcid_cometbftRpc", json!([])).await {
+        Ok(url) => url,
+        Err(e) => {
+            let why = format!("{web3}: no CometBFT RPC given, and the node names none ({e})");
+            return Ok((None, why));
+        }
+    };
+    let rpc = match Rpc::new(&named, COMET_BATCH, 4) {
+        Ok(rpc) => rpc,
+        Err(e) => return Ok((None, format!("{web3}: the node names {named:?}: {e}"))),
+    };
+    Ok(match rpc.status().await {
+        Ok(_) => (
+            Some(rpc),
+            format!(
+                "CometBFT header times (ns) from {named}, named by the node (abcid_cometbftRpc)"
+            ),
+        ),
+        Err(e) => (
+            None,
+            format!("{web3}: the node names {named}, which does not answer: {e}"),
+        ),
+    })
+}

@@ -1,0 +1,194 @@
+//! The saturation search against a real devnet: a knee found far below an
+//! absurd ceiling, on the CometBFT header times the node itself named; and
+//! `feth saturate` starved of CPU, which must report the agent, not claim a
+//! knee of the chain.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use feth::saturate::{
+    find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
+    Verdict,
+};
+use feth_etl::rpc::Rpc;
+
+use crate::common::{funded, TestNet};
+
+/// The two tests load the machine's two CPUs in ways that would skew each
+/// other: one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn devnet() -> TestNet {
+    TestNet::start_with(|o| o.timeout_commit = "500ms".into()).await
+}
+
+/// Transactions CometBFT reports in blocks `first + 1 ..= last`.
+async fn txs_in(rpc: &Rpc, first: u64, last: u64) -> u64 {
+    let heights: Vec<u64> = (first + 1..=last).collect();
+    let (facts, missing) = rpc.fetch(&heights, &[]).await.unwrap();
+    assert!(missing.is_empty(), "{missing:?}");
+    facts.values().map(|f| f.txs.unwrap()).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let net = devnet().await;
+    let (keys, _dir) = funded(&net, 300, 41).await;
+    let state = &net.devnet.state;
+    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys);
+    cfg.warmup = Duration::from_secs(2);
+    cfg.drain = Duration::from_secs(30);
+    cfg.node_pids = vec![state.abcid_pid.unwrap(), state.cometbft_pid.unwrap()];
+    let mut probe = EvmProbe::connect(cfg).await.unwrap();
+    // No CometBFT RPC was given: abcid named it.
+    assert_eq!(probe.clock(), Clock::CometbftHeaders);
+    assert_eq!(probe.comet_rpc(), Some(state.rpc_url().as_str()));
+    assert!(probe.clock_source().contains("abcid_cometbftRpc"));
+
+    let search = SearchConfig {
+        start_tps: 250.0,
+        max_tps: 1_000_000.0,
+        step_secs: 4.0,
+        max_steps: 8,
+        ..SearchConfig::default()
+    };
+    let mut finished = 0;
+    let r = find_knee(&mut probe, &search, |e| {
+        finished += usize::from(matches!(e, SearchEvent::Finished { .. }));
+    })
+    .await
+    .unwrap();
+    let Outcome::KneeFound {
+        knee_tps,
+        committed_tps,
+        behind_tps,
+    } = r.outcome
+    else {
+        panic!("no knee: {r:#?}");
+    };
+    assert!(behind_tps <= search.max_tps / 100.0, "{r:#?}");
+    assert!(search.start_tps <= knee_tps && knee_tps < behind_tps);
+    assert!(
+        committed_tps >= (1.0 - search.tolerance) * knee_tps,
+        "{r:#?}"
+    );
+    assert_eq!((r.clock, finished), (Clock::CometbftHeaders, r.steps.len()));
+    assert!(r.steps.len() <= search.max_steps);
+
+    let rpc = Rpc::new(&state.rpc_url(), 10, 2).unwrap();
+    for (m, v) in &r.steps {
+        assert!(!matches!(v, Verdict::AgentBehind { .. }), "{m:?} {v:?}");
+        assert!(
+            m.committed_tps <= m.offered_tps * (1.0 + search.tolerance),
+            "{m:?}"
+        );
+        assert!(
+            m.sent_tps <= m.offered_tps * (1.0 + search.tolerance),
+            "{m:?}"
+        );
+        assert!(m.last_height > m.first_height + 1, "{m:?}");
+        assert!((450.0..5_000.0).contains(&m.block_time_p50_ms), "{m:?}");
+        assert!(m.block_time_p95_ms >= m.block_time_p50_ms);
+        assert!(
+            m.mempool_start.is_some() && m.mempool_end.is_some(),
+            "{m:?}"
+        );
+        assert!(m.node_cpu_us_per_tx.is_some_and(|c| c > 0.0), "{m:?}");
+        assert!(m.agent_cpu_us_per_tx > 0.0 && m.slots_busy <= 1.0, "{m:?}");
+        // The window's count is the chain's: every block of it, all valid.
+        assert_eq!(m.invalid, Some(0), "{m:?}");
+        assert_eq!(m.valid, txs_in(&rpc, m.first_height, m.last_height).await);
+    }
+    // Each step drained the chain before the next; the last one too.
+    assert_eq!(rpc.num_unconfirmed_txs().await.unwrap(), 0);
+}
+
+/// A busy loop pinned to one CPU, killed by PID when dropped.
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn on_cpu(cpu: usize) -> Self {
+        let child = std::process::Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("taskset runs");
+        Self(child)
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Pins every thread of process `pid` to `cpu`.
+fn pin(pid: u32, cpu: usize) {
+    let status = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset runs");
+    assert!(status.success(), "cannot pin {pid} to CPU {cpu}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cpus >= 2, "this test starves one CPU and needs a second");
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let net = devnet().await;
+    let (_keys, dir) = funded(&net, 50, 42).await;
+    // The chain keeps CPU 0; the agent shares CPU 1, at the lowest
+    // priority, with a busy loop: it gets about 1.5 % of a CPU.
+    let state = &net.devnet.state;
+    pin(state.abcid_pid.unwrap(), 0);
+    pin(state.cometbft_pid.unwrap(), 0);
+    let _hog = Hog::on_cpu(1);
+    let run = tokio::process::Command::new("taskset")
+        .args([
+            "-c",
+            "1",
+            "nice",
+            "-n",
+            "19",
+            env!("CARGO_BIN_EXE_feth"),
+            "saturate",
+        ])
+        .args(["--network", &net.web3(), "--keys"])
+        .arg(dir.path().join("keys.txt"))
+        .args(["--start", "500", "--max", "1000000", "--step-secs", "3"])
+        .args(["--warmup-secs", "1", "--max-steps", "4", "--drain", "20"])
+        .args(["--json", "--quiet"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(90), run)
+        .await
+        .expect("feth saturate ends within 90 s")
+        .expect("feth runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "no knee is no success: {stderr} {}", String::from_utf8_lossy(&out.stdout));
+    let r: SearchReport = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    let Outcome::AgentLimited { at_tps, why } = &r.outcome else {
+        panic!("the starved agent was not reported: {r:#?}\n{stderr}");
+    };
+    assert!(why.contains("the agent, not the chain"), "{why}");
+    let (m, v) = r.steps.last().unwrap();
+    assert_eq!(m.offered_tps, *at_tps);
+    assert!(matches!(v, Verdict::AgentBehind { .. }), "{v:?}");
+    assert!(m.sent_tps < 0.9 * m.offered_tps, "{m:?}");
+    assert!(m.schedule_lag_p99_ms > 1_000.0, "{m:?}");
+    assert!(
+        m.agent_lag_p99_ms > r.config.lag_limit_ms && m.slots_busy < 0.5,
+        "{m:?}"
+    );
+    assert_eq!(r.clock, Clock::CometbftHeaders);
+    assert!(
+        stderr.contains("no knee: the agent could not offer"),
+        "{stderr}"
+    );
+}

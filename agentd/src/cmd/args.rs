@@ -9,12 +9,14 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 
 use crate::accounts::KeySet;
+use crate::saturate::SearchConfig;
 
 /// The web3 endpoint of a default local devnet.
 pub const DEFAULT_NETWORK: &str = "http://127.0.0.1:8545";
@@ -77,4 +79,62 @@ pub fn load_senders(file: &Path, senders: Option<usize>) -> anyhow::Result<KeySe
         keys.addresses.truncate(n);
     }
     Ok(keys)
+}
+
+/// How the saturation search runs (`feth saturate`, `feth compare`).
+#[derive(Debug, Clone, Args)]
+pub struct SearchArgs {
+    /// First rate offered, tx/s.
+    #[arg(long, default_value_t = SearchConfig::default().start_tps)]
+    pub start: f64,
+    /// Highest rate offered, tx/s.
+    #[arg(long, default_value_t = SearchConfig::default().max_tps)]
+    pub max: f64,
+    /// Measured seconds per step.
+    #[arg(long, default_value_t = SearchConfig::default().step_secs)]
+    pub step_secs: f64,
+    /// Seconds of load before each step's window.
+    #[arg(long, default_value_t = 3.0)]
+    pub warmup_secs: f64,
+    /// Shortfall allowed: a rate is kept up with (1 − tolerance) of it committed.
+    #[arg(long, default_value_t = SearchConfig::default().tolerance)]
+    pub tolerance: f64,
+    /// Most steps.
+    #[arg(long, default_value_t = SearchConfig::default().max_steps)]
+    pub max_steps: usize,
+    /// Stop once (first rate behind) / (last rate kept up) ≤ 1 + resolution.
+    #[arg(long, default_value_t = SearchConfig::default().resolution)]
+    pub resolution: f64,
+    /// Schedule lag p99 (ms) above which the agent missed its schedule.
+    #[arg(long, default_value_t = SearchConfig::default().lag_limit_ms)]
+    pub lag_limit_ms: f64,
+}
+
+impl SearchArgs {
+    /// The search these arguments ask for.
+    pub fn search_config(&self) -> SearchConfig {
+        SearchConfig {
+            start_tps: self.start,
+            max_tps: self.max,
+            step_secs: self.step_secs,
+            tolerance: self.tolerance,
+            max_steps: self.max_steps,
+            resolution: self.resolution,
+            lag_limit_ms: self.lag_limit_ms,
+            ..SearchConfig::default()
+        }
+    }
+
+    /// `--warmup-secs` as a duration.
+    pub fn warmup(&self) -> anyhow::Result<Duration> {
+        seconds("--warmup-secs", self.warmup_secs)
+    }
+}
+
+/// A flag's number of seconds as a duration: finite and not negative.
+pub fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
+    if !(v >= 0.0 && v.is_finite()) {
+        bail!("{name} must be a number of seconds ≥ 0, got {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
 }

@@ -84,6 +84,11 @@ pub fn builds(a: PathBuf, b: PathBuf, patches: &str) -> Vec<Step> {
     vec![step("a", a), step("b", b)]
 }
 
+/// A running node, measured as it is: one step named `name`.
+pub fn live(name: &str) -> Step {
+    Step::new(name, "as deployed".to_string())
+}
+
 fn at_least_two(steps: Vec<Step>, flag: &str) -> Result<Vec<Step>> {
     if steps.len() < 2 {
         bail!("{flag} needs at least two steps to compare");

@@ -17,6 +17,7 @@ pub mod ladder;
 pub mod profile;
 pub mod render;
 pub mod report;
+pub mod run;
 pub mod summary;
 pub mod verdict;
 

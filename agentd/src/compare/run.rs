@@ -18,12 +18,13 @@ use super::etl;
 use super::ladder::{interleaved, Step};
 use super::profile;
 use super::report::{CompareReport, Environment, ReferenceRun, Settings, StepRun};
-use super::summary::summarise;
 use crate::accounts::KeySet;
 use crate::devnet::{self, Devnet};
 use crate::eth::EthClient;
-use crate::kvstore::{KvProbe, KvProbeConfig};
-use crate::saturate::{self, EvmProbe, EvmProbeConfig, Probe, SearchConfig};
+use crate::kvstore::{KvProbe, KvReferenceConfig};
+use crate::saturate::{
+    find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent,
+};
 
 /// Seconds of load under the profiled blocks.
 const PROFILE_SECS: f64 = 5.0;
@@ -51,11 +52,14 @@ pub struct CompareConfig {
     pub settings: Settings,
     /// The saturation search of every run (unless `settings.fixed_rate`).
     pub search: SearchConfig,
+    /// Load before every measured window (search steps included).
+    pub warmup: Duration,
     /// Blocks profiled per run (0: none).
     pub profile_blocks: u32,
     /// Measure CometBFT's kvstore ceiling too.
     pub reference: bool,
-    /// Where profiles and differential flamegraphs go.
+    /// Where profiles and differential flamegraphs go (in a `compare-<unix
+    /// time>` folder of their own).
     pub out: PathBuf,
     /// Show progress.
     pub progress: bool,
@@ -65,6 +69,7 @@ pub struct CompareConfig {
 pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let started = Instant::now();
     let work = work_dir()?;
+    let out = cfg.out.join(format!("compare-{}", unix_seconds()));
     let order = interleaved(cfg.steps.len(), cfg.settings.repeat);
     let bar = progress_bar(cfg.progress, order.len() + usize::from(cfg.reference));
     let mut runs = Vec::with_capacity(order.len());
@@ -74,35 +79,38 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
         let dir = work.path().join(format!("run-{k}"));
         let run = match &cfg.live {
             Some(node) => live_run(cfg, node, step, round, &bar).await,
-            None => one_run(cfg, step, round, &dir, &bar).await,
+            None => one_run(cfg, step, round, &dir, &out, &bar).await,
         };
-        let run = run
-            .with_context(|| format!("step {} (round {round})", step.name))?;
+        let run = run.with_context(|| format!("step {} (round {round})", step.name))?;
         report_line(&bar, &run);
         runs.push(run);
         bar.inc(1);
     }
     let reference = if cfg.reference {
         bar.set_message("reference: CometBFT kvstore");
-        let r = reference(cfg, &work.path().join("kvstore")).await?;
+        let r = reference(cfg, &work.path().join("kvstore"), &bar).await?;
         bar.inc(1);
         Some(r)
     } else {
         None
     };
     bar.finish_and_clear();
-    diff_flamegraphs(&mut runs, &cfg.steps, &cfg.out)?;
+    diff_flamegraphs(&mut runs, &cfg.steps, &out)?;
     let ladder: Vec<String> = cfg.steps.iter().map(|s| s.name.clone()).collect();
-    let steps = summarise(&cfg.settings, &runs, &ladder);
-    Ok(CompareReport {
-        schema: super::report::SCHEMA,
-        environment: Environment::detect(devnet::tools::cometbft_version()),
-        settings: cfg.settings.clone(),
+    CompareReport::assemble(
+        Environment::detect(devnet::tools::cometbft_version()),
+        cfg.settings.clone(),
         runs,
-        steps,
+        &ladder,
         reference,
-        wall_secs: started.elapsed().as_secs_f64(),
-    })
+        started.elapsed().as_secs_f64(),
+    )
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Runs live on tmpfs when there is one: CometBFT and abcid fsync every
@@ -124,6 +132,7 @@ async fn one_run(
     step: &Step,
     round: usize,
     dir: &Path,
+    out: &Path,
     bar: &ProgressBar,
 ) -> Result<StepRun> {
     let settings = &cfg.settings;
@@ -136,9 +145,11 @@ async fn one_run(
     .await
     .context("starting the devnet")?;
     let client = EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
-    let node: String = client.call("web3_clientVersion", ()).await?;
+    let node: String = client
+        .call("web3_clientVersion", serde_json::json!([]))
+        .await?;
     let keys = fund(&client, &net, settings.senders, dir).await?;
-    let mut probe = EvmProbe::new(probe_config(&net, keys));
+    let mut probe = EvmProbe::connect(probe_config(&net, keys, cfg.warmup)).await?;
     let (knee_tps, rate) = rate_of(cfg, &mut probe, bar).await?;
     bar.set_message(format!("round {round}, step {}: {rate:.0} tx/s", step.name));
     let mut measure = probe.step(rate, settings.seconds).await?;
@@ -146,7 +157,7 @@ async fn one_run(
     measure.valid = etl.valid;
     measure.invalid = Some(etl.invalid);
     let flamegraph = if cfg.profile_blocks > 0 {
-        let out = cfg.out.join(format!("{}-round{round}", file_name(&step.name)));
+        let out = out.join(format!("{}-round{round}", file_name(&step.name)));
         let load = probe.step(rate, PROFILE_SECS);
         Some(profile::capture(&net.state, cfg.profile_blocks, &out, load).await?)
     } else {
@@ -174,11 +185,15 @@ async fn live_run(
     bar: &ProgressBar,
 ) -> Result<StepRun> {
     let client = EthClient::new(&node.web3, Duration::from_secs(10))?;
-    let version: String = client.call("web3_clientVersion", ()).await?;
-    let mut probe = EvmProbe::new(EvmProbeConfig {
+    let version: String = client
+        .call("web3_clientVersion", serde_json::json!([]))
+        .await?;
+    let mut probe = EvmProbe::connect(EvmProbeConfig {
         comet_rpc: node.comet_rpc.clone(),
-        ..EvmProbeConfig::new(&node.web3, node.keys.clone())
-    });
+        warmup: cfg.warmup,
+        ..EvmProbeConfig::new(vec![node.web3.clone()], node.keys.clone())
+    })
+    .await?;
     let (knee_tps, rate) = rate_of(cfg, &mut probe, bar).await?;
     let measure = probe.step(rate, cfg.settings.seconds).await?;
     Ok(StepRun {
@@ -210,12 +225,13 @@ async fn fund(client: &EthClient, net: &Devnet, senders: usize, dir: &Path) -> R
     Ok(keys)
 }
 
-fn probe_config(net: &Devnet, keys: KeySet) -> EvmProbeConfig {
+fn probe_config(net: &Devnet, keys: KeySet, warmup: Duration) -> EvmProbeConfig {
     let pids = [net.state.abcid_pid, net.state.cometbft_pid];
     EvmProbeConfig {
         comet_rpc: Some(net.state.rpc_url()),
         node_pids: pids.into_iter().flatten().collect(),
-        ..EvmProbeConfig::new(&net.state.web3_url(), keys)
+        warmup,
+        ..EvmProbeConfig::new(vec![net.state.web3_url()], keys)
     }
 }
 
@@ -228,20 +244,59 @@ async fn rate_of(
     if let Some(rate) = cfg.settings.fixed_rate {
         return Ok((None, rate));
     }
-    let search = saturate::find_knee(probe, &cfg.search, bar).await?;
-    let knee = search.knee().with_context(|| {
-        format!("no knee to measure at: {}", search.outcome_text())
-    })?;
-    Ok((Some(knee), knee))
+    let search = find_knee(probe, &cfg.search, |event| {
+        if let SearchEvent::Starting { index, rate_tps } = event {
+            bar.set_message(format!(
+                "searching the knee: step {}, {rate_tps:.0} tx/s",
+                index + 1
+            ));
+        }
+    })
+    .await?;
+    let rate = match search.outcome {
+        Outcome::KneeFound { knee_tps, .. } => knee_tps,
+        // No rate fell behind: the highest one kept up is a lower bound.
+        Outcome::MaxReached { max_tps: kept, .. }
+        | Outcome::StepsExhausted {
+            kept_up_tps: kept, ..
+        } => {
+            warn(
+                bar,
+                &format!(
+                    "no knee found ({:?}); measuring at the highest rate kept up, {kept:.0} tx/s",
+                    search.outcome
+                ),
+            );
+            kept
+        }
+        Outcome::AgentLimited { at_tps, why } => {
+            anyhow::bail!("the agent could not offer {at_tps:.0} tx/s ({why}): no knee to measure at; give the agent more CPU or senders, or use --rate")
+        }
+        Outcome::NoRateKeptUp => anyhow::bail!(
+            "the chain fell behind even at {} tx/s: lower --start",
+            cfg.search.start_tps
+        ),
+    };
+    Ok((Some(rate), rate))
+}
+
+fn warn(bar: &ProgressBar, line: &str) {
+    if bar.is_hidden() {
+        eprintln!("warning: {line}");
+    } else {
+        bar.println(format!("warning: {line}"));
+    }
 }
 
 /// CometBFT's kvstore at its own knee, measured as long as every step.
-async fn reference(cfg: &CompareConfig, dir: &Path) -> Result<ReferenceRun> {
-    let mut probe = KvProbe::start(KvProbeConfig::new(dir, &cfg.settings.timeout_commit))
+async fn reference(cfg: &CompareConfig, dir: &Path, bar: &ProgressBar) -> Result<ReferenceRun> {
+    let mut kv = KvReferenceConfig::new(dir);
+    kv.node.timeout_commit = cfg.settings.timeout_commit.clone();
+    kv.warmup = cfg.warmup;
+    let mut probe = KvProbe::start(kv)
         .await
         .context("starting the kvstore reference node")?;
-    let hidden = ProgressBar::hidden();
-    let (knee_tps, rate) = rate_of(cfg, &mut probe, &hidden).await?;
+    let (knee_tps, rate) = rate_of(cfg, &mut probe, bar).await?;
     let measure = probe.step(rate, cfg.settings.seconds).await?;
     Ok(ReferenceRun {
         app: "cometbft kvstore".to_string(),

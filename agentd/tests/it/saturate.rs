@@ -170,7 +170,11 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
         .expect("feth saturate ends within 90 s")
         .expect("feth runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "no knee is no success: {stderr} {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "no knee is no success: {stderr} {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let r: SearchReport = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
     let Outcome::AgentLimited { at_tps, why } = &r.outcome else {

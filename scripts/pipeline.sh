@@ -49,8 +49,9 @@ else
   profiler="http://127.0.0.1:$PROFILER_PORT"
   root_key="$DEVNET/root.key"
 fi
-keys="$OUT/keys.txt"
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+keys="$OUT/keys.txt"
 
 # The last successful build's kept files, as Jenkins' Copy Artifact step
 # left them in baseline-copy/, become BASELINE_DIR.
@@ -102,7 +103,7 @@ stage_etl() {
     logs="${NODE_LOGS:?set NODE_LOGS to the folder holding cometbft.log and abcid.log of your node}"
   fi
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-    --daemonize yes --pidfile "$PWD/$OUT/redis.pid" --dir "$PWD/$OUT" >/dev/null
+    --daemonize yes --pidfile "$OUT/redis.pid" --dir "$OUT" >/dev/null
   trap 'kill "$(cat "$OUT/redis.pid")" 2>/dev/null || true' RETURN
   for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
   "$FETH" etl --tendermint "$logs/cometbft.log" --abcid "$logs/abcid.log" \

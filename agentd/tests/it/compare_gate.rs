@@ -22,8 +22,10 @@ fn measure(tps: f64) -> StepMeasure {
         mempool_end: Some(0),
         schedule_lag_p50_ms: 0.1,
         schedule_lag_p99_ms: 1.0,
+        agent_lag_p99_ms: 1.0,
         agent_cpu_us_per_tx: 30.0,
         slots_busy: 0.0,
+        backoffs: 0,
         node_cpu_us_per_tx: None,
         valid: (tps * 20.0) as u64,
         invalid: Some(0),
@@ -42,6 +44,7 @@ fn report(all: &[f64], cores: usize) -> CompareReport {
                 round,
                 knee_tps: None,
                 measure: measure(t),
+                etl: None,
                 flamegraph: None,
                 diff_flamegraph: None,
             });

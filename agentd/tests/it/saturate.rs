@@ -101,7 +101,7 @@ async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
         assert_eq!(m.valid, txs_in(&rpc, m.first_height, m.last_height).await);
     }
     // Each step drained the chain before the next; the last one too.
-    assert_eq!(rpc.num_unconfirmed_txs().await.unwrap(), 0);
+    assert_eq!(rpc.mempool().await.unwrap().txs, 0);
 }
 
 /// A busy loop pinned to one CPU, killed by PID when dropped.

@@ -1,0 +1,194 @@
+//! The Jenkinsfile's loop in a short form: every `sh` step of the Jenkinsfile
+//! is a stage of `scripts/pipeline.sh`, and each stage it calls runs here, in
+//! the Jenkinsfile's order, on a devnet of its own (free loopback ports, tiny
+//! counts), twice: a first build with no baseline, then a second one gated
+//! against the first's kept report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The `pipeline.sh` stages the Jenkinsfile calls, in its order (`post`'s last).
+fn jenkins_stages() -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join("Jenkinsfile")).unwrap();
+    let mut stages = Vec::new();
+    for line in text.lines().filter(|l| l.contains("sh '")) {
+        let command = line
+            .split("sh '")
+            .nth(1)
+            .unwrap()
+            .split('\'')
+            .next()
+            .unwrap();
+        let allowed = [
+            "bash scripts/setup.sh",
+            "make test",
+            "cargo build --release --workspace --bins",
+        ];
+        match command.strip_prefix("bash scripts/pipeline.sh ") {
+            Some(stage) => stages.push(stage.to_string()),
+            None => assert!(
+                allowed.contains(&command),
+                "the Jenkinsfile runs `{command}` outside scripts/pipeline.sh"
+            ),
+        }
+    }
+    stages
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Pipeline {
+    env: BTreeMap<&'static str, String>,
+}
+
+impl Pipeline {
+    fn new(out: &Path) -> Self {
+        let ports = feth::devnet::free_ports().unwrap();
+        let abcid = feth::devnet::tools::abcid().unwrap();
+        let mut env = BTreeMap::new();
+        let path = |p: PathBuf| p.display().to_string();
+        env.insert("FETH", env!("CARGO_BIN_EXE_feth").to_string());
+        env.insert("ABCID", path(abcid));
+        env.insert("OUT", path(out.join("reports")));
+        env.insert("DEVNET", path(out.join("devnet")));
+        env.insert("BASELINE_DIR", path(out.join("baseline")));
+        env.insert("BASELINE_COPY", path(out.join("copied")));
+        for (name, port) in [
+            "RPC_PORT",
+            "P2P_PORT",
+            "ABCI_PORT",
+            "WEB3_PORT",
+            "PROFILER_PORT",
+        ]
+        .into_iter()
+        .zip(ports)
+        {
+            env.insert(name, port.to_string());
+        }
+        env.insert("REDIS_PORT", free_port().to_string());
+        for (k, v) in [
+            ("BLOCK_TIME", "300ms"),
+            ("SENDERS", "40"),
+            ("KNEE_SECONDS", "3"),
+            ("REPEAT", "1"),
+            ("MAX_REGRESSION", "50"),
+            ("PROFILE_SECS", "3"),
+            (
+                "SATURATE_ARGS",
+                "--start 100 --max 200 --step-secs 3 --warmup-secs 1 --max-steps 2",
+            ),
+            (
+                "COMPARE_ARGS",
+                "--rate 100 --profile-blocks 2 --no-reference --warmup-secs 1",
+            ),
+        ] {
+            env.insert(k, v.to_string());
+        }
+        Self { env }
+    }
+
+    fn run(&self, stage: &str) -> Output {
+        let out = Command::new("bash")
+            .arg(repo().join("scripts/pipeline.sh"))
+            .arg(stage)
+            .envs(&self.env)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "stage {stage}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn report(&self, name: &str) -> serde_json::Value {
+        let path = Path::new(&self.env["OUT"]).join(name);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+#[test]
+fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
+    let stages = jenkins_stages();
+    let listed = Command::new("bash")
+        .arg(repo().join("scripts/pipeline.sh"))
+        .arg("--list")
+        .output()
+        .unwrap();
+    let listed: Vec<String> = String::from_utf8(listed.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        stages, listed,
+        "the Jenkinsfile and scripts/pipeline.sh name the same stages in the same order"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = Pipeline::new(dir.path());
+    for build in 0..2 {
+        for stage in &stages {
+            let out = p.run(stage);
+            let said = String::from_utf8_lossy(&out.stdout);
+            match (build, stage.as_str()) {
+                (0, "baseline") => assert!(said.contains("no kept files"), "{said}"),
+                (0, "gate") => assert!(said.contains("nothing to gate"), "{said}"),
+                (1, "gate") => {
+                    let gate = p.report("gate.json");
+                    assert!(
+                        gate["outcome"].is_string() || gate["outcome"].is_object(),
+                        "{gate}"
+                    );
+                }
+                _ => {}
+            }
+        }
+        let compare = p.report("compare.json");
+        let steps: Vec<&str> = compare["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["step"].as_str().unwrap())
+            .collect();
+        assert_eq!(steps, ["a", "b"]);
+        assert!(compare["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["measure"]["committed_tps"].as_f64().unwrap() > 0.0));
+        let saturate = p.report("saturate.json");
+        assert!(
+            !saturate["steps"].as_array().unwrap().is_empty(),
+            "{saturate}"
+        );
+        assert!(p.report("stats.json")["blocks"].as_u64().unwrap() > 0);
+        let md = std::fs::read_to_string(Path::new(&p.env["OUT"]).join("compare.md")).unwrap();
+        assert!(md.contains("| a ") && md.contains("| b "), "{md}");
+        // What Jenkins' Copy Artifact step does between two builds.
+        let kept = Path::new(&p.env["OUT"]).join("next-baseline");
+        assert!(kept.join("abcid").is_file() && kept.join("compare.json").is_file());
+        std::fs::rename(&kept, &p.env["BASELINE_COPY"]).unwrap();
+    }
+    assert!(Path::new(&p.env["BASELINE_DIR"])
+        .join("compare.json")
+        .is_file());
+}

@@ -51,6 +51,10 @@ pub struct SaturateArgs {
     /// Schedule lag p99 (ms) above which the agent missed its schedule.
     #[arg(long, default_value_t = SearchConfig::default().lag_limit_ms)]
     lag_limit_ms: f64,
+    /// p99 (ms) of the agent's own part of the lag (a due transaction with
+    /// its sender free reaching the wire) above which the agent is short of CPU.
+    #[arg(long, default_value_t = SearchConfig::default().agent_lag_limit_ms)]
+    agent_lag_limit_ms: f64,
     /// CometBFT RPC endpoint (nanosecond header times, mempool, valid/invalid);
     /// by default asked of the node, else web3 timestamps are used.
     #[arg(long, value_name = "URL")]
@@ -96,6 +100,7 @@ impl SaturateArgs {
             max_steps: self.max_steps,
             resolution: self.resolution,
             lag_limit_ms: self.lag_limit_ms,
+            agent_lag_limit_ms: self.agent_lag_limit_ms,
             ..SearchConfig::default()
         }
     }

@@ -21,11 +21,12 @@
 //!    `(1 − tolerance)` of the offered rate, or its schedule lag p99 was over
 //!    `lag_limit_ms`. With every request slot waiting on the node for at
 //!    least `busy_slots` of the window, the node set that pace: **chain
-//!    behind**. With slots free, the lag's own part (not spent waiting for
-//!    the answer to the sender's previous transaction) tells: over
-//!    `lag_limit_ms`, the agent itself fell short, **agent behind**, and the
-//!    step says nothing about the chain; under it, the senders were waiting
-//!    on the node's answers: **chain behind** (each sender has one
+//!    behind**. With slots free, the agent's own part of the lag (the time a
+//!    due transaction whose sender was free took to reach the wire) tells:
+//!    its p99 over `agent_lag_limit_ms` means the agent itself was short of
+//!    CPU, **agent behind**, and the step says nothing about the chain;
+//!    under it, the lag was spent waiting for the node to answer each
+//!    sender's previous transaction: **chain behind** (a sender has one
 //!    transaction in flight, so more senders go further when the node's
 //!    answers are slow).
 //! 3. **Chain behind** when it committed under `(1 − tolerance)` of the
@@ -64,6 +65,9 @@ pub struct SearchConfig {
     pub resolution: f64,
     /// Schedule lag p99 above which the agent did not keep to its schedule, ms.
     pub lag_limit_ms: f64,
+    /// p99 of the agent's own part of the lag above which the agent, not the
+    /// node, made it miss its schedule, ms.
+    pub agent_lag_limit_ms: f64,
     /// Share of the window (0–1) with every request slot waiting on the node
     /// from which a shortfall of the agent is the node's doing.
     pub busy_slots: f64,
@@ -72,7 +76,8 @@ pub struct SearchConfig {
 impl Default for SearchConfig {
     /// 200 tx/s up to 50,000, 10 s steps, 5 % tolerance, 20 steps, 10 %
     /// resolution, 500 ms lag limit (a lag under one block interval changes
-    /// no block), slots busy 90 % of the window.
+    /// no block), 100 ms for the agent's own part (putting a transaction on
+    /// the wire takes it a few ms), slots busy 90 % of the window.
     fn default() -> Self {
         Self {
             start_tps: 200.0,
@@ -82,6 +87,7 @@ impl Default for SearchConfig {
             max_steps: 20,
             resolution: 0.1,
             lag_limit_ms: 500.0,
+            agent_lag_limit_ms: 100.0,
             busy_slots: 0.9,
         }
     }
@@ -122,6 +128,11 @@ impl SearchConfig {
             positive(self.lag_limit_ms),
             "the lag limit must be a positive number of ms, got {}",
             self.lag_limit_ms
+        );
+        ensure!(
+            positive(self.agent_lag_limit_ms),
+            "the agent's own lag limit must be a positive number of ms, got {}",
+            self.agent_lag_limit_ms
         );
         ensure!(
             self.busy_slots > 0.0 && self.busy_slots <= 1.0,
@@ -290,10 +301,11 @@ fn whose_lag(m: &StepMeasure, c: &SearchConfig, short: &str) -> Verdict {
                 "{short}: every request slot waited on the node {busy:.0} % of the window"
             ),
         }
-    } else if own > c.lag_limit_ms {
+    } else if own > c.agent_lag_limit_ms {
         Verdict::AgentBehind {
             why: format!(
-                "{short}; the agent's own lag p99 {own:.0} ms, with every request slot busy only {busy:.0} % of the window and no back-off: the agent, not the chain, fell short"
+                "{short}; the agent's own lag p99 {own:.0} ms is over {:.0} ms, with every request slot busy only {busy:.0} % of the window and no back-off: the agent, not the chain, fell short",
+                c.agent_lag_limit_ms
             ),
         }
     } else {

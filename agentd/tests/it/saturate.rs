@@ -143,11 +143,11 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
     let net = devnet().await;
     let (_keys, dir) = funded(&net, 50, 42).await;
     // The chain keeps CPU 0; the agent shares CPU 1, at the lowest
-    // priority, with a busy loop: it gets about 1.5 % of a CPU.
+    // priority, with three busy loops: it gets about 0.5 % of a CPU.
     let state = &net.devnet.state;
     pin(state.abcid_pid.unwrap(), 0);
     pin(state.cometbft_pid.unwrap(), 0);
-    let _hog = Hog::on_cpu(1);
+    let _hogs: Vec<Hog> = (0..3).map(|_| Hog::on_cpu(1)).collect();
     let run = tokio::process::Command::new("taskset")
         .args([
             "-c",
@@ -170,7 +170,11 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
         .expect("feth saturate ends within 90 s")
         .expect("feth runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "no knee is no success: {stderr} {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "no knee is no success: {stderr} {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let r: SearchReport = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
     let Outcome::AgentLimited { at_tps, why } = &r.outcome else {

@@ -8,8 +8,8 @@
 //! comes from the window's blocks only, never from the drain that follows.
 //! Sent transactions, schedule lag, the agent's CPU, busy request slots and
 //! back-offs are taken over the same stretch of wall time (the lag of the
-//! transactions sent: those still queued when sending stops are dropped
-//! unsent, and a shortfall shows in the sent rate).
+//! transactions sent in it: those still queued when sending stops are
+//! dropped unsent, and a shortfall shows in the sent rate).
 //!
 //! - Clock: CometBFT header times (ns) when its RPC is known, given or named
 //!   by the node (abcid answers `abcid_cometbftRpc`); otherwise web3 block

@@ -6,6 +6,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use feth::blocks;
 use feth::saturate::{
     find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
     Verdict,
@@ -100,6 +101,14 @@ async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
         assert_eq!(m.invalid, Some(0), "{m:?}");
         assert_eq!(m.valid, txs_in(&rpc, m.first_height, m.last_height).await);
     }
+    // The web3 clock reads the same blocks, in whole seconds.
+    let (m, _) = &r.steps[0];
+    let web3 = blocks::web3_window(&net.client(), m.first_height, m.last_height)
+        .await
+        .unwrap();
+    assert_eq!(web3.txs, m.valid);
+    assert_eq!((web3.valid, web3.invalid), (None, None));
+    assert!(web3.times_ns.iter().all(|t| t % 1_000_000_000 == 0));
     // Each step drained the chain before the next; the last one too.
     assert_eq!(rpc.num_unconfirmed_txs().await.unwrap(), 0);
 }
@@ -186,8 +195,9 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
     assert!(matches!(v, Verdict::AgentBehind { .. }), "{v:?}");
     assert!(m.sent_tps < 0.9 * m.offered_tps, "{m:?}");
     assert!(m.schedule_lag_p99_ms > 1_000.0, "{m:?}");
+    assert!(m.agent_lag_p99_ms > r.config.agent_lag_limit_ms, "{m:?}");
     assert!(
-        m.agent_lag_p99_ms > r.config.lag_limit_ms && m.slots_busy < 0.5,
+        m.slots_busy < r.config.busy_slots && m.backoffs == 0,
         "{m:?}"
     );
     assert_eq!(r.clock, Clock::CometbftHeaders);

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::args::{emit, load_senders, NetworkArgs};
 use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
 use crate::saturate::{
-    find_knee, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
+    find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
     StepMeasure, Verdict,
 };
 
@@ -201,8 +201,8 @@ fn step_line(index: usize, m: &StepMeasure, v: &Verdict) -> String {
 
 fn print_outcome(out: &mut dyn Write, r: &SearchReport) -> std::io::Result<()> {
     let clock = match r.clock {
-        crate::saturate::Clock::CometbftHeaders => "CometBFT header times",
-        crate::saturate::Clock::Web3Timestamps => "web3 block timestamps (whole seconds)",
+        Clock::CometbftHeaders => "CometBFT header times",
+        Clock::Web3Timestamps => "web3 block timestamps (whole seconds)",
     };
     match &r.outcome {
         Outcome::KneeFound {

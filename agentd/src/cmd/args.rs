@@ -108,6 +108,10 @@ pub struct SearchArgs {
     /// Schedule lag p99 (ms) above which the agent missed its schedule.
     #[arg(long, default_value_t = SearchConfig::default().lag_limit_ms)]
     pub lag_limit_ms: f64,
+    /// p99 (ms) of the agent's own part of the lag (a due transaction with
+    /// its sender free reaching the wire) above which the agent is short of CPU.
+    #[arg(long, default_value_t = SearchConfig::default().agent_lag_limit_ms)]
+    pub agent_lag_limit_ms: f64,
 }
 
 impl SearchArgs {
@@ -121,6 +125,7 @@ impl SearchArgs {
             max_steps: self.max_steps,
             resolution: self.resolution,
             lag_limit_ms: self.lag_limit_ms,
+            agent_lag_limit_ms: self.agent_lag_limit_ms,
             ..SearchConfig::default()
         }
     }

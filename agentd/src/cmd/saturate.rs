@@ -9,11 +9,11 @@ use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::args::{emit, load_senders, NetworkArgs};
+use super::args::{emit, load_senders, seconds, NetworkArgs, SearchArgs};
 use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
 use crate::saturate::{
-    find_knee, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
-    StepMeasure, Verdict,
+    find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchEvent, SearchReport, StepMeasure,
+    Verdict,
 };
 
 /// `feth saturate …`
@@ -27,30 +27,8 @@ pub struct SaturateArgs {
     /// Use only the first N accounts of the keys file.
     #[arg(long)]
     senders: Option<usize>,
-    /// First rate offered, tx/s.
-    #[arg(long, default_value_t = SearchConfig::default().start_tps)]
-    start: f64,
-    /// Highest rate offered, tx/s.
-    #[arg(long, default_value_t = SearchConfig::default().max_tps)]
-    max: f64,
-    /// Measured seconds per step.
-    #[arg(long, default_value_t = SearchConfig::default().step_secs)]
-    step_secs: f64,
-    /// Seconds of load before each step's window.
-    #[arg(long, default_value_t = 3.0)]
-    warmup_secs: f64,
-    /// Shortfall allowed: a rate is kept up with (1 − tolerance) of it committed.
-    #[arg(long, default_value_t = SearchConfig::default().tolerance)]
-    tolerance: f64,
-    /// Most steps.
-    #[arg(long, default_value_t = SearchConfig::default().max_steps)]
-    max_steps: usize,
-    /// Stop once (first rate behind) / (last rate kept up) ≤ 1 + resolution.
-    #[arg(long, default_value_t = SearchConfig::default().resolution)]
-    resolution: f64,
-    /// Schedule lag p99 (ms) above which the agent missed its schedule.
-    #[arg(long, default_value_t = SearchConfig::default().lag_limit_ms)]
-    lag_limit_ms: f64,
+    #[command(flatten)]
+    search: SearchArgs,
     /// CometBFT RPC endpoint (nanosecond header times, mempool, valid/invalid);
     /// by default asked of the node, else web3 timestamps are used.
     #[arg(long, value_name = "URL")]
@@ -79,31 +57,11 @@ pub struct SaturateArgs {
     quiet: bool,
 }
 
-fn seconds(name: &str, v: f64) -> Result<Duration> {
-    if !(v >= 0.0 && v.is_finite()) {
-        bail!("{name} must be a number of seconds ≥ 0, got {v}");
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 impl SaturateArgs {
-    fn search(&self) -> SearchConfig {
-        SearchConfig {
-            start_tps: self.start,
-            max_tps: self.max,
-            step_secs: self.step_secs,
-            tolerance: self.tolerance,
-            max_steps: self.max_steps,
-            resolution: self.resolution,
-            lag_limit_ms: self.lag_limit_ms,
-            ..SearchConfig::default()
-        }
-    }
-
     fn probe(&self) -> Result<EvmProbeConfig> {
         let keys = load_senders(&self.keys, self.senders)?;
         let mut cfg = EvmProbeConfig::new(self.network.urls.clone(), keys);
-        cfg.warmup = seconds("--warmup-secs", self.warmup_secs)?;
+        cfg.warmup = self.search.warmup()?;
         cfg.comet_rpc = self.comet_rpc.clone();
         cfg.node_pids = self.node_pids.clone();
         cfg.max_parallelism = self.max_parallelism;
@@ -116,7 +74,7 @@ impl SaturateArgs {
 
 /// Runs `feth saturate`.
 pub async fn run(args: SaturateArgs) -> Result<()> {
-    let search = args.search();
+    let search = args.search.search_config();
     search.validate()?;
     let mut probe = EvmProbe::connect(args.probe()?).await?;
     let json = args.json;
@@ -196,8 +154,8 @@ fn step_line(index: usize, m: &StepMeasure, v: &Verdict) -> String {
 
 fn print_outcome(out: &mut dyn Write, r: &SearchReport) -> std::io::Result<()> {
     let clock = match r.clock {
-        crate::saturate::Clock::CometbftHeaders => "CometBFT header times",
-        crate::saturate::Clock::Web3Timestamps => "web3 block timestamps (whole seconds)",
+        Clock::CometbftHeaders => "CometBFT header times",
+        Clock::Web3Timestamps => "web3 block timestamps (whole seconds)",
     };
     match &r.outcome {
         Outcome::KneeFound {
@@ -240,6 +198,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+    use crate::saturate::SearchConfig;
 
     #[derive(Parser)]
     struct Saturate {
@@ -255,7 +214,7 @@ mod tests {
 
     #[test]
     fn flags_reach_the_search_and_defaults_are_the_library_s() {
-        assert_eq!(parse(&[]).search(), SearchConfig::default());
+        assert_eq!(parse(&[]).search.search_config(), SearchConfig::default());
         let s = parse(&[
             "--start",
             "400",
@@ -266,7 +225,8 @@ mod tests {
             "--tolerance",
             "0.1",
         ])
-        .search();
+        .search
+        .search_config();
         assert_eq!(
             (s.start_tps, s.max_tps, s.step_secs, s.tolerance),
             (400.0, 1e6, 4.0, 0.1)

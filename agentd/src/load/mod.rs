@@ -375,7 +375,7 @@ fn environment(started_unix: f64, cpus: usize) -> Environment {
     }
 }
 
-/// A load under way (see [`start`]).
+/// A load under way (see [`start`]); dropping it stops sending.
 pub struct Running {
     engine: Arc<Engine>,
     scanner: Scanner,
@@ -464,13 +464,13 @@ impl Running {
     /// Waits until sending ends (plan over, or stopped) and every accepted
     /// transaction is in a block (bounded by the settings' `wait`), then
     /// accounts for the run.
-    pub async fn finish(self) -> Result<LoadReport> {
-        let sent = self.sending.await.context("the sending task panicked")?;
+    pub async fn finish(mut self) -> Result<LoadReport> {
+        let sent = (&mut self.sending)
+            .await
+            .context("the sending task panicked")?;
         wait_for_inclusion(&self.engine, &self.scanner, &self.pb, self.wait).await;
         let _ = self.stop_scan.send(true);
-        let _ = self.scan_task.await;
-        self.ticker.abort();
-        self.interrupt.abort();
+        let _ = (&mut self.scan_task).await;
         self.pb.finish_and_clear();
 
         let engine = &self.engine;
@@ -481,7 +481,7 @@ impl Running {
         let open_loop = engine.schedule() != RateSchedule::Closed;
         let c = &engine.counters;
         Ok(LoadReport {
-            config: self.config,
+            config: self.config.clone(),
             environment: environment(self.started_unix, self.cpus),
             send_rate: totals.signed as f64 / sent.seconds.max(1e-9),
             send_seconds: sent.seconds,
@@ -497,6 +497,17 @@ impl Running {
             resyncs: c.resyncs.load(Ordering::Relaxed),
             series,
         })
+    }
+}
+
+impl Drop for Running {
+    /// A load dropped unfinished stops sending; its helper tasks end.
+    fn drop(&mut self) {
+        self.engine.stop();
+        self.ticker.abort();
+        self.interrupt.abort();
+        self.scan_task.abort();
+        self.pb.finish_and_clear();
     }
 }
 

@@ -215,8 +215,9 @@ pub struct ScheduleLag {
     pub own: Latency,
 }
 
-/// Schedule lag of the transactions intended in `from..to` (seconds since
-/// the run began): the agent keeping (or not) to an open-loop schedule.
+/// Schedule lag of the transactions first sent in `from..to` (seconds since
+/// the run began): the agent keeping (or not) to an open-loop schedule. (An
+/// agent far behind sends in a window what was due before it.)
 pub fn schedule_lag(ledger: &[TxEntry], from: f64, to: f64) -> ScheduleLag {
     let mut answered: HashMap<u32, f64> = HashMap::new();
     let (mut total, mut own) = (Vec::new(), Vec::new());
@@ -225,7 +226,7 @@ pub fn schedule_lag(ledger: &[TxEntry], from: f64, to: f64) -> ScheduleLag {
         let free = answered
             .insert(e.account, e.accepted_at.unwrap_or(e.first_sent))
             .unwrap_or(0.0);
-        if (from..to).contains(&e.intended) {
+        if (from..to).contains(&e.first_sent) {
             total.push(((e.first_sent - e.intended) * 1000.0).max(0.0));
             own.push(((e.first_sent - e.intended.max(free)) * 1000.0).max(0.0));
         }
@@ -334,7 +335,7 @@ mod tests {
         // first (sent at 1.02 s) was answered at 3.035 s: 5 of its 40 ms are
         // the agent's own.
         ledger[1].accepted_at = Some(3.035);
-        // Intended at 1, 2 and 3 s, sent 20, 30 and 40 ms late; the one at 0 s is out.
+        // Sent 20, 30 and 40 ms late at 1.02, 2.03 and 3.04 s; the one at 0.01 s is out.
         let lag = schedule_lag(&ledger, 1.0, 4.0);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(

@@ -7,7 +7,9 @@
 //! observed `seconds` later; sending stops there, so the committed rate
 //! comes from the window's blocks only, never from the drain that follows.
 //! Sent transactions, schedule lag, the agent's CPU, busy request slots and
-//! back-offs are taken over the same stretch of wall time.
+//! back-offs are taken over the same stretch of wall time (the lag of the
+//! transactions sent in it: those still queued when sending stops are
+//! dropped unsent, and a shortfall shows in the sent rate).
 //!
 //! - Clock: CometBFT header times (ns) when its RPC is known, given or named
 //!   by the node (abcid answers `abcid_cometbftRpc`); otherwise web3 block
@@ -113,15 +115,6 @@ struct Mark {
     cpu: Duration,
     node_cpu: Option<Duration>,
     mempool: Option<u64>,
-}
-
-/// Stops a load when dropped: a cancelled step leaves nothing sending.
-struct StopOnDrop(Arc<Engine>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.stop();
-    }
 }
 
 impl EvmProbe {
@@ -270,11 +263,11 @@ impl EvmProbe {
     }
 
     async fn run_step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
+        // A cancelled step drops the load, which stops it.
         let running = load::start(self.settings(rate), self.cfg.keys.clone()).await?;
         let engine = running.engine().clone();
-        let stop = StopOnDrop(engine.clone());
         let marks = self.window_marks(&engine, seconds).await;
-        drop(stop);
+        engine.stop();
         let report = running.finish().await?;
         let (open, close) = marks?;
         ensure!(

@@ -39,7 +39,8 @@ pub struct StepMeasure {
     pub mempool_start: Option<u64>,
     /// Transactions waiting in the node's mempool when the window closed, if the node says.
     pub mempool_end: Option<u64>,
-    /// Median of (first send − intended send time) over the window's transactions, ms.
+    /// Median of (first send − intended send time) over the transactions
+    /// first sent in the window, ms.
     pub schedule_lag_p50_ms: f64,
     /// 99th percentile of the schedule lag, ms.
     pub schedule_lag_p99_ms: f64,

@@ -8,24 +8,26 @@
 //!
 //! Every step gets a [`Verdict`] ([`judge`]), in this order:
 //!
-//! 1. **Chain behind**, on evidence the agent cannot cause: the chain
-//!    committed under `(1 − tolerance)` of what was *sent*; its mempool grew
-//!    over the window by more than `tolerance × offered × step_secs` plus one
-//!    p95 block interval of arrivals (a reading falls anywhere in the block
-//!    cycle); its blocks were unsteady (p95 interval over twice the median
-//!    and 250 ms above it: a growing backlog makes blocks big and slow;
-//!    judged on CometBFT header times only, as whole-second web3 timestamps
-//!    cannot time sub-second blocks); or it turned submissions away as busy
-//!    (mempool full).
+//! 1. **Chain behind**, on evidence the agent cannot cause: its backlog (the
+//!    mempool; where the node does not say, what was sent less what was
+//!    committed) grew over the window by more than
+//!    `tolerance × offered × step_secs` plus one p95 block interval of
+//!    arrivals (a reading falls anywhere in the block cycle, and what is sent
+//!    at the window's end lands in the next block); its blocks were unsteady
+//!    (p95 interval over twice the median and 250 ms above it: a growing
+//!    backlog makes blocks big and slow; judged on CometBFT header times
+//!    only, as whole-second web3 timestamps cannot time sub-second blocks);
+//!    or it turned submissions away as busy (mempool full).
 //! 2. The agent did not keep to the schedule: it sent under
 //!    `(1 − tolerance)` of the offered rate, or its schedule lag p99 was over
 //!    `lag_limit_ms`. With every request slot waiting on the node for at
 //!    least `busy_slots` of the window, the node set that pace: **chain
-//!    behind**. With slots free, the lag's own part (not spent waiting for
-//!    the answer to the sender's previous transaction) tells: over
-//!    `lag_limit_ms`, the agent itself fell short, **agent behind**, and the
-//!    step says nothing about the chain; under it, the senders were waiting
-//!    on the node's answers: **chain behind** (each sender has one
+//!    behind**. With slots free, the agent's own part of the lag (the time a
+//!    due transaction whose sender was free took to reach the wire) tells:
+//!    its p99 over `agent_lag_limit_ms` means the agent itself was short of
+//!    CPU, **agent behind**, and the step says nothing about the chain;
+//!    under it, the lag was spent waiting for the node to answer each
+//!    sender's previous transaction: **chain behind** (a sender has one
 //!    transaction in flight, so more senders go further when the node's
 //!    answers are slow).
 //! 3. **Chain behind** when it committed under `(1 − tolerance)` of the
@@ -64,6 +66,9 @@ pub struct SearchConfig {
     pub resolution: f64,
     /// Schedule lag p99 above which the agent did not keep to its schedule, ms.
     pub lag_limit_ms: f64,
+    /// p99 of the agent's own part of the lag above which the agent, not the
+    /// node, made it miss its schedule, ms.
+    pub agent_lag_limit_ms: f64,
     /// Share of the window (0–1) with every request slot waiting on the node
     /// from which a shortfall of the agent is the node's doing.
     pub busy_slots: f64,
@@ -72,7 +77,8 @@ pub struct SearchConfig {
 impl Default for SearchConfig {
     /// 200 tx/s up to 50,000, 10 s steps, 5 % tolerance, 20 steps, 10 %
     /// resolution, 500 ms lag limit (a lag under one block interval changes
-    /// no block), slots busy 90 % of the window.
+    /// no block), 100 ms for the agent's own part (putting a transaction on
+    /// the wire takes it a few ms), slots busy 90 % of the window.
     fn default() -> Self {
         Self {
             start_tps: 200.0,
@@ -82,6 +88,7 @@ impl Default for SearchConfig {
             max_steps: 20,
             resolution: 0.1,
             lag_limit_ms: 500.0,
+            agent_lag_limit_ms: 100.0,
             busy_slots: 0.9,
         }
     }
@@ -122,6 +129,11 @@ impl SearchConfig {
             positive(self.lag_limit_ms),
             "the lag limit must be a positive number of ms, got {}",
             self.lag_limit_ms
+        );
+        ensure!(
+            positive(self.agent_lag_limit_ms),
+            "the agent's own lag limit must be a positive number of ms, got {}",
+            self.agent_lag_limit_ms
         );
         ensure!(
             self.busy_slots > 0.0 && self.busy_slots <= 1.0,
@@ -246,23 +258,23 @@ pub fn judge(m: &StepMeasure, c: &SearchConfig) -> Verdict {
 
 /// Evidence that the chain fell behind whatever the agent did.
 fn chain_evidence(m: &StepMeasure, c: &SearchConfig) -> Option<String> {
-    let keep = 1.0 - c.tolerance;
-    if m.committed_tps < keep * m.sent_tps {
-        return Some(format!(
-            "committed {:.1} tx/s, under {:.0} % of the {:.1} tx/s sent",
-            m.committed_tps,
-            keep * 100.0,
-            m.sent_tps
-        ));
-    }
-    if let (Some(start), Some(end)) = (m.mempool_start, m.mempool_end) {
-        let bound = c.tolerance * m.offered_tps * c.step_secs
-            + m.offered_tps * m.block_time_p95_ms / 1000.0;
-        if end as f64 - start as f64 > bound {
-            return Some(format!(
-                "the mempool grew from {start} to {end} transactions, more than {bound:.0}"
-            ));
+    let allowed =
+        c.tolerance * m.offered_tps * c.step_secs + m.offered_tps * m.block_time_p95_ms / 1000.0;
+    let (grown, what) = match (m.mempool_start, m.mempool_end) {
+        (Some(start), Some(end)) => (
+            end as f64 - start as f64,
+            format!("the mempool grew from {start} to {end} transactions"),
+        ),
+        _ => {
+            let grown = (m.sent_tps - m.committed_tps) * c.step_secs;
+            (
+                grown,
+                format!("{grown:.0} more transactions were sent than committed"),
+            )
         }
+    };
+    if grown > allowed {
+        return Some(format!("{what}, more than the {allowed:.0} allowed"));
     }
     let (p50, p95) = (m.block_time_p50_ms, m.block_time_p95_ms);
     if m.clock == Clock::CometbftHeaders
@@ -290,10 +302,11 @@ fn whose_lag(m: &StepMeasure, c: &SearchConfig, short: &str) -> Verdict {
                 "{short}: every request slot waited on the node {busy:.0} % of the window"
             ),
         }
-    } else if own > c.lag_limit_ms {
+    } else if own > c.agent_lag_limit_ms {
         Verdict::AgentBehind {
             why: format!(
-                "{short}; the agent's own lag p99 {own:.0} ms, with every request slot busy only {busy:.0} % of the window and no back-off: the agent, not the chain, fell short"
+                "{short}; the agent's own lag p99 {own:.0} ms is over {:.0} ms, with every request slot busy only {busy:.0} % of the window and no back-off: the agent, not the chain, fell short",
+                c.agent_lag_limit_ms
             ),
         }
     } else {

@@ -6,6 +6,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use feth::blocks;
 use feth::saturate::{
     find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
     Verdict,
@@ -100,6 +101,14 @@ async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
         assert_eq!(m.invalid, Some(0), "{m:?}");
         assert_eq!(m.valid, txs_in(&rpc, m.first_height, m.last_height).await);
     }
+    // The web3 clock reads the same blocks, in whole seconds.
+    let (m, _) = &r.steps[0];
+    let web3 = blocks::web3_window(&net.client(), m.first_height, m.last_height)
+        .await
+        .unwrap();
+    assert_eq!(web3.txs, m.valid);
+    assert_eq!((web3.valid, web3.invalid), (None, None));
+    assert!(web3.times_ns.iter().all(|t| t % 1_000_000_000 == 0));
     // Each step drained the chain before the next; the last one too.
     assert_eq!(rpc.mempool().await.unwrap().txs, 0);
 }
@@ -143,11 +152,11 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
     let net = devnet().await;
     let (_keys, dir) = funded(&net, 50, 42).await;
     // The chain keeps CPU 0; the agent shares CPU 1, at the lowest
-    // priority, with a busy loop: it gets about 1.5 % of a CPU.
+    // priority, with three busy loops: it gets about 0.5 % of a CPU.
     let state = &net.devnet.state;
     pin(state.abcid_pid.unwrap(), 0);
     pin(state.cometbft_pid.unwrap(), 0);
-    let _hog = Hog::on_cpu(1);
+    let _hogs: Vec<Hog> = (0..3).map(|_| Hog::on_cpu(1)).collect();
     let run = tokio::process::Command::new("taskset")
         .args([
             "-c",
@@ -186,8 +195,9 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
     assert!(matches!(v, Verdict::AgentBehind { .. }), "{v:?}");
     assert!(m.sent_tps < 0.9 * m.offered_tps, "{m:?}");
     assert!(m.schedule_lag_p99_ms > 1_000.0, "{m:?}");
+    assert!(m.agent_lag_p99_ms > r.config.agent_lag_limit_ms, "{m:?}");
     assert!(
-        m.agent_lag_p99_ms > r.config.lag_limit_ms && m.slots_busy < 0.5,
+        m.slots_busy < r.config.busy_slots && m.backoffs == 0,
         "{m:?}"
     );
     assert_eq!(r.clock, Clock::CometbftHeaders);

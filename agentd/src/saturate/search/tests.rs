@@ -274,6 +274,18 @@ fn a_growing_mempool_or_unsteady_blocks_are_the_chain_falling_behind() {
         judge(&grown(1_021), &c),
         Verdict::ChainBehind { .. }
     ));
+    // Without a mempool reading, the backlog is what was sent less what was committed.
+    let unseen = StepMeasure {
+        mempool_start: None,
+        mempool_end: None,
+        committed_tps: 880.0,
+        ..steady(1_000.0)
+    };
+    let v = judge(&unseen, &c);
+    assert!(
+        matches!(&v, Verdict::ChainBehind { why } if why.contains("1200 more transactions were sent than committed")),
+        "{v:?}"
+    );
     let unsteady = StepMeasure {
         block_time_p95_ms: 1_100.0,
         ..steady(1_000.0)

@@ -226,7 +226,8 @@ fn unreadable_reports_and_missing_arguments_are_clear_errors() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("needs --baseline OLD.json --candidate NEW.json"),
+        stderr.contains("say what to compare: --ladder SPEC")
+            && stderr.contains("gate two reports with --baseline/--candidate"),
         "{stderr}"
     );
 }

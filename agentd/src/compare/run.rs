@@ -23,7 +23,7 @@ use crate::devnet::{self, Devnet};
 use crate::eth::EthClient;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
 use crate::saturate::{
-    find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent,
+    find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, Verdict,
 };
 
 /// Seconds of load under the profiled blocks.
@@ -235,7 +235,8 @@ fn probe_config(net: &Devnet, keys: KeySet, warmup: Duration) -> EvmProbeConfig 
     }
 }
 
-/// The knee found (`None` with a fixed rate) and the rate to measure at.
+/// The knee found (`None` with a fixed rate, or when the search found none)
+/// and the rate to measure at.
 async fn rate_of(
     cfg: &CompareConfig,
     probe: &mut impl Probe,
@@ -253,31 +254,30 @@ async fn rate_of(
         }
     })
     .await?;
-    let rate = match search.outcome {
-        Outcome::KneeFound { knee_tps, .. } => knee_tps,
-        // No rate fell behind: the highest one kept up is a lower bound.
-        Outcome::MaxReached { max_tps: kept, .. }
-        | Outcome::StepsExhausted {
-            kept_up_tps: kept, ..
-        } => {
+    let kept_up = search
+        .steps
+        .iter()
+        .filter(|(_, v)| *v == Verdict::KeepsUp)
+        .map(|(m, _)| m.offered_tps)
+        .reduce(f64::max);
+    match (&search.outcome, kept_up) {
+        (Outcome::KneeFound { knee_tps, .. }, _) => Ok((Some(*knee_tps), *knee_tps)),
+        (Outcome::NoRateKeptUp, _) | (_, None) => anyhow::bail!(
+            "no rate was kept up ({:?}): lower --start, or use --rate",
+            search.outcome
+        ),
+        // No knee: the highest rate kept up is a lower bound, measured as
+        // such; the run records no knee.
+        (outcome, Some(kept)) => {
             warn(
                 bar,
                 &format!(
-                    "no knee found ({:?}); measuring at the highest rate kept up, {kept:.0} tx/s",
-                    search.outcome
+                    "no knee found ({outcome:?}); measuring at the highest rate kept up, {kept:.0} tx/s (a lower bound)"
                 ),
             );
-            kept
+            Ok((None, kept))
         }
-        Outcome::AgentLimited { at_tps, why } => {
-            anyhow::bail!("the agent could not offer {at_tps:.0} tx/s ({why}): no knee to measure at; give the agent more CPU or senders, or use --rate")
-        }
-        Outcome::NoRateKeptUp => anyhow::bail!(
-            "the chain fell behind even at {} tx/s: lower --start",
-            cfg.search.start_tps
-        ),
-    };
-    Ok((Some(rate), rate))
+    }
 }
 
 fn warn(bar: &ProgressBar, line: &str) {

@@ -67,9 +67,13 @@ fn a_two_step_ladder_runs_interleaved_and_writes_its_table() {
     );
     for r in runs {
         let m = &r["measure"];
-        let knee = r["knee_tps"].as_f64().expect("every run searched its knee");
-        assert!(knee >= 150.0, "{r}");
-        assert_eq!(m["offered_tps"].as_f64().unwrap(), knee);
+        // Two search steps (150, then 300 tx/s): a knee when 300 fell
+        // behind, else the highest rate kept up, measured as a lower bound.
+        let offered = m["offered_tps"].as_f64().unwrap();
+        assert!(offered >= 150.0, "{r}");
+        if let Some(knee) = r["knee_tps"].as_f64() {
+            assert_eq!(offered, knee);
+        }
         assert!(m["committed_tps"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(m["clock"], "cometbft_headers");
         assert!(r["etl"]["blocks"].as_u64().unwrap() >= 2, "{r}");

@@ -24,6 +24,7 @@ pub mod keys;
 pub mod kvstore;
 pub mod load;
 pub mod procstat;
+pub mod progress;
 pub mod saturate;
 pub mod sign;
 pub mod sink;

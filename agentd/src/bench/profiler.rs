@@ -21,7 +21,6 @@
 //! The load sends value transfers between the funded accounts, so the state stays the same
 //! size over the run.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::U256;
@@ -37,11 +36,12 @@ use tokio::task::JoinHandle;
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::blocks::{comet_window, next_block};
-use crate::devnet::Devnet;
+use crate::devnet::{self, Devnet};
 use crate::load::engine::{LoadPlan, Recipients};
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadReport, LoadSettings};
 use crate::procstat;
+use crate::progress;
 
 /// Load before the first measured window, after each (re)start: the mempool fills and
 /// blocks reach a steady size.
@@ -208,16 +208,8 @@ pub struct ProfilerBench {
 /// temporary folder on tmpfs when there is one), funds `plan.accounts` senders, then runs
 /// both comparisons (see the module docs).
 pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
-    // On tmpfs when there is one: CometBFT and abcid both fsync every block, and a virtual
-    // disk's fsync latency varies far more than the profiler's cost; this compares CPU work.
-    let shm = Path::new("/dev/shm");
-    let on_tmpfs = shm.is_dir();
-    let dir = if on_tmpfs {
-        tempfile::tempdir_in(shm)
-    } else {
-        tempfile::tempdir()
-    }
-    .context("cannot create a temporary devnet folder")?;
+    // On tmpfs when there is one: this compares CPU work, not fsync latency.
+    let (dir, on_tmpfs) = devnet::scratch_dir()?;
     let mut net = Devnet::start_private(dir.path(), |o| {
         o.timeout_commit = plan.timeout_commit.clone();
     })
@@ -359,12 +351,7 @@ fn report(bar: &ProgressBar, node: &str, w: &Window) {
         w.first_height + 1,
         w.last_height
     );
-    // A hidden bar (no terminal) prints nothing: the log still gets every window.
-    if bar.is_hidden() {
-        eprintln!("{line}");
-    } else {
-        bar.println(line);
-    }
+    progress::println(bar, line);
 }
 
 /// Closed-loop transfers between the funded accounts until told to stop.

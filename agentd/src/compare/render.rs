@@ -243,21 +243,8 @@ fn clock_words(clock: Clock) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::{markdown, table};
-    use crate::compare::report::{CompareReport, Kind};
-    use crate::compare::testing::report;
-
-    fn ladder() -> CompareReport {
-        report(
-            Kind::Patches,
-            &[
-                ("none", &[100.0, 110.0, 90.0]),
-                ("+parallel", &[150.0, 165.0, 135.0]),
-                ("+rwlock", &[150.0, 160.0, 140.0]),
-                ("all", &[120.0, 132.0, 108.0]),
-            ],
-            Some(1000.0),
-        )
-    }
+    use crate::compare::report::Kind;
+    use crate::compare::testing::{ladder, report};
 
     /// The char column where `needle` starts in `line`.
     fn column(line: &str, needle: &str) -> usize {

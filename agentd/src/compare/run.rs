@@ -22,6 +22,7 @@ use crate::accounts::KeySet;
 use crate::devnet::{self, Devnet};
 use crate::eth::EthClient;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
+use crate::progress;
 use crate::saturate::{
     find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, Verdict,
 };
@@ -68,7 +69,7 @@ pub struct CompareConfig {
 /// Runs the comparison.
 pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let started = Instant::now();
-    let work = work_dir()?;
+    let (work, _) = devnet::scratch_dir()?;
     let out = cfg.out.join(format!("compare-{}", unix_seconds()));
     let order = interleaved(cfg.steps.len(), cfg.settings.repeat);
     let bar = progress_bar(cfg.progress, order.len() + usize::from(cfg.reference));
@@ -111,19 +112,6 @@ fn unix_seconds() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-/// Runs live on tmpfs when there is one: CometBFT and abcid fsync every
-/// block, and a virtual disk's fsync latency varies more than most patches
-/// gain.
-fn work_dir() -> Result<tempfile::TempDir> {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm)
-    } else {
-        tempfile::tempdir()
-    }
-    .context("cannot create a temporary folder for the devnets")
 }
 
 /// One run of one step on a fresh devnet.
@@ -281,11 +269,7 @@ async fn rate_of(
 }
 
 fn warn(bar: &ProgressBar, line: &str) {
-    if bar.is_hidden() {
-        eprintln!("warning: {line}");
-    } else {
-        bar.println(format!("warning: {line}"));
-    }
+    progress::println(bar, format!("warning: {line}"));
 }
 
 /// CometBFT's kvstore at its own knee, measured as long as every step.
@@ -361,9 +345,5 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
         m.node_cpu_us_per_tx
             .map_or_else(|| "?".to_string(), |c| format!("{c:.0}")),
     );
-    if bar.is_hidden() {
-        eprintln!("{line}");
-    } else {
-        bar.println(line);
-    }
+    progress::println(bar, line);
 }

@@ -149,22 +149,13 @@ fn summarise_step(
 #[cfg(test)]
 mod tests {
     use super::summarise;
-    use crate::compare::report::{Change, Kind};
-    use crate::compare::testing::{report, run};
+    use crate::compare::report::Change;
+    use crate::compare::testing::{ladder, run};
     use crate::saturate::Clock;
 
     #[test]
     fn steps_are_summarised_with_ratios_paired_within_a_round() {
-        let r = report(
-            Kind::Patches,
-            &[
-                ("none", &[100.0, 110.0, 90.0]),
-                ("+parallel", &[150.0, 165.0, 135.0]),
-                ("+rwlock", &[150.0, 160.0, 140.0]),
-                ("all", &[120.0, 132.0, 108.0]),
-            ],
-            Some(1000.0),
-        );
+        let r = ladder();
         let s = &r.steps;
         assert_eq!(s.len(), 4);
         assert_eq!((s[0].step.as_str(), s[0].change), ("none", Change::First));

@@ -102,3 +102,17 @@ pub fn report(kind: Kind, steps: &[(&str, &[f64])], reference_tps: Option<f64>) 
     )
     .unwrap()
 }
+
+/// A four-step patch ladder over three rounds, with a kvstore reference at 1000 tx/s.
+pub fn ladder() -> CompareReport {
+    report(
+        Kind::Patches,
+        &[
+            ("none", &[100.0, 110.0, 90.0]),
+            ("+parallel", &[150.0, 165.0, 135.0]),
+            ("+rwlock", &[150.0, 160.0, 140.0]),
+            ("all", &[120.0, 132.0, 108.0]),
+        ],
+        Some(1000.0),
+    )
+}

@@ -191,6 +191,22 @@ impl DevnetOptions {
     }
 }
 
+/// A temporary folder for devnets measured by a benchmark or a comparison:
+/// on tmpfs (`/dev/shm`) when there is one, since CometBFT and abcid fsync
+/// every block and a virtual disk's fsync latency varies more than most
+/// changes measured. Returns the folder and whether it is on tmpfs.
+pub fn scratch_dir() -> Result<(tempfile::TempDir, bool)> {
+    let shm = Path::new("/dev/shm");
+    let on_tmpfs = shm.is_dir();
+    let dir = if on_tmpfs {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .context("cannot create a temporary devnet folder")?;
+    Ok((dir, on_tmpfs))
+}
+
 /// Five distinct free ports on 127.0.0.1 (for [`DevnetOptions::private`]).
 pub fn free_ports() -> Result<[u16; 5]> {
     let listeners = (0..5)

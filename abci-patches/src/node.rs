@@ -29,6 +29,20 @@ use crate::store::{
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 
+/// How many events the feed holds for its slowest reader; a reader further
+/// behind misses events and is told so ([`tokio::sync::broadcast`]'s
+/// `Lagged`), so no reader ever holds the node back.
+pub const EVENT_BUFFER: usize = 4096;
+
+/// What the node announces to web3 subscribers and filters.
+#[derive(Debug, Clone)]
+pub enum NodeEvent {
+    /// A block was committed and is now the head.
+    Block(Arc<BlockRecord>),
+    /// A new transaction was admitted by CheckTx (not a recheck).
+    PendingTx(B256),
+}
+
 /// Why the node could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
@@ -80,6 +94,8 @@ pub struct Node {
     check: Mutex<CheckState>,
     /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
     senders: Option<Arc<SenderCache>>,
+    /// Committed blocks and admitted transactions, as they happen.
+    events: tokio::sync::broadcast::Sender<NodeEvent>,
 }
 
 /// A read-only call (eth_call / eth_estimateGas).
@@ -142,7 +158,14 @@ impl Node {
             senders: patches
                 .has(Patch::SenderCache)
                 .then(|| Arc::new(SenderCache::default())),
+            events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
         })
+    }
+
+    /// A feed of what happens from now on: committed blocks and admitted
+    /// transactions. Sending never waits for a reader.
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<NodeEvent> {
+        self.events.subscribe()
     }
 
     /// The patches in force.
@@ -321,6 +344,10 @@ impl Node {
         if lite_recheck {
             check.record(admitted, committed);
         }
+        if kind == CheckKind::New {
+            // No receiver is not an error: nobody is listening.
+            let _ = self.events.send(NodeEvent::PendingTx(verified.hash));
+        }
         Ok(Ok(admitted))
     }
 
@@ -389,10 +416,14 @@ impl Node {
             time_nanos: record.timestamp_nanos,
             app_hash: record.app_hash,
         };
-        let mut chain = self.chain.write().map_err(|_| NodeError::Poisoned)?;
-        if let Some(chain) = chain.as_mut() {
-            chain.head = record;
+        {
+            let mut chain = self.chain.write().map_err(|_| NodeError::Poisoned)?;
+            if let Some(chain) = chain.as_mut() {
+                chain.head = record.clone();
+            }
         }
+        // No receiver is not an error: nobody is listening.
+        let _ = self.events.send(NodeEvent::Block(Arc::new(record)));
         Ok(line)
     }
 

@@ -7,6 +7,7 @@
 mod comet;
 mod convert;
 mod eth;
+pub mod logs;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

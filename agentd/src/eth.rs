@@ -53,6 +53,9 @@ pub struct BlockSummary {
     /// Gas used.
     #[serde(rename = "gasUsed")]
     pub gas_used: U64,
+    /// Block gas limit.
+    #[serde(rename = "gasLimit", default)]
+    pub gas_limit: Option<U64>,
     /// Base fee, when the chain has EIP-1559.
     #[serde(rename = "baseFeePerGas", default)]
     pub base_fee_per_gas: Option<U256>,
@@ -99,6 +102,7 @@ impl<T> Reply<T> {
 
 const SEND_RAW: &str = "eth_sendRawTransaction";
 const NONCE: &str = "eth_getTransactionCount";
+const BALANCE: &str = "eth_getBalance";
 
 /// Appends `n` in decimal.
 fn push_u64(body: &mut Vec<u8>, mut n: u64) {
@@ -145,7 +149,12 @@ fn push_send_call(body: &mut Vec<u8>, id: u64, raw: &[u8]) {
 
 /// Appends one `eth_getTransactionCount` request object to `body`.
 fn push_nonce_call(body: &mut Vec<u8>, id: u64, address: Address, pending: bool) {
-    push_call_head(body, id, NONCE);
+    push_address_call(body, id, NONCE, address, pending);
+}
+
+/// Appends one request object of `method(address, "pending"|"latest")`.
+fn push_address_call(body: &mut Vec<u8>, id: u64, method: &str, address: Address, pending: bool) {
+    push_call_head(body, id, method);
     push_hex(body, address.as_slice());
     body.extend_from_slice(if pending {
         br#","pending"]}"#.as_slice()
@@ -389,6 +398,29 @@ impl EthClient {
         let mut out = Vec::with_capacity(addresses.len());
         for address in addresses {
             out.push(self.nonce(address.to_owned(), pending).await);
+        }
+        out
+    }
+
+    /// `eth_getBalance` at `latest` of several addresses in one JSON-RPC
+    /// batch; one result per address, in order. A node that refuses batches
+    /// is asked one address at a time.
+    pub async fn balances(&self, addresses: &[Address]) -> Vec<Result<U256, RpcError>> {
+        if addresses.len() != 1 {
+            let first_id = self
+                .next_id
+                .fetch_add(addresses.len() as u64, Ordering::Relaxed);
+            let body = batch_body(first_id, addresses.len(), 120, |body, id, i| {
+                push_address_call(body, id, BALANCE, addresses[i], false);
+            });
+            let batch = self.typed_batch::<U256>(BALANCE, body, first_id, addresses.len());
+            if let Some(results) = batch.await {
+                return results;
+            }
+        }
+        let mut out = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            out.push(self.balance(address.to_owned()).await);
         }
         out
     }

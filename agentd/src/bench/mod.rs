@@ -2,13 +2,16 @@
 //!
 //! - [`agent`]: how fast the agent prepares and submits signed transfers, against the raw
 //!   libsecp256k1 signing rate measured in the same run.
+//! - [`fund`]: how many fresh accounts per second `feth fund` pays on a devnet.
 //! - [`profiler`]: what abcid's embedded block profiler costs a saturated node, in
 //!   committed TPS.
 
 pub mod agent;
+pub mod fund;
 pub mod profiler;
 pub mod stats;
 
 pub use agent::{agent, raw_sign_rate, rss_bytes, AgentBench};
+pub use fund::{fund, FundBench, FundBenchPlan};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
 pub use stats::RatioEstimate;

@@ -1,4 +1,5 @@
-//! `feth bench agent` (and the sink it runs against) and `feth bench profiler`.
+//! `feth bench agent` (and the sink it runs against), `feth bench fund` and
+//! `feth bench profiler`.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -9,8 +10,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
 use super::args::emit;
-use crate::bench;
+use super::fund::Via;
 use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::{bench, fund};
 
 /// `feth bench …`
 #[derive(Debug, Args)]
@@ -27,6 +29,8 @@ enum What {
     /// armed against disarmed on one live node (switched by RPC, ABBA pairs of windows),
     /// then disarmed against `abcid --no-profiler` (restarted rounds, ABBA).
     Profiler(ProfilerBenchArgs),
+    /// How fast `feth fund` pays many fresh accounts, on a devnet of its own.
+    Fund(FundBenchArgs),
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
@@ -54,6 +58,38 @@ struct AgentBenchArgs {
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
+}
+
+/// `feth bench fund`.
+#[derive(Debug, Args)]
+struct FundBenchArgs {
+    /// Accounts to fund.
+    #[arg(long, default_value_t = 100_000)]
+    count: usize,
+    /// How the root pays.
+    #[arg(long, value_enum, default_value_t = Via::Auto)]
+    via: Via,
+    /// Most accounts per batch transaction.
+    #[arg(long, default_value_t = fund::DEFAULT_BATCH_SIZE)]
+    batch_size: usize,
+    /// The devnet's CometBFT `timeout_commit`.
+    #[arg(long, default_value = "500ms")]
+    timeout_commit: String,
+    /// Print the figures as JSON on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+impl FundBenchArgs {
+    /// The benchmark's plain plan.
+    fn plan(self) -> bench::FundBenchPlan {
+        bench::FundBenchPlan {
+            count: self.count.max(1),
+            via: self.via.into(),
+            batch_size: self.batch_size.max(1),
+            timeout_commit: self.timeout_commit,
+        }
+    }
 }
 
 /// `feth bench profiler`.
@@ -118,6 +154,11 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
             emit(json, &r, |out| print_profiler_bench(out, &r))
+        }
+        What::Fund(args) => {
+            let json = args.json;
+            let r = bench::fund(args.plan()).await?;
+            emit(json, &r, |out| print_fund_bench(out, &r))
         }
         What::Agent(args) => {
             let (url, _sink) = start_sink().await?;
@@ -266,4 +307,24 @@ fn verdict_at_least(r: &bench::RatioEstimate, floor: f64) -> &'static str {
     } else {
         "NOT met"
     }
+}
+
+fn print_fund_bench(out: &mut dyn Write, r: &bench::FundBench) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "funded       {} fresh accounts via {} in {:.1} s: {:.0} accounts/s",
+        r.accounts, r.via, r.seconds, r.accounts_per_second
+    )?;
+    writeln!(
+        out,
+        "chain        {} root transaction(s) in {} blocks, {:.0} gas per account",
+        r.root_txs, r.blocks, r.gas_per_account
+    )?;
+    writeln!(
+        out,
+        "conditions   devnet timeout_commit {}, block gas limit {}, {}",
+        r.timeout_commit,
+        r.block_gas_limit,
+        if r.on_tmpfs { "on tmpfs" } else { "on disk" }
+    )
 }

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use alloy_primitives::{keccak256, B256};
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::args::{emit, NetworkArgs};
 use crate::accounts::{KeySet, KeySource};
 use crate::eth::EthClient;
-use crate::fund::{self, FundPlan};
+use crate::fund::{self, FundPlan, FundVia};
 use crate::{keys, units};
 
 /// `feth fund …`
@@ -44,9 +44,35 @@ pub struct FundArgs {
     /// Seconds to wait for the chain to include the transfers.
     #[arg(long, default_value_t = 300)]
     wait: u64,
+    /// How the root pays: batches through a disperse contract it deploys
+    /// (auto: when the node runs contracts), or one transfer per account.
+    #[arg(long, value_enum, default_value_t = Via::Auto)]
+    via: Via,
+    /// Most accounts paid by one batch transaction (also bounded by the
+    /// block's gas limit).
+    #[arg(long, default_value_t = fund::DEFAULT_BATCH_SIZE)]
+    batch_size: usize,
     /// Print the report as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
+}
+
+/// `--via`: how the root pays.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum Via {
+    Auto,
+    Batch,
+    Transfers,
+}
+
+impl From<Via> for FundVia {
+    fn from(via: Via) -> Self {
+        match via {
+            Via::Auto => FundVia::Auto,
+            Via::Batch => FundVia::Batch,
+            Via::Transfers => FundVia::Transfers,
+        }
+    }
 }
 
 fn seed_of(text: &str) -> B256 {
@@ -58,6 +84,9 @@ fn seed_of(text: &str) -> B256 {
 pub async fn run(args: FundArgs) -> Result<()> {
     if args.count == 0 {
         bail!("--count must be at least 1");
+    }
+    if args.batch_size == 0 {
+        bail!("--batch-size must be at least 1");
     }
     let amount = units::parse_amount(&args.amount)?;
     keys::check_private(&args.root_key)?;
@@ -88,6 +117,8 @@ pub async fn run(args: FundArgs) -> Result<()> {
         redeposit: args.redeposit,
         wait: Duration::from_secs(args.wait),
         progress: true,
+        via: args.via.into(),
+        batch_size: args.batch_size,
     };
     let accounts = &set.addresses[..args.count];
     let report = fund::fund(&client, &root, accounts, &plan, &fund::journal_path(&path)).await?;
@@ -124,13 +155,24 @@ fn print_summary(
     }
     writeln!(
         out,
-        "funded      {} account(s), {} wei in all",
-        report.paid, report.value_wei
+        "funded      {} account(s), {} wei in all, {} root transaction(s) ({})",
+        report.paid,
+        report.value_wei,
+        report.root_txs,
+        if report.via.is_empty() {
+            "none needed"
+        } else {
+            &report.via
+        }
     )?;
     writeln!(
         out,
         "skipped     {} account(s) already funded",
         report.skipped
     )?;
-    writeln!(out, "took        {:.2} s", report.seconds)
+    writeln!(
+        out,
+        "took        {:.2} s ({:.0} accounts/s)",
+        report.seconds, report.accounts_per_second
+    )
 }

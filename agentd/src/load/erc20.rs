@@ -139,6 +139,7 @@ fn sign_setup(
         nonce: first,
         raw,
         hash,
+        pays: Vec::new(),
     }];
     for (holder, nonce) in keys.addresses.iter().skip(1).zip(first + 1..) {
         let input = transfer_call(*holder, per_holder);
@@ -149,6 +150,7 @@ fn sign_setup(
             nonce,
             raw,
             hash,
+            pays: Vec::new(),
         });
     }
     Ok(payments)

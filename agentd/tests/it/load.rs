@@ -80,10 +80,8 @@ async fn thousand_accounts_fixed_rate_for_30s_adds_up_with_the_chain() {
         &net.root,
         &keys.addresses,
         &FundPlan {
-            amount: U256::from(ETH),
-            redeposit: false,
             wait: Duration::from_secs(30),
-            progress: false,
+            ..FundPlan::new(U256::from(ETH))
         },
         &_dir.path().join("keys.txt.funding.json"),
     )

@@ -10,6 +10,7 @@ mod common;
 mod compare_gate;
 mod compare_run;
 mod etl_devnet;
+mod fund;
 mod jenkinsfile;
 mod kvstore;
 mod load;

@@ -1,0 +1,136 @@
+//! The journal of a funding run: the exact signed transactions, written
+//! before any is sent, so that an interrupted run is settled (the same bytes
+//! resent, never new ones) before anything else is decided.
+
+use std::path::{Path, PathBuf};
+
+use alloy_primitives::{Address, Bytes, B256, U256};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::send::{send_in_order, wait_nonce};
+use super::FundPlan;
+use crate::eth::EthClient;
+
+/// One account's share of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    /// Recipient.
+    pub to: Address,
+    /// Value in wei.
+    pub value: U256,
+}
+
+/// One signed transaction of the root: a transfer to `to`, or (with
+/// `pays`) one batch through the disperse contract at `to`. Also a token
+/// hand-out of the erc20 workload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Payment {
+    /// Recipient, or the disperse contract of a batch.
+    pub to: Address,
+    /// Value in wei (a batch's: the sum of its shares).
+    pub value: U256,
+    /// Root nonce.
+    pub nonce: u64,
+    /// Signed transaction.
+    pub raw: Bytes,
+    /// Its hash.
+    pub hash: B256,
+    /// The accounts a batch pays; empty for a plain transfer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pays: Vec<Share>,
+}
+
+impl Payment {
+    /// How many accounts this transaction pays.
+    pub fn accounts(&self) -> usize {
+        self.pays.len().max(1)
+    }
+}
+
+/// The journal of a funding run in progress.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Journal {
+    /// The paying account.
+    pub root: Address,
+    /// The payments, by increasing nonce.
+    pub payments: Vec<Payment>,
+}
+
+/// The journal path for a keys file.
+pub fn journal_path(keys_file: &Path) -> PathBuf {
+    let mut name = keys_file.file_name().unwrap_or_default().to_os_string();
+    name.push(".funding.json");
+    keys_file.with_file_name(name)
+}
+
+/// Writes `journal` to `path`.
+pub(super) fn write(journal: &Journal, path: &Path) -> Result<()> {
+    let bytes = serde_json::to_vec(journal)?;
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Deletes the journal at `path` once its payments are settled.
+pub(super) fn remove(path: &Path) -> Result<()> {
+    std::fs::remove_file(path).with_context(|| format!("cannot delete {}", path.display()))
+}
+
+/// Settles the journal of an interrupted run, if there is one, and deletes
+/// it; returns how many accounts its open payments (those the chain did not
+/// have yet) were for.
+pub(super) async fn resume(
+    client: &EthClient,
+    root: Address,
+    plan: &FundPlan,
+    path: &Path,
+) -> Result<usize> {
+    if !path.exists() {
+        return Ok(0);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let journal: Journal = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a funding journal", path.display()))?;
+    if journal.root != root {
+        bail!(
+            "{} was written for root {}, not {root}; use the same root key or delete the journal",
+            path.display(),
+            journal.root
+        );
+    }
+    let open = settle(client, &journal, plan).await?;
+    remove(path)?;
+    Ok(open)
+}
+
+/// Sends the journal's payments whose nonce is not used yet, in order, and
+/// waits until the chain has them all; returns how many accounts those
+/// open payments were for.
+pub(super) async fn settle(
+    client: &EthClient,
+    journal: &Journal,
+    plan: &FundPlan,
+) -> Result<usize> {
+    let (Some(first), Some(last)) = (journal.payments.first(), journal.payments.last()) else {
+        return Ok(0);
+    };
+    let latest = client.nonce(journal.root, false).await?;
+    let open: Vec<Payment> = journal
+        .payments
+        .iter()
+        .filter(|p| p.nonce >= latest)
+        .cloned()
+        .collect();
+    send_in_order(client, &open, plan.progress).await?;
+    wait_nonce(
+        client,
+        journal.root,
+        last.nonce,
+        plan.wait,
+        plan.progress,
+        journal.payments.len() as u64,
+        first.nonce,
+    )
+    .await?;
+    Ok(open.iter().map(Payment::accounts).sum())
+}

@@ -3,6 +3,7 @@
 //! the `feth` binary on files (`compare_gate`) or a tool CI relies on
 //! (`jenkinsfile`).
 
+mod abcid_bounds;
 mod abcid_faults;
 mod abcid_web3;
 mod bench_profiler;

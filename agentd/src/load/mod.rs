@@ -570,7 +570,9 @@ impl Running {
             blocks,
         } = report::account(&ledger, &scan, self.started_unix, self.window_start);
         let schedule = engine.schedule();
-        for s in &mut series {
+        // Offered in the whole seconds sending lasted; later ones only saw inclusions.
+        let whole = sent.seconds.floor();
+        for s in series.iter_mut().filter(|s| (s.second as f64) < whole) {
             s.offered = schedule.rate_at(s.second as f64);
         }
         let open_loop = schedule != RateSchedule::Closed;

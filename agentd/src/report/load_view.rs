@@ -37,7 +37,9 @@ pub fn rate_series(r: &LoadReport) -> Vec<Series> {
 pub fn step_marks(r: &LoadReport) -> Vec<f64> {
     r.series
         .windows(2)
-        .filter(|w| w[0].offered.is_some() && w[0].offered != w[1].offered)
+        .filter(|w| {
+            w[0].offered.is_some() && w[1].offered.is_some() && w[0].offered != w[1].offered
+        })
         .map(|w| w[1].second as f64)
         .collect()
 }

@@ -27,21 +27,43 @@ async fn scrape(addr: std::net::SocketAddr) -> prometheus_parse::Scrape {
         .text()
         .await
         .unwrap();
+    counter_typed(&body);
     let lines = body.lines().map(|l| Ok(l.to_string()));
     prometheus_parse::Scrape::parse(lines).expect("the scrape parses as Prometheus text")
 }
 
 /// The value of counter or gauge `name` with `labels` (0 when absent).
+/// OpenMetrics (prometheus-client's encoding) types a counter by its name
+/// without `_total`; prometheus-parse matches types by the full sample name,
+/// so it reads `_total` samples as untyped: their `# TYPE` is checked apart
+/// ([`counter_typed`]).
 fn value(s: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
     s.samples
         .iter()
         .filter(|x| x.metric == name)
         .filter(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
         .map(|x| match &x.value {
-            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => *v,
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => *v,
             other => panic!("{name} is not a counter or gauge: {other:?}"),
         })
         .sum()
+}
+
+/// `# TYPE` of every `_total` sample of `body` says counter (OpenMetrics).
+fn counter_typed(body: &str) {
+    let counters: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        if let Some(base) = name.strip_suffix("_total") {
+            assert!(counters.contains(&base), "{name} has no counter TYPE");
+        }
+    }
 }
 
 /// The observation count of histogram `name`.
@@ -244,19 +266,19 @@ struct Figure {
 }
 
 impl Figure {
-    /// Pixel to data, x.
+    /// Pixel to data, x (plotters maps the range onto pixels left..right-1).
     fn x_of(&self, px: f64) -> f64 {
-        self.x.0 + (px - self.px.0) / (self.px.1 - self.px.0) * (self.x.1 - self.x.0)
+        self.x.0 + (px - self.px.0) / (self.px.1 - 1.0 - self.px.0) * (self.x.1 - self.x.0)
     }
-    /// Pixel to data, y.
+    /// Pixel to data, y (the range onto pixels bottom-1..top).
     fn y_of(&self, py: f64) -> f64 {
-        self.y.0 + (self.px.3 - py) / (self.px.3 - self.px.2) * (self.y.1 - self.y.0)
+        self.y.0 + (self.px.3 - 1.0 - py) / (self.px.3 - 1.0 - self.px.2) * (self.y.1 - self.y.0)
     }
     /// One pixel in data units: (x, y).
     fn pixel(&self) -> (f64, f64) {
         (
-            (self.x.1 - self.x.0) / (self.px.1 - self.px.0),
-            (self.y.1 - self.y.0) / (self.px.3 - self.px.2),
+            (self.x.1 - self.x.0) / (self.px.1 - 1.0 - self.px.0),
+            (self.y.1 - self.y.0) / (self.px.3 - 1.0 - self.px.2),
         )
     }
     /// The points of series `name`, in data units.
@@ -362,7 +384,11 @@ fn assert_points(fig: &Figure, name: &str, want: &[(f64, f64)]) {
     for (d, w) in drawn.iter().zip(want) {
         assert!(
             (d.0 - w.0).abs() <= 1.5 * px && (d.1 - w.1).abs() <= 1.5 * py,
-            "{name}: drawn {d:?}, the JSON says {w:?}"
+            "{name}: drawn {d:?}, the JSON says {w:?} (a pixel: {:?}, figure {:?} {:?} {:?})",
+            fig.pixel(),
+            fig.x,
+            fig.y,
+            fig.px
         );
     }
 }

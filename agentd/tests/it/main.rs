@@ -15,6 +15,7 @@ mod fund;
 mod jenkinsfile;
 mod kvstore;
 mod load;
+mod nonce_queue;
 mod pipeline;
 mod profiler_devnet;
 mod report;

@@ -95,6 +95,7 @@ mod tests {
             tx_hashes: Vec::new(),
             invalid_txs: 0,
             size: 0,
+            logs_bloom: Some(alloy_primitives::Bloom::ZERO),
         };
         Chain {
             genesis,

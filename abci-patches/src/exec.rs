@@ -3,7 +3,7 @@
 //! one result, and the block's changes come out as a [`BlockBatch`].
 
 use alloy_consensus::{Transaction, Typed2718};
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_primitives::{keccak256, Address, Bloom, Bytes, B256, U256};
 use revm::{
     context::{result::ExecutionResult, BlockEnv, CfgEnv, TxEnv},
     primitives::hardfork::SpecId,
@@ -259,6 +259,7 @@ struct BlockBuilder<'a> {
     tx_hashes: Vec<B256>,
     gas_used: u64,
     size: u64,
+    logs_bloom: Bloom,
 }
 
 impl<'a> BlockBuilder<'a> {
@@ -271,6 +272,7 @@ impl<'a> BlockBuilder<'a> {
             tx_hashes: Vec::with_capacity(n),
             gas_used: 0,
             size: 0,
+            logs_bloom: Bloom::ZERO,
         }
     }
 
@@ -278,6 +280,9 @@ impl<'a> BlockBuilder<'a> {
     fn executed(&mut self, raw: &Bytes, tx: &VerifiedTx, result: ExecutionResult, base_fee: u64) {
         let receipt = receipt(result, self.gas_used, tx.effective_gas_price(base_fee));
         self.gas_used = receipt.cumulative_gas_used;
+        for log in &receipt.logs {
+            self.logs_bloom.accrue_log(log);
+        }
         self.outcomes.push(TxOutcome::Executed {
             hash: tx.hash,
             sender: tx.sender,
@@ -315,6 +320,7 @@ impl<'a> BlockBuilder<'a> {
             tx_hashes: self.tx_hashes,
             invalid_txs,
             size: self.size,
+            logs_bloom: Some(self.logs_bloom),
         };
         ExecutedBlock {
             outcomes: self.outcomes,

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use tendermint_abci::ServerBuilder;
 
-use abcid::{app::AbciApp, node::Node, patches::Patches};
+use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
 use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
 /// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
@@ -54,6 +54,41 @@ struct Args {
     /// exit without opening the state: checks a spelling before a long run.
     #[arg(long)]
     print_patches: bool,
+    #[command(flatten)]
+    rpc: RpcArgs,
+}
+
+/// The web3 server's bounds (README, "web3 JSON-RPC").
+#[derive(Debug, clap::Args)]
+struct RpcArgs {
+    /// Most blocks one eth_getLogs or filter query spans.
+    #[arg(long, default_value_t = RpcConfig::default().max_log_blocks)]
+    rpc_max_log_blocks: u64,
+    /// Most logs one eth_getLogs answer holds.
+    #[arg(long, default_value_t = RpcConfig::default().max_logs)]
+    rpc_max_logs: usize,
+    /// Most calls in one JSON-RPC batch.
+    #[arg(long, default_value_t = RpcConfig::default().max_batch)]
+    rpc_max_batch: u32,
+    /// Most subscriptions one WebSocket connection holds.
+    #[arg(long, default_value_t = RpcConfig::default().max_subscriptions_per_connection)]
+    rpc_max_subscriptions: u32,
+    /// Seconds an unpolled filter is kept.
+    #[arg(long, default_value_t = RpcConfig::default().filter_timeout.as_secs())]
+    rpc_filter_timeout: u64,
+}
+
+impl RpcArgs {
+    fn config(&self) -> RpcConfig {
+        RpcConfig {
+            max_log_blocks: self.rpc_max_log_blocks.max(1),
+            max_logs: self.rpc_max_logs,
+            max_batch: self.rpc_max_batch,
+            max_subscriptions_per_connection: self.rpc_max_subscriptions,
+            filter_timeout: std::time::Duration::from_secs(self.rpc_filter_timeout),
+            ..RpcConfig::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -107,6 +142,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             node.clone(),
             args.web3,
             &args.cometbft_rpc,
+            args.rpc.config(),
         ))
         .context("cannot start the web3 server")?;
     tracing::info!(addr = %web3_addr, "web3 JSON-RPC listening");

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+use alloy_eips::eip2930::AccessList;
+use alloy_primitives::{keccak256, Address, Bloom, Bytes, B256, U256};
 use revm::{
     context::{result::ExecutionResult, TxEnv},
     ExecuteEvm,
@@ -113,6 +114,8 @@ pub struct CallRequest {
     pub value: Option<U256>,
     /// Calldata.
     pub input: Bytes,
+    /// Addresses and slots warmed before execution (EIP-2930).
+    pub access_list: AccessList,
 }
 
 /// The outcome of a read-only call.
@@ -122,6 +125,9 @@ pub struct CallOutcome {
     pub gas_used: u64,
     /// `Ok(output)` on success, `Err(revert data or halt reason)` otherwise.
     pub output: Result<Bytes, CallFailure>,
+    /// Every account the call loaded, with the storage slots it read or
+    /// wrote, in address and slot order.
+    pub touched: Vec<(Address, Vec<B256>)>,
 }
 
 /// Why a call did not succeed.
@@ -283,6 +289,7 @@ impl Node {
             tx_hashes: Vec::new(),
             invalid_txs: 0,
             size: 0,
+            logs_bloom: Some(alloy_primitives::Bloom::ZERO),
         };
         let batch = BlockBatch {
             block: block.clone(),
@@ -489,6 +496,19 @@ impl Node {
         }
     }
 
+    /// The first `end` executed transactions of `block` (all when `end` is
+    /// past the last), in block order.
+    pub fn block_txs(&self, block: &BlockRecord, end: usize) -> Result<Vec<TxRecord>, NodeError> {
+        let _app = self.enter()?;
+        Ok(self.store.block_txs(block, end)?)
+    }
+
+    /// The logs blooms of the committed blocks `from..=to` that have one.
+    pub fn log_blooms(&self, from: u64, to: u64) -> Result<Vec<(u64, Bloom)>, NodeError> {
+        let _app = self.enter()?;
+        Ok(self.store.log_blooms(from, to)?)
+    }
+
     /// The executed transaction with hash `hash`.
     pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, NodeError> {
         let _app = self.enter()?;
@@ -521,12 +541,26 @@ impl Node {
             data: request.input.clone(),
             nonce: world.account(&from).map_or(0, |a| a.nonce),
             chain_id: Some(genesis.chain_id),
+            // An access list is an EIP-2930 transaction's.
+            tx_type: if request.access_list.is_empty() { 0 } else { 1 },
+            access_list: request.access_list.clone(),
             ..Default::default()
         };
         let mut evm = runner::evm(BlockOverlay::new(&*world), cfg, block);
         Ok(match evm.transact(tx) {
             Ok(done) => {
                 let gas_used = done.result.tx_gas_used();
+                let mut touched: Vec<(Address, Vec<B256>)> = done
+                    .state
+                    .iter()
+                    .map(|(address, account)| {
+                        let mut slots: Vec<B256> =
+                            account.storage.keys().map(|k| B256::from(*k)).collect();
+                        slots.sort_unstable();
+                        (*address, slots)
+                    })
+                    .collect();
+                touched.sort_unstable_by_key(|(address, _)| *address);
                 let output = match done.result {
                     ExecutionResult::Success { output, .. } => Ok(output.into_data()),
                     ExecutionResult::Revert { output, .. } => Err(CallFailure::Revert(output)),
@@ -534,7 +568,11 @@ impl Node {
                         Err(CallFailure::Halt(format!("{reason:?}")))
                     }
                 };
-                Ok(CallOutcome { gas_used, output })
+                Ok(CallOutcome {
+                    gas_used,
+                    output,
+                    touched,
+                })
             }
             Err(e) => Err(e.to_string()),
         })

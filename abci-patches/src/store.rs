@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use alloy_primitives::{Address, Bytes, Log, B256, U256};
+use alloy_primitives::{Address, Bloom, Bytes, Log, B256, U256};
 use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
@@ -39,6 +39,9 @@ const TXS_BY_POSITION: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new
 /// Hash → (height, index) of the records of [`TXS_BY_POSITION`].
 const TX_POSITIONS: TableDefinition<&[u8], (u64, u32)> = TableDefinition::new("tx_positions");
 const APP_HASHES: TableDefinition<u64, &[u8]> = TableDefinition::new("app_hashes");
+/// Each block's logs bloom by height: the index `eth_getLogs` scans to skip
+/// blocks without a possible match (absent for blocks stored before it existed).
+const LOG_BLOOMS: TableDefinition<u64, &[u8]> = TableDefinition::new("log_blooms");
 
 const META_HEIGHT: &str = "height";
 const META_APP_HASH: &str = "app_hash";
@@ -100,6 +103,10 @@ pub struct BlockRecord {
     pub invalid_txs: u32,
     /// Total size of the block's raw transactions, in bytes.
     pub size: u64,
+    /// The bloom of every log of the block's transactions; `None` in records
+    /// stored before abcid kept it (read back as unknown, never as empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs_bloom: Option<Bloom>,
 }
 
 /// The receipt of an executed transaction.
@@ -205,6 +212,7 @@ impl Store {
                 .map_err(ctx("create tables"))?;
             tx.open_table(TX_POSITIONS).map_err(ctx("create tables"))?;
             tx.open_table(APP_HASHES).map_err(ctx("create tables"))?;
+            tx.open_table(LOG_BLOOMS).map_err(ctx("create tables"))?;
             tx.open_table(PENDING_TXS)
                 .map_err(ctx("create tables"))?
                 .retain(|_, _| false)
@@ -345,6 +353,61 @@ impl Store {
             .get(hash.as_slice())
             .map_err(ctx("read block hash"))?
             .map(|v| v.value()))
+    }
+
+    /// The logs blooms of the blocks `from..=to` that have one, in height
+    /// order: one read transaction over a 256-byte row per block.
+    pub fn log_blooms(&self, from: u64, to: u64) -> Result<Vec<(u64, Bloom)>, StoreError> {
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let table = tx.open_table(LOG_BLOOMS).map_err(ctx("open blooms"))?;
+        let mut out = Vec::new();
+        for row in table.range(from..=to).map_err(ctx("scan blooms"))? {
+            let (height, bloom) = row.map_err(ctx("scan blooms"))?;
+            let bloom = <[u8; 256]>::try_from(bloom.value()).map_err(ctx("decode bloom"))?;
+            out.push((height.value(), Bloom::from(bloom)));
+        }
+        Ok(out)
+    }
+
+    /// The first `end` executed transactions of `block` (all of them when
+    /// `end` is past the last), in block order, read in one read transaction
+    /// from whichever layout they were written in.
+    pub fn block_txs(&self, block: &BlockRecord, end: usize) -> Result<Vec<TxRecord>, StoreError> {
+        let hashes = &block.tx_hashes[..end.min(block.tx_hashes.len())];
+        let tx = self.db.begin_read().map_err(ctx("begin read"))?;
+        let positions = tx
+            .open_table(TX_POSITIONS)
+            .map_err(ctx("open tx positions"))?;
+        let Some(first) = hashes.first() else {
+            return Ok(Vec::new());
+        };
+        if positions
+            .get(first.as_slice())
+            .map_err(ctx("read tx position"))?
+            .is_some()
+        {
+            let records = tx.open_table(TXS_BY_POSITION).map_err(ctx("open txs"))?;
+            let end = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
+            let mut out = Vec::with_capacity(hashes.len());
+            for row in records
+                .range((block.number, 0)..(block.number, end))
+                .map_err(ctx("scan txs"))?
+            {
+                let (_, record) = row.map_err(ctx("scan txs"))?;
+                out.push(codec::decode_tx(record.value()).map_err(ctx("decode tx"))?);
+            }
+            return Ok(out);
+        }
+        let txs = tx.open_table(TXS).map_err(ctx("open txs"))?;
+        let mut out = Vec::with_capacity(hashes.len());
+        for hash in hashes {
+            let record = txs
+                .get(hash.as_slice())
+                .map_err(ctx("read tx"))?
+                .ok_or_else(|| StoreError::new("read tx", format!("{hash} is not stored")))?;
+            out.push(serde_json::from_slice(record.value()).map_err(ctx("decode tx"))?);
+        }
+        Ok(out)
     }
 
     /// The executed transaction with hash `hash`, in whichever layout it was
@@ -494,6 +557,12 @@ fn write_block(
     app_hashes
         .insert(block.number, block.app_hash.as_slice())
         .map_err(ctx("write app hash"))?;
+    if let Some(bloom) = &block.logs_bloom {
+        let mut blooms = tx.open_table(LOG_BLOOMS).map_err(ctx("open blooms"))?;
+        blooms
+            .insert(block.number, bloom.as_slice())
+            .map_err(ctx("write bloom"))?;
+    }
     let mut meta = tx.open_table(META).map_err(ctx("open meta"))?;
     meta.insert(META_HEIGHT, block.number.to_be_bytes().as_slice())
         .map_err(ctx("write height"))?;
@@ -550,6 +619,7 @@ mod tests {
             tx_hashes: vec![],
             invalid_txs: 0,
             size: 0,
+            logs_bloom: Some(Bloom::ZERO),
         }
     }
 

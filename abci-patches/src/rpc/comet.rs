@@ -1,5 +1,6 @@
-//! The one call abcid makes to CometBFT: `broadcast_tx_sync`, which runs
-//! CheckTx and puts the transaction in the mempool.
+//! The calls abcid makes to CometBFT's RPC: `broadcast_tx_sync`, which runs
+//! CheckTx and puts the transaction in the mempool, and the mempool reads
+//! behind `txpool_*` (`num_unconfirmed_txs`, `unconfirmed_txs`).
 
 use std::time::Duration;
 
@@ -103,6 +104,72 @@ impl CometClient {
                 "empty reply from broadcast_tx_sync".to_string(),
             )),
         }
+    }
+}
+
+/// CometBFT's mempool: how many transactions it holds, and the first of them.
+#[derive(Debug, Clone, Default)]
+pub struct Mempool {
+    /// Transactions in the mempool.
+    pub total: u64,
+    /// The raw bytes of the first ones (at most CometBFT's page of 100).
+    pub txs: Vec<Vec<u8>>,
+}
+
+#[derive(Deserialize)]
+struct MempoolReply {
+    result: Option<MempoolResult>,
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct MempoolResult {
+    total: String,
+    #[serde(default)]
+    txs: Option<Vec<String>>,
+}
+
+impl CometClient {
+    /// The mempool's size, with the raw bytes of up to `limit` of its
+    /// transactions (CometBFT serves at most 100 at a time).
+    pub async fn mempool(&self, limit: u32) -> Result<Mempool, String> {
+        let (method, params) = if limit == 0 {
+            ("num_unconfirmed_txs", serde_json::json!({}))
+        } else {
+            (
+                "unconfirmed_txs",
+                serde_json::json!({ "limit": limit.to_string() }),
+            )
+        };
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let reply: MempoolReply = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| format!("consensus node unavailable: {e}"))?
+            .json()
+            .await
+            .map_err(|e| format!("consensus node unavailable: {e}"))?;
+        let result = match (reply.result, reply.error) {
+            (Some(r), _) => r,
+            (None, Some(e)) => return Err(format!("{method}: {} {}", e.message, e.data)),
+            (None, None) => return Err(format!("empty reply from {method}")),
+        };
+        let total = result
+            .total
+            .parse()
+            .map_err(|_| format!("{method}: total {:?} is not a number", result.total))?;
+        let txs = result
+            .txs
+            .unwrap_or_default()
+            .iter()
+            .map(|tx| base64::engine::general_purpose::STANDARD.decode(tx))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{method}: a transaction is not base64: {e}"))?;
+        Ok(Mempool { total, txs })
     }
 }
 

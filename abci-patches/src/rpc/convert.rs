@@ -6,7 +6,7 @@ use alloy_consensus::{
     EMPTY_OMMER_ROOT_HASH,
 };
 use alloy_eips::eip2718::Decodable2718;
-use alloy_primitives::{keccak256, Bytes, B256, B64, U256};
+use alloy_primitives::{keccak256, Bloom, Bytes, B256, B64, U256};
 use alloy_rpc_types_eth::{Block, BlockTransactions, Header, Log, Transaction, TransactionReceipt};
 
 use crate::store::{BlockRecord, TxRecord};
@@ -80,8 +80,9 @@ pub fn receipt(
     })
 }
 
-/// `eth_getBlockBy*` shape; `txs` are the full transactions when requested.
-pub fn block(record: &BlockRecord, txs: Option<Vec<Transaction>>) -> Block {
+/// `eth_getBlockBy*` shape, with the block's `logs_bloom`; `txs` are the full
+/// transactions when requested.
+pub fn block(record: &BlockRecord, logs_bloom: Bloom, txs: Option<Vec<Transaction>>) -> Block {
     let transactions_root = if record.tx_hashes.is_empty() {
         alloy_consensus::constants::EMPTY_ROOT_HASH
     } else {
@@ -109,6 +110,7 @@ pub fn block(record: &BlockRecord, txs: Option<Vec<Transaction>>) -> Block {
         mix_hash: B256::ZERO,
         nonce: B64::ZERO,
         base_fee_per_gas: Some(record.base_fee),
+        logs_bloom,
         ..Default::default()
     };
     let transactions = match txs {

@@ -2,45 +2,26 @@
 
 use alloy_eips::{BlockId, BlockNumberOrTag};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256, U64};
-use alloy_rpc_types_eth::{Block, FeeHistory, Transaction, TransactionReceipt, TransactionRequest};
+use alloy_rpc_types_eth::{FeeHistory, TransactionRequest};
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 
+use super::blocks::resolve_number;
 use super::comet::BroadcastError;
-use super::{convert, Web3};
-use crate::node::{CallFailure, CallRequest, NodeError};
+use super::error::{
+    internal, invalid_params, server_error, RpcResult, REVERT_ERROR, SERVER_ERROR, UNSUPPORTED,
+};
+use super::Web3;
+use crate::node::{CallFailure, CallOutcome, CallRequest};
 use crate::patches::Patches;
-use crate::store::BlockRecord;
-
-type RpcResult<T> = Result<T, ErrorObjectOwned>;
-
-/// geth's code for transaction and execution errors.
-const SERVER_ERROR: i32 = -32000;
-/// geth's code for a reverted call.
-const REVERT_ERROR: i32 = 3;
-const INVALID_PARAMS: i32 = -32602;
-const INTERNAL_ERROR: i32 = -32603;
-
-fn server_error(message: impl Into<String>) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(SERVER_ERROR, message.into(), None::<()>)
-}
-
-fn invalid_params(message: impl Into<String>) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(INVALID_PARAMS, message.into(), None::<()>)
-}
-
-fn internal(e: NodeError) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(INTERNAL_ERROR, e.to_string(), None::<()>)
-}
 
 /// `abcid/v<version>/patches=<list>`: the node and the tunings in force.
 pub fn client_version(patches: Patches) -> String {
     format!("abcid/v{}/patches={patches}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Registers every method on a module.
-pub fn module(web3: Web3) -> anyhow::Result<RpcModule<Web3>> {
-    let mut m = RpcModule::new(web3);
+/// Registers the state, call, transaction and chain-parameter methods.
+pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     m.register_method("web3_clientVersion", |_, w, _| {
         RpcResult::Ok(client_version(w.node.patches()))
     })?;
@@ -129,48 +110,18 @@ pub fn module(web3: Web3) -> anyhow::Result<RpcModule<Web3>> {
         })?;
         RpcResult::Ok(keccak256(&raw))
     })?;
-    m.register_method("eth_getBlockByNumber", |p, w, _| {
-        let mut seq = p.sequence();
-        let tag: BlockNumberOrTag = seq.next()?;
-        let full: bool = seq.optional_next()?.unwrap_or(false);
-        let record = match resolve_number(w, tag)? {
-            Some(n) => w.node.block(n).map_err(internal)?,
-            None => None,
-        };
-        record.map(|r| rpc_block(w, &r, full)).transpose()
+    // Prague with no blob transactions: the excess blob gas stays zero, so
+    // the blob base fee is the minimum, 1 wei (EIP-4844, EIP-7691).
+    m.register_method("eth_blobBaseFee", |_, _, _| RpcResult::Ok(U256::from(1)))?;
+    m.register_method("eth_getProof", |_, _, _| {
+        Err::<(), _>(ErrorObjectOwned::owned(
+            UNSUPPORTED,
+            "eth_getProof is not supported: abcid keeps no Merkle-Patricia trie, so no \
+             Ethereum state proof exists (README, \"What abcid does not do\")",
+            None::<()>,
+        ))
     })?;
-    m.register_method("eth_getBlockByHash", |p, w, _| {
-        let mut seq = p.sequence();
-        let hash: B256 = seq.next()?;
-        let full: bool = seq.optional_next()?.unwrap_or(false);
-        let record = w.node.block_by_hash(&hash).map_err(internal)?;
-        record.map(|r| rpc_block(w, &r, full)).transpose()
-    })?;
-    m.register_method("eth_getBlockTransactionCountByNumber", |p, w, _| {
-        let tag: BlockNumberOrTag = p.one()?;
-        let record = match resolve_number(w, tag)? {
-            Some(n) => w.node.block(n).map_err(internal)?,
-            None => None,
-        };
-        RpcResult::Ok(record.map(|r| U64::from(r.tx_hashes.len())))
-    })?;
-    m.register_method("eth_getTransactionByHash", |p, w, _| {
-        let hash: B256 = p.one()?;
-        let Some(record) = w.node.tx(&hash).map_err(internal)? else {
-            return RpcResult::Ok(None::<Transaction>);
-        };
-        let ts = w
-            .node
-            .block(record.block_number)
-            .map_err(internal)?
-            .map(|b| b.timestamp);
-        RpcResult::Ok(convert::transaction(&record, ts))
-    })?;
-    m.register_method("eth_getTransactionReceipt", |p, w, _| {
-        let hash: B256 = p.one()?;
-        transaction_receipt(w, &hash)
-    })?;
-    Ok(m)
+    Ok(())
 }
 
 /// `(address, block)` parameters; `true` when the block is `pending`.
@@ -186,7 +137,7 @@ fn address_at(p: &Params<'_>, w: &Web3) -> RpcResult<(Address, bool)> {
 }
 
 /// abcid keeps only the latest state: any other block is refused clearly.
-fn latest_only(w: &Web3, block: Option<BlockId>) -> RpcResult<()> {
+pub(super) fn latest_only(w: &Web3, block: Option<BlockId>) -> RpcResult<()> {
     let head = w.node.head().map_err(internal)?.number;
     let ok = match block {
         None => true,
@@ -210,51 +161,6 @@ fn latest_only(w: &Web3, block: Option<BlockId>) -> RpcResult<()> {
             "historical state is not available: abcid keeps only the latest state (block {head})"
         )))
     }
-}
-
-/// The height a tag names, `None` when it is in the future.
-fn resolve_number(w: &Web3, tag: BlockNumberOrTag) -> RpcResult<Option<u64>> {
-    let head = w.node.head().map_err(internal)?.number;
-    Ok(match tag {
-        BlockNumberOrTag::Number(n) if n > head => None,
-        BlockNumberOrTag::Number(n) => Some(n),
-        BlockNumberOrTag::Earliest => Some(0),
-        _ => Some(head),
-    })
-}
-
-fn rpc_block(w: &Web3, record: &BlockRecord, full: bool) -> RpcResult<Block> {
-    let txs = if full {
-        let mut txs = Vec::with_capacity(record.tx_hashes.len());
-        for hash in &record.tx_hashes {
-            if let Some(tx) = w.node.tx(hash).map_err(internal)? {
-                if let Some(t) = convert::transaction(&tx, Some(record.timestamp)) {
-                    txs.push(t);
-                }
-            }
-        }
-        Some(txs)
-    } else {
-        None
-    };
-    Ok(convert::block(record, txs))
-}
-
-fn transaction_receipt(w: &Web3, hash: &B256) -> RpcResult<Option<TransactionReceipt>> {
-    let Some(record) = w.node.tx(hash).map_err(internal)? else {
-        return Ok(None);
-    };
-    let Some(block) = w.node.block(record.block_number).map_err(internal)? else {
-        return Ok(None);
-    };
-    // Log indices count the logs of the transactions before this one.
-    let mut first_log_index = 0u64;
-    for earlier in block.tx_hashes.iter().take(record.index as usize) {
-        if let Some(tx) = w.node.tx(earlier).map_err(internal)? {
-            first_log_index += tx.receipt.logs.len() as u64;
-        }
-    }
-    Ok(convert::receipt(&record, block.timestamp, first_log_index))
 }
 
 fn fee_history(p: Params<'_>, w: &Web3, _: &jsonrpsee::Extensions) -> RpcResult<FeeHistory> {
@@ -287,7 +193,7 @@ fn fee_history(p: Params<'_>, w: &Web3, _: &jsonrpsee::Extensions) -> RpcResult<
     })
 }
 
-fn call_params(p: &Params<'_>) -> RpcResult<(TransactionRequest, Option<BlockId>)> {
+pub(super) fn call_params(p: &Params<'_>) -> RpcResult<(TransactionRequest, Option<BlockId>)> {
     let mut seq = p.sequence();
     let request: TransactionRequest = seq.next()?;
     let block: Option<BlockId> = seq.optional_next()?;
@@ -314,15 +220,17 @@ fn to_call(request: &TransactionRequest) -> RpcResult<CallRequest> {
         gas_price: request.gas_price.or(request.max_fee_per_gas),
         value: request.value,
         input: request.input.input().cloned().unwrap_or_default(),
+        access_list: request.access_list.clone().unwrap_or_default(),
     })
 }
 
-fn run_call(w: &Web3, request: &TransactionRequest) -> RpcResult<crate::node::CallOutcome> {
+/// Runs `request` on the committed state (`eth_call`'s semantics).
+pub(super) fn run_call(w: &Web3, request: &TransactionRequest) -> RpcResult<CallOutcome> {
     let call = to_call(request)?;
     w.node.call(&call).map_err(internal)?.map_err(server_error)
 }
 
-fn call_error(failure: CallFailure) -> ErrorObjectOwned {
+pub(super) fn call_error(failure: CallFailure) -> ErrorObjectOwned {
     match failure {
         CallFailure::Revert(data) => {
             ErrorObjectOwned::owned(REVERT_ERROR, "execution reverted", Some(data))

@@ -1,54 +1,172 @@
 //! abcid's web3 JSON-RPC server (jsonrpsee, HTTP and WebSocket on one port).
 //!
 //! The shapes are geth's, built from alloy's RPC types. Errors use code
-//! `-32000` with go-ethereum's messages for transaction-pool errors, and the
-//! standard JSON-RPC codes for malformed requests (README, "web3 errors").
+//! `-32000` with go-ethereum's messages for transaction-pool and query errors,
+//! and the standard JSON-RPC codes for malformed requests (README, "web3
+//! errors").
+//!
+//! - [`eth`]: state, calls, transactions and the chain's parameters;
+//!   [`blocks`]: blocks, receipts and transactions by block.
+//! - [`logs`]: `eth_getLogs` and the log queries filters and subscriptions
+//!   share; [`filters`]: polled filters; [`pubsub`]: WebSocket subscriptions.
+//! - [`txpool`]: CometBFT's mempool as `txpool_*`; [`comet`]: the CometBFT
+//!   RPC client.
+//!
+//! Every request's work is bounded ([`RpcConfig`]): log queries by blocks and
+//! results, batches by size, subscriptions per connection, and the heavy
+//! queries run a few at a time off the server's threads.
 
+mod access_list;
+mod blocks;
 mod comet;
 mod convert;
+mod error;
 mod eth;
+mod filters;
 pub mod logs;
+mod pubsub;
+mod txpool;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use jsonrpsee::server::{Server, ServerConfig, ServerHandle};
+use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, ServerHandle};
 use jsonrpsee::RpcModule;
+use tokio::sync::Semaphore;
 
 use comet::CometClient;
 pub use eth::client_version;
+use filters::Filters;
 
 use crate::node::Node;
+
+/// The bounds of the web3 server: what one request, one connection and the
+/// server as a whole may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcConfig {
+    /// Most blocks one `eth_getLogs` (or filter) query spans.
+    pub max_log_blocks: u64,
+    /// Most logs one answer holds.
+    pub max_logs: usize,
+    /// Most addresses, and most topics at one position, of a log filter
+    /// (geth's `--rpc.logquerylimit`).
+    pub max_log_criteria: usize,
+    /// How long a filter nobody polls is kept.
+    pub filter_timeout: Duration,
+    /// Most filters installed at once.
+    pub max_filters: usize,
+    /// Most calls in one JSON-RPC batch.
+    pub max_batch: u32,
+    /// Largest request body, in bytes.
+    pub max_request_bytes: u32,
+    /// Largest response, in bytes.
+    pub max_response_bytes: u32,
+    /// Most open connections.
+    pub max_connections: u32,
+    /// Most subscriptions one WebSocket connection holds.
+    pub max_subscriptions_per_connection: u32,
+    /// How long a subscriber may leave a notification unsent (its
+    /// connection's buffer full) before its subscription is closed.
+    pub subscriber_timeout: Duration,
+    /// Most log, receipt and access-list queries running at once; more wait.
+    pub heavy_queries: usize,
+}
+
+impl Default for RpcConfig {
+    fn default() -> Self {
+        Self {
+            max_log_blocks: 10_000,
+            max_logs: 10_000,
+            max_log_criteria: 1_000,
+            filter_timeout: Duration::from_secs(300),
+            max_filters: 10_000,
+            max_batch: 1_000,
+            max_request_bytes: 16 << 20,
+            max_response_bytes: 64 << 20,
+            max_connections: 10_000,
+            max_subscriptions_per_connection: 1_024,
+            subscriber_timeout: Duration::from_secs(5),
+            heavy_queries: 4,
+        }
+    }
+}
 
 /// What the web3 handlers share.
 pub struct Web3 {
     node: Arc<Node>,
     comet: CometClient,
+    config: RpcConfig,
+    filters: Filters,
+    heavy: Semaphore,
+}
+
+impl Web3 {
+    /// Runs `query` on the blocking pool once one of the
+    /// [`RpcConfig::heavy_queries`] slots is free: a long log query never
+    /// holds a server thread, and a crowd of them waits instead of taking
+    /// every core from consensus.
+    async fn heavy<T: Send + 'static>(
+        self: Arc<Self>,
+        query: impl FnOnce(&Web3) -> error::RpcResult<T> + Send + 'static,
+    ) -> error::RpcResult<T> {
+        let _slot = self
+            .heavy
+            .acquire()
+            .await
+            .map_err(|_| error::server_error("the server is shutting down"))?;
+        let web3 = self.clone();
+        tokio::task::spawn_blocking(move || query(&web3))
+            .await
+            .map_err(|e| error::server_error(format!("query failed: {e}")))?
+    }
 }
 
 /// The web3 methods over `node`, forwarding transactions to CometBFT's RPC at
 /// `comet_url`; [`serve`] puts them behind a socket, and they can be called
 /// in-process with [`RpcModule::call`].
-pub fn module(node: Arc<Node>, comet_url: &str) -> anyhow::Result<RpcModule<Web3>> {
+pub fn module(
+    node: Arc<Node>,
+    comet_url: &str,
+    config: RpcConfig,
+) -> anyhow::Result<RpcModule<Web3>> {
     let comet = CometClient::new(comet_url)?;
-    eth::module(Web3 { node, comet })
+    let web3 = Web3 {
+        filters: Filters::new(config.filter_timeout, config.max_filters),
+        heavy: Semaphore::new(config.heavy_queries.max(1)),
+        node,
+        comet,
+        config,
+    };
+    let mut m = RpcModule::new(web3);
+    eth::register(&mut m)?;
+    blocks::register(&mut m)?;
+    logs::register(&mut m)?;
+    filters::register(&mut m)?;
+    pubsub::register(&mut m)?;
+    txpool::register(&mut m)?;
+    access_list::register(&mut m)?;
+    Ok(m)
 }
 
 /// Starts the web3 server on `addr`, forwarding transactions to CometBFT's
-/// RPC at `comet_url`.
+/// RPC at `comet_url`, within the bounds of `config`.
 pub async fn serve(
     node: Arc<Node>,
     addr: SocketAddr,
     comet_url: &str,
+    config: RpcConfig,
 ) -> anyhow::Result<(SocketAddr, ServerHandle)> {
-    let module = module(node, comet_url)?;
-    let config = ServerConfig::builder()
-        .max_connections(10_000)
-        .max_request_body_size(16 * 1024 * 1024)
-        .max_response_body_size(64 * 1024 * 1024)
+    let server_config = ServerConfig::builder()
+        .max_connections(config.max_connections)
+        .max_request_body_size(config.max_request_bytes)
+        .max_response_body_size(config.max_response_bytes)
+        .max_subscriptions_per_connection(config.max_subscriptions_per_connection)
+        .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
+    let module = module(node, comet_url, config)?;
     let server = Server::builder()
-        .set_config(config)
+        .set_config(server_config)
         .build(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot bind the web3 server to {addr}: {e}"))?;

@@ -2,16 +2,20 @@
 //! alloy-consensus, as `feth`'s signer) and a node in a temporary directory
 //! driven through its ABCI [`Application`] methods.
 
+use std::net::TcpListener;
 use std::sync::Arc;
 
 use abcid::app::AbciApp;
 use abcid::node::Node;
 use abcid::patches::Patches;
+use abcid::rpc::Web3;
 use abcid::state::AccountRecord;
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, Address, Bytes, Signature, TxKind, B256, U256};
+use jsonrpsee::RpcModule;
 use secp256k1::{Message, SecretKey, SECP256K1};
+use serde_json::{json, Value};
 use tempfile::TempDir;
 use tendermint_abci::Application;
 use tendermint_proto::google::protobuf::Timestamp;
@@ -356,4 +360,26 @@ pub fn attribute(result: &ExecTxResult, key: &str) -> Option<String> {
 /// The Ethereum hash of a raw transaction.
 pub fn tx_hash(raw: &Bytes) -> B256 {
     keccak256(raw)
+}
+
+/// A CometBFT RPC URL on 127.0.0.1 where nothing listens.
+pub fn closed_port_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().expect("bound").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Calls `method` with `params`; `Err` holds the JSON-RPC error object.
+pub async fn call(rpc: &RpcModule<Web3>, method: &str, params: Value) -> Result<Value, Value> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (response, _) = rpc
+        .raw_json_request(&request.to_string(), 1)
+        .await
+        .expect("a well-formed request");
+    let response: Value = serde_json::from_str(response.get()).expect("JSON");
+    match response.get("error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(response["result"].clone()),
+    }
 }

@@ -3,8 +3,10 @@
 
 mod common;
 mod exec;
+mod filters;
 mod finalize;
 mod gas_limit;
+mod logs;
 mod mempool;
 mod patches;
 mod restart;

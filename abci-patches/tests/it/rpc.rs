@@ -1,8 +1,6 @@
 //! The web3 handlers, called in-process through jsonrpsee's [`RpcModule`]
 //! (no socket), on a node with two committed blocks.
 
-use std::net::TcpListener;
-
 use abcid::rpc::Web3;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use jsonrpsee::RpcModule;
@@ -23,14 +21,6 @@ struct Fixture {
     app_hash_1: Bytes,
 }
 
-/// A CometBFT RPC URL on 127.0.0.1 where nothing listens.
-fn closed_port_url() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    let port = listener.local_addr().expect("bound").port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
-}
-
 fn fixture() -> Fixture {
     let node = TestNode::new();
     let (a, b) = (key(1), key(2));
@@ -45,7 +35,8 @@ fn fixture() -> Fixture {
         .iter()
         .chain(&second.tx_results)
         .all(|r| r.code == 0));
-    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url()).expect("module");
+    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url(), Default::default())
+        .expect("module");
     Fixture {
         node,
         rpc,
@@ -54,20 +45,6 @@ fn fixture() -> Fixture {
         store,
         contract,
         app_hash_1: Bytes(first.app_hash),
-    }
-}
-
-/// Calls `method` with `params`; `Err` holds the JSON-RPC error object.
-async fn call(rpc: &RpcModule<Web3>, method: &str, params: Value) -> Result<Value, Value> {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let (response, _) = rpc
-        .raw_json_request(&request.to_string(), 1)
-        .await
-        .expect("a well-formed request");
-    let response: Value = serde_json::from_str(response.get()).expect("JSON");
-    match response.get("error") {
-        Some(error) => Err(error.clone()),
-        None => Ok(response["result"].clone()),
     }
 }
 
@@ -323,7 +300,8 @@ async fn send_raw_transaction_reports_bad_hex_and_an_unreachable_cometbft() {
 async fn the_patches_in_force_are_reported() {
     let patches: abcid::patches::Patches = "rwlock,sender-cache".parse().expect("valid names");
     let node = TestNode::with_patches(&[], patches);
-    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url()).expect("module");
+    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url(), Default::default())
+        .expect("module");
     let version = call(&rpc, "web3_clientVersion", json!([])).await;
     let version = version.expect("a version");
     assert!(
@@ -340,7 +318,8 @@ async fn the_patches_in_force_are_reported() {
 async fn the_cometbft_rpc_transactions_go_to_is_reported() {
     let node = TestNode::new();
     let url = closed_port_url();
-    let rpc = abcid::rpc::module(node.node.clone(), &format!("{url}/")).expect("module");
+    let rpc = abcid::rpc::module(node.node.clone(), &format!("{url}/"), Default::default())
+        .expect("module");
     let answer = call(&rpc, "abcid_cometbftRpc", json!([])).await;
     assert_eq!(answer, Ok(json!(url)));
 }

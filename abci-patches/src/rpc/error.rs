@@ -1,0 +1,34 @@
+//! The JSON-RPC errors abcid answers, with geth's codes: `-32000` for what
+//! geth reports as a plain error, `-32602` for arguments it cannot take.
+
+use jsonrpsee::types::ErrorObjectOwned;
+
+use crate::node::NodeError;
+
+/// The result of a web3 handler.
+pub type RpcResult<T> = Result<T, ErrorObjectOwned>;
+
+/// geth's code for transaction, execution and query errors.
+pub const SERVER_ERROR: i32 = -32000;
+/// geth's code for a reverted call.
+pub const REVERT_ERROR: i32 = 3;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i32 = -32602;
+/// The method exists in the standard but abcid cannot serve it honestly.
+pub const UNSUPPORTED: i32 = -32601;
+const INTERNAL_ERROR: i32 = -32603;
+
+/// A `-32000` error with `message`.
+pub fn server_error(message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(SERVER_ERROR, message.into(), None::<()>)
+}
+
+/// A `-32602` error with `message`.
+pub fn invalid_params(message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(INVALID_PARAMS, message.into(), None::<()>)
+}
+
+/// A `-32603` error for a failure of the node itself (its store or locks).
+pub fn internal(e: NodeError) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(INTERNAL_ERROR, e.to_string(), None::<()>)
+}

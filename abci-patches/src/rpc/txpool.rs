@@ -1,0 +1,70 @@
+//! `txpool_status` and `txpool_content`, read from CometBFT's mempool (the
+//! pool abcid's transactions wait in). abcid admits no nonce gaps, so every
+//! transaction is `pending` and `queued` is always empty. CometBFT's RPC
+//! lists at most 100 mempool transactions, so `txpool_content` shows the
+//! first 100 while `txpool_status` counts them all.
+
+use std::collections::BTreeMap;
+
+use alloy_consensus::transaction::Recovered;
+use alloy_primitives::{Address, U64};
+use alloy_rpc_types_eth::Transaction;
+use jsonrpsee::RpcModule;
+use serde::Serialize;
+
+use super::error::{internal, server_error, RpcResult};
+use super::Web3;
+
+/// The most transactions CometBFT's `unconfirmed_txs` lists.
+const CONTENT_LIMIT: u32 = 100;
+
+/// `txpool_status`.
+#[derive(Debug, Clone, Serialize)]
+struct Status {
+    pending: U64,
+    queued: U64,
+}
+
+/// `txpool_content`: transactions by sender, then by nonce (decimal).
+#[derive(Debug, Clone, Serialize)]
+struct Content {
+    pending: BTreeMap<Address, BTreeMap<String, Transaction>>,
+    queued: BTreeMap<Address, BTreeMap<String, Transaction>>,
+}
+
+/// Registers `txpool_status` and `txpool_content`.
+pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
+    m.register_async_method("txpool_status", |_, w, _| async move {
+        let pool = w.comet.mempool(0).await.map_err(server_error)?;
+        RpcResult::Ok(Status {
+            pending: U64::from(pool.total),
+            queued: U64::ZERO,
+        })
+    })?;
+    m.register_async_method("txpool_content", |_, w, _| async move {
+        let pool = w.comet.mempool(CONTENT_LIMIT).await.map_err(server_error)?;
+        let mut pending: BTreeMap<Address, BTreeMap<String, Transaction>> = BTreeMap::new();
+        for raw in &pool.txs {
+            // A transaction CheckTx admitted verifies; one that no longer
+            // does (a recheck is pending) is left out.
+            let Ok(tx) = w.node.verify(raw).map_err(internal)? else {
+                continue;
+            };
+            let nonce = alloy_consensus::Transaction::nonce(&tx.envelope).to_string();
+            let rpc = Transaction {
+                inner: Recovered::new_unchecked(tx.envelope, tx.sender),
+                block_hash: None,
+                block_number: None,
+                transaction_index: None,
+                effective_gas_price: None,
+                block_timestamp: None,
+            };
+            pending.entry(tx.sender).or_default().insert(nonce, rpc);
+        }
+        RpcResult::Ok(Content {
+            pending,
+            queued: BTreeMap::new(),
+        })
+    })?;
+    Ok(())
+}

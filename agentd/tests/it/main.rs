@@ -4,6 +4,7 @@
 //! (`jenkinsfile`).
 
 mod abcid_faults;
+mod abcid_logs;
 mod abcid_web3;
 mod bench_profiler;
 mod common;

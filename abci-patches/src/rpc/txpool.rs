@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use alloy_consensus::transaction::Recovered;
-use alloy_primitives::{Address, U64};
+use alloy_primitives::U64;
 use alloy_rpc_types_eth::Transaction;
 use jsonrpsee::RpcModule;
 use serde::Serialize;
@@ -25,11 +25,15 @@ struct Status {
     queued: U64,
 }
 
-/// `txpool_content`: transactions by sender, then by nonce (decimal).
+/// Transactions by sender (EIP-55 checksummed, as geth writes them), then by
+/// nonce (decimal).
+type BySender = BTreeMap<String, BTreeMap<String, Transaction>>;
+
+/// `txpool_content`.
 #[derive(Debug, Clone, Serialize)]
 struct Content {
-    pending: BTreeMap<Address, BTreeMap<String, Transaction>>,
-    queued: BTreeMap<Address, BTreeMap<String, Transaction>>,
+    pending: BySender,
+    queued: BySender,
 }
 
 /// Registers `txpool_status` and `txpool_content`.
@@ -43,7 +47,7 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     })?;
     m.register_async_method("txpool_content", |_, w, _| async move {
         let pool = w.comet.mempool(CONTENT_LIMIT).await.map_err(server_error)?;
-        let mut pending: BTreeMap<Address, BTreeMap<String, Transaction>> = BTreeMap::new();
+        let mut pending = BySender::new();
         for raw in &pool.txs {
             // A transaction CheckTx admitted verifies; one that no longer
             // does (a recheck is pending) is left out.
@@ -59,7 +63,8 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
                 effective_gas_price: None,
                 block_timestamp: None,
             };
-            pending.entry(tx.sender).or_default().insert(nonce, rpc);
+            let sender = tx.sender.to_checksum(None);
+            pending.entry(sender).or_default().insert(nonce, rpc);
         }
         RpcResult::Ok(Content {
             pending,

@@ -3,6 +3,7 @@
 //! the `feth` binary on files (`compare_gate`) or a tool CI relies on
 //! (`jenkinsfile`).
 
+mod abcid_bounds;
 mod abcid_faults;
 mod abcid_logs;
 mod abcid_web3;
@@ -17,4 +18,5 @@ mod kvstore;
 mod load;
 mod pipeline;
 mod profiler_devnet;
+mod report;
 mod saturate;

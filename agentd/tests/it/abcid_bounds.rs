@@ -1,0 +1,181 @@
+//! abcid's web3 server on a real devnet: CometBFT's mempool as `txpool_*`,
+//! and bounded work: a batch over the limit and an oversized body get clear
+//! errors, and blocks keep coming while the RPC is hammered with log and
+//! receipt queries.
+
+use std::time::{Duration, Instant};
+
+use crate::common::{wait_until, TestNet};
+use alloy_network::{EthereumWallet, TransactionBuilder};
+use alloy_primitives::{Address, U256};
+use alloy_provider::{Provider, ProviderBuilder};
+use alloy_rpc_types_eth::TransactionRequest;
+use alloy_signer_local::PrivateKeySigner;
+use serde_json::{json, Value};
+
+async fn post(url: &str, body: &Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .expect("the web3 server answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("a JSON answer"))
+}
+
+/// Sends only the headers of a POST announcing `length` bytes of body, and
+/// returns what the server answers (within 10 s).
+async fn announce_body(net: &TestNet, length: usize) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = ("127.0.0.1", net.devnet.state.options.web3_port);
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("web3 listens");
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    );
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .expect("headers sent");
+    let mut answer = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("an answer before the body")
+        .expect("readable");
+    String::from_utf8_lossy(&answer[..n]).into_owned()
+}
+
+/// With 3 s between blocks, transactions sent just after a commit wait in
+/// CometBFT's mempool, where `txpool_status` counts them and
+/// `txpool_content` lists them by sender and nonce.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txpool_shows_what_waits_in_cometbfts_mempool() {
+    let net = TestNet::start_with(|o| o.timeout_commit = "3s".to_string()).await;
+    let signer = PrivateKeySigner::from_bytes(&net.root.secret_bytes().into()).unwrap();
+    let p = ProviderBuilder::new()
+        .wallet(EthereumWallet::from(signer))
+        .connect_http(net.web3().parse().unwrap());
+    let web3 = net.web3();
+    net.wait_blocks(1).await;
+    let nonce = p.get_transaction_count(net.root_address).await.unwrap();
+    let mut hashes = Vec::new();
+    for i in 0..3u64 {
+        let tx = TransactionRequest::default()
+            .with_to(Address::repeat_byte(0x51))
+            .with_value(U256::from(1 + i))
+            .with_nonce(nonce + i)
+            .with_gas_limit(21_000);
+        hashes.push(*p.send_transaction(tx).await.unwrap().tx_hash());
+    }
+    let (_, status) = post(
+        &web3,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "txpool_status", "params": []}),
+    )
+    .await;
+    assert_eq!(
+        status["result"],
+        json!({"pending": "0x3", "queued": "0x0"}),
+        "{status}"
+    );
+    let (_, content) = post(
+        &web3,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "txpool_content", "params": []}),
+    )
+    .await;
+    let mine = &content["result"]["pending"][net.root_address.to_string()];
+    for (i, hash) in hashes.iter().enumerate() {
+        let tx = &mine[(nonce + i as u64).to_string()];
+        assert_eq!(tx["hash"], json!(hash), "{content}");
+        assert_eq!(tx["from"], json!(net.root_address));
+        assert_eq!(tx["blockNumber"], Value::Null);
+    }
+    assert_eq!(content["result"]["queued"], json!({}));
+    // They are then committed, and leave the pool.
+    for hash in &hashes {
+        wait_until(
+            "the transaction is committed",
+            Duration::from_secs(20),
+            || async { p.get_transaction_receipt(*hash).await.unwrap().is_some() },
+        )
+        .await;
+    }
+    // CometBFT drops them from its mempool just after the block's Commit.
+    let status = json!({"jsonrpc": "2.0", "id": 1, "method": "txpool_status", "params": []});
+    wait_until("the mempool is empty", Duration::from_secs(10), || async {
+        post(&web3, &status).await.1["result"]["pending"] == "0x0"
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_requests_are_refused_and_blocks_go_on_under_heavy_queries() {
+    let net = TestNet::start_with(|o| o.timeout_commit = "300ms".to_string()).await;
+    let web3 = net.web3();
+    net.wait_blocks(2).await;
+
+    // 1,001 calls in one batch: over the 1,000 limit.
+    let batch: Vec<Value> = (0..1_001)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "eth_blockNumber", "params": []}))
+        .collect();
+    let (_, answer) = post(&web3, &Value::Array(batch.clone())).await;
+    assert_eq!(answer["error"]["code"], -32010, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "The batch request was too large"
+    );
+    let (_, answer) = post(&web3, &Value::Array(batch[..1_000].to_vec())).await;
+    assert_eq!(answer.as_array().map(Vec::len), Some(1_000));
+
+    // A body announced over 16 MiB is refused before it is read.
+    let answer = announce_body(&net, 17 << 20).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    // Sixteen clients asking for every log, the latest receipts and full
+    // blocks as fast as they can for 5 s: blocks keep coming.
+    let client = net.client();
+    let before = client.block_number().await.unwrap();
+    let started = Instant::now();
+    let hammer = (0..16).map(|i| {
+        let web3 = web3.clone();
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut answered = 0u64;
+            while started.elapsed() < Duration::from_secs(5) {
+                let (method, params) = match i % 3 {
+                    0 => ("eth_getLogs", json!([{"fromBlock": "earliest"}])),
+                    1 => ("eth_getBlockReceipts", json!(["latest"])),
+                    _ => ("eth_getBlockByNumber", json!(["latest", true])),
+                };
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+                let answer: Value = http
+                    .post(&web3)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                assert!(answer.get("result").is_some(), "{method}: {answer}");
+                answered += 1;
+            }
+            answered
+        })
+    });
+    let answered: u64 = futures::future::join_all(hammer)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .sum();
+    let after = client.block_number().await.unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    // 300 ms between blocks plus consensus: about 12 in 5 s when idle.
+    assert!(
+        after - before >= 5,
+        "only {} blocks in {seconds:.1} s while {answered} heavy queries were answered",
+        after - before
+    );
+    assert!(answered > 100, "{answered} queries answered");
+}

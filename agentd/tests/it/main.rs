@@ -5,6 +5,7 @@
 
 mod abcid_bounds;
 mod abcid_faults;
+mod abcid_logs;
 mod abcid_web3;
 mod bench_profiler;
 mod common;

@@ -22,8 +22,12 @@
 //!   Commit and the admissions do not interleave);
 //! - `abcid_build_info{version,patches} 1`: the version and the patches in
 //!   force, spelled as in `web3_clientVersion`.
+//!
+//! A scrape sees whole blocks: a block's figures are recorded and encoded
+//! under one lock, so the block metrics of a scrape always agree with each
+//! other.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
@@ -71,6 +75,8 @@ pub struct Metrics {
     finalize_block: Histogram,
     store_commit: Histogram,
     check_state: Gauge,
+    /// Held while a block is recorded and while the registry is encoded.
+    block_lock: Mutex<()>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -98,6 +104,7 @@ impl Metrics {
             // 100 µs to ~3.3 s.
             store_commit: Histogram::new(exponential_buckets(1e-4, 2.0, 16)),
             check_state: Gauge::default(),
+            block_lock: Mutex::new(()),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -153,6 +160,7 @@ impl Metrics {
     /// The metrics in the OpenMetrics text format.
     pub fn encode(&self) -> String {
         let mut out = String::new();
+        let _block = self.block_lock.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = encode(&mut out, &self.registry) {
             tracing::warn!("cannot encode the metrics: {e}");
         }
@@ -175,6 +183,7 @@ impl Metrics {
 
     /// A block was committed, as its log line reports it.
     pub fn block(&self, line: &BlockLine) {
+        let _block = self.block_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.blocks.inc();
         self.height
             .set(i64::try_from(line.height).unwrap_or(i64::MAX));

@@ -69,7 +69,11 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
         ("mempool.cache_size", i(opts.mempool_size.max(10_000) * 2)),
         ("consensus.timeout_commit", s(opts.timeout_commit.clone())),
         ("tx_index.indexer", s("null".into())),
-        ("instrumentation.prometheus", toml::Value::Boolean(false)),
+        ("instrumentation.prometheus", toml::Value::Boolean(true)),
+        (
+            "instrumentation.prometheus_listen_addr",
+            s(format!("127.0.0.1:{}", opts.cometbft_metrics_port)),
+        ),
     ];
     for (key, value) in settings {
         set_key(&mut doc, key, value)?;

@@ -16,9 +16,9 @@
 //!   redb (the durable part of `commit_ms`);
 //! - `abcid_sender_recoveries_total`: ECDSA sender recoveries done (what
 //!   `sender-cache` saves);
-//! - `abcid_check_state_transactions`: transactions CheckTx admitted since
-//!   the last Commit, new and rechecked, i.e. what the check state's ledger
-//!   holds (CometBFT does not run CheckTx during its Commit, so the reset at
+//! - `abcid_check_state_transactions`: transactions CheckTx admitted (or,
+//!   with `nonce-queue`, queued) since the last Commit, new and rechecked,
+//!   i.e. what the check state holds (CometBFT does not run CheckTx during its Commit, so the reset at
 //!   Commit and the admissions do not interleave);
 //! - `abcid_build_info{version,patches} 1`: the version and the patches in
 //!   force, spelled as in `web3_clientVersion`.

@@ -262,7 +262,8 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
-fn percentiles(values: &mut [f64]) -> Latency {
+/// p50, p90, p99 and maximum of `values` (sorted in place), nearest rank.
+pub fn percentiles(values: &mut [f64]) -> Latency {
     values.sort_by(f64::total_cmp);
     Latency {
         p50: quantile(values, 0.50),

@@ -41,4 +41,15 @@ for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break;
   --comet-rpc http://127.0.0.1:26657 --redis "redis://127.0.0.1:$redis_port" --no-progress
 "$feth" etl stats --redis "redis://127.0.0.1:$redis_port" --chain-id feth-devnet-9000 --window 20
 
-echo; echo "reports: $dir/load.json, flamegraphs in $dir/flamegraphs/, logs in $dir/logs/"
+"$feth" etl stats --redis "redis://127.0.0.1:$redis_port" --chain-id feth-devnet-9000 --json --per-block \
+  > "$dir/etl.json"
+
+echo; echo "== feth report: the load run's charts, flamegraph and parameters in one page"
+flames=()
+for svg in "$dir"/flamegraphs/*/merged-*/all.svg; do
+  [ -e "$svg" ] && flames+=(--flamegraph "abcid=$svg")
+done
+"$feth" report "$dir/load.json" --etl "$dir/etl.json" "${flames[@]}" --out "$dir/report"
+
+echo; echo "reports: $dir/report/report.html (open it in a browser), $dir/report/summary.md,"
+echo "         $dir/load.json, flamegraphs in $dir/flamegraphs/, logs in $dir/logs/"

@@ -123,6 +123,7 @@ stage_compare() {
   if [ "$own_node" = 1 ]; then
     "$FETH" compare --network "$web3" --keys "$keys" --comet-rpc "$comet" --name b \
       "${common[@]}" "${compare_args[@]}" > "$OUT/compare.json"
+    "$FETH" report "$OUT/compare.json" --out "$OUT/report"
     return
   fi
   "$FETH" devnet down --dir "$DEVNET" >/dev/null 2>&1 || true
@@ -133,6 +134,8 @@ stage_compare() {
   fi
   "$FETH" compare --build-a "$baseline" --build-b "$ABCID" \
     "${common[@]}" "${compare_args[@]}" > "$OUT/compare.json"
+  # The ladder's page (charts, differential flamegraphs), archived with reports/.
+  "$FETH" report "$OUT/compare.json" --out "$OUT/report"
 }
 
 # Fails (exit 3) when the candidate is slower than the last good build by

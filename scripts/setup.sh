@@ -3,7 +3,8 @@
 # (Debian package) and the pinned CometBFT (go install into tools/bin).
 # `setup.sh --test` also installs what only the tests use (Tendermint 0.34,
 # CometBFT 0.37 and 1.0 for the etl's all-versions tests; Debian's groovy and
-# the default Java runtime it runs on, to check that the Jenkinsfile parses).
+# the default Java runtime it runs on, to check that the Jenkinsfile parses;
+# Debian's chromium, to open `feth report`'s page headless).
 # Idempotent: does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ if [ "${1:-}" = "--test" ]; then
   command -v groovy >/dev/null 2>&1 || need_apt+=(groovy)
   # groovy runs the Java of /usr/lib/jvm/default-java.
   [ -x /usr/lib/jvm/default-java/bin/java ] || need_apt+=(default-jre-headless)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -9,6 +9,7 @@
 //!   engine's ceiling for `feth compare`.
 //! - [`load`]: the load engine; [`saturate`]: the search for the highest
 //!   rate a chain keeps up with; [`blocks`]: windows of committed blocks.
+//! - [`report`]: `feth report`'s HTML page and Markdown summary.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;
@@ -23,8 +24,10 @@ pub mod fund;
 pub mod keys;
 pub mod kvstore;
 pub mod load;
+pub mod metrics_http;
 pub mod procstat;
 pub mod progress;
+pub mod report;
 pub mod saturate;
 pub mod sign;
 pub mod sink;

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -12,6 +13,7 @@ use super::args::{emit, load_senders, NetworkArgs};
 use crate::load::engine::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM,
 };
+use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::{self, LoadReport, LoadSettings};
 use crate::units;
@@ -88,6 +90,10 @@ pub struct LoadArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics while the run lasts
+    /// (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 fn positive(name: &str, v: f64) -> Result<f64> {
@@ -144,8 +150,30 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         progress: !args.quiet,
         stop: None,
         plan: args.plan(keys.len())?,
+        metrics: None,
     };
-    let report = load::run(settings, keys).await?;
+    let report = match args.metrics {
+        None => load::run(settings, keys).await?,
+        Some(addr) => {
+            let metrics = Arc::new(LoadMetrics::new());
+            let render = {
+                let m = metrics.clone();
+                Arc::new(move || m.encode()) as crate::metrics_http::Render
+            };
+            let (bound, server) = crate::metrics_http::serve(addr, render).await?;
+            eprintln!("metrics: http://{bound}/metrics");
+            let report = load::run(
+                LoadSettings {
+                    metrics: Some(metrics),
+                    ..settings
+                },
+                keys,
+            )
+            .await;
+            server.abort();
+            report?
+        }
+    };
     emit(args.json, &report, |out| print_summary(out, &report))?;
     if report.totals.included == 0 {
         bail!("nothing was included: the run failed (see the rejections above)");

@@ -11,6 +11,7 @@ pub mod fund;
 pub mod info;
 pub mod load;
 pub mod profiler;
+pub mod report;
 pub mod saturate;
 pub mod send;
 
@@ -50,6 +51,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Send signed value transfers and wait until they are committed.
     Send(send::SendArgs),
+    /// An HTML page of a run's charts, flamegraphs and parameters, and a Markdown summary.
+    Report(report::ReportArgs),
 }
 
 impl Cli {
@@ -68,6 +71,7 @@ impl Cli {
             Command::Bench(c) => bench::run(c).await,
             Command::Compare(a) => compare::run(a).await,
             Command::Send(a) => send::run(a).await,
+            Command::Report(a) => report::run(a).await,
         }
     }
 }

@@ -36,7 +36,7 @@ use futures::StreamExt;
 use rand::SeedableRng;
 
 /// Where transfers go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recipients {
     /// Other accounts of the keys file.
@@ -46,7 +46,7 @@ pub enum Recipients {
 }
 
 /// What each transaction does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// A plain value transfer.

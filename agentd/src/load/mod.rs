@@ -14,6 +14,7 @@
 pub mod engine;
 pub mod erc20;
 pub mod ledger;
+pub mod metrics;
 pub mod pick;
 pub mod ready;
 pub mod report;
@@ -29,13 +30,14 @@ use alloy_primitives::{B256, U256};
 use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use self::engine::{Engine, EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
 use self::ledger::TxStatus;
+use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
-use self::report::{ChainFigures, Latencies, Latency, Second, Totals};
+use self::report::{BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
@@ -58,6 +60,8 @@ pub struct LoadSettings {
     /// Stop sending once this turns true (or its sender is dropped), as Ctrl-C does;
     /// a closed loop without `--count` or `--duration` runs until then.
     pub stop: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Live Prometheus metrics to keep up to date (`feth load --metrics`).
+    pub metrics: Option<Arc<LoadMetrics>>,
 }
 
 impl LoadSettings {
@@ -70,12 +74,13 @@ impl LoadSettings {
             wait: Duration::from_secs(60),
             progress: false,
             stop: None,
+            metrics: None,
         }
     }
 }
 
 /// How the run was configured, for the JSON report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunConfig {
     /// Endpoints.
     pub endpoints: Vec<String>,
@@ -100,7 +105,7 @@ pub struct RunConfig {
 }
 
 /// Where the run happened.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
     /// feth version.
     pub feth_version: String,
@@ -110,11 +115,30 @@ pub struct Environment {
     pub cpus: usize,
     /// Unix time the run began.
     pub started_unix: f64,
+    /// What the first node calls itself (`web3_clientVersion`: abcid names
+    /// its version and the patches in force); empty in version 1 files.
+    #[serde(default)]
+    pub node: String,
+    /// The agent machine's kernel release; empty in version 1 files.
+    #[serde(default)]
+    pub kernel: String,
+}
+
+/// The format version of the JSON `feth load --json` writes. Version 1
+/// (files without a `version` field) had no block rows, offered rate or
+/// per-second latency.
+pub const REPORT_VERSION: u32 = 2;
+
+fn version_one() -> u32 {
+    1
 }
 
 /// The result of `feth load`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadReport {
+    /// Format version ([`REPORT_VERSION`]; 1 when absent).
+    #[serde(default = "version_one")]
+    pub version: u32,
     /// Configuration.
     pub config: RunConfig,
     /// Environment.
@@ -146,6 +170,9 @@ pub struct LoadReport {
     pub resyncs: u64,
     /// Per-second series.
     pub series: Vec<Second>,
+    /// Every block of the window, in height order (empty in version 1 files).
+    #[serde(default)]
+    pub blocks: Vec<BlockRow>,
 }
 
 /// Reads the pending nonce of every sender from the endpoint that will
@@ -314,6 +341,37 @@ fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> Join
     })
 }
 
+/// Brings `metrics` up to date every second until aborted.
+fn spawn_metrics(
+    engine: Arc<Engine>,
+    scanner: &Scanner,
+    live: Arc<LoadMetrics>,
+    started_unix: f64,
+) -> JoinHandle<()> {
+    let scan = scanner.state.clone();
+    tokio::spawn(async move {
+        loop {
+            let schedule = engine.schedule();
+            live.set_offered(
+                schedule
+                    .rate_at(engine.start.elapsed().as_secs_f64())
+                    .unwrap_or(0.0),
+            );
+            {
+                let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+                let scan = scan.lock().unwrap_or_else(|e| e.into_inner());
+                live.sync(
+                    &ledger,
+                    &scan,
+                    started_unix,
+                    metrics::retries(&engine.counters),
+                );
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
 /// Stops the engine on Ctrl-C or when `stop` turns true.
 fn spawn_interrupt(
     engine: Arc<Engine>,
@@ -363,15 +421,20 @@ async fn wait_for_inclusion(engine: &Engine, scanner: &Scanner, pb: &ProgressBar
     }
 }
 
-fn environment(started_unix: f64, cpus: usize) -> Environment {
-    Environment {
-        feth_version: env!("CARGO_PKG_VERSION").to_string(),
-        host: std::fs::read_to_string("/etc/hostname")
+fn environment(started_unix: f64, cpus: usize, node: String) -> Environment {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
             .unwrap_or_default()
             .trim()
-            .to_string(),
+            .to_string()
+    };
+    Environment {
+        feth_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: read("/etc/hostname"),
         cpus,
         started_unix,
+        node,
+        kernel: read("/proc/sys/kernel/osrelease"),
     }
 }
 
@@ -384,8 +447,10 @@ pub struct Running {
     scan_task: JoinHandle<()>,
     ticker: JoinHandle<()>,
     interrupt: JoinHandle<()>,
+    metrics: Option<(Arc<LoadMetrics>, JoinHandle<()>)>,
     pb: ProgressBar,
     config: RunConfig,
+    node: String,
     started_unix: f64,
     cpus: usize,
     window_start: u64,
@@ -417,6 +482,11 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
     };
     let config = run_config(&settings.endpoints, keys.len(), &cfg);
+    // What the node calls itself, for the report; a node without the method is nameless.
+    let node = clients[0]
+        .call::<String>("web3_clientVersion", serde_json::json!([]))
+        .await
+        .unwrap_or_default();
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
@@ -425,6 +495,10 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     let pb = progress_bar(settings.progress);
     let ticker = spawn_ticker(engine.clone(), &scanner, pb.clone());
     let interrupt = spawn_interrupt(engine.clone(), settings.stop);
+    let metrics = settings.metrics.map(|m| {
+        let task = spawn_metrics(engine.clone(), &scanner, m.clone(), started_unix);
+        (m, task)
+    });
     let sending = {
         let engine = engine.clone();
         tokio::spawn(async move {
@@ -445,8 +519,10 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         scan_task,
         ticker,
         interrupt,
+        metrics,
         pb,
         config,
+        node,
         started_unix,
         cpus,
         window_start,
@@ -476,13 +552,35 @@ impl Running {
         let engine = &self.engine;
         let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
         let scan = self.scanner.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (totals, latency, chain, series) =
-            report::account(&ledger, &scan, self.started_unix, self.window_start);
-        let open_loop = engine.schedule() != RateSchedule::Closed;
+        if let Some((m, task)) = &self.metrics {
+            task.abort();
+            m.set_offered(0.0);
+            m.sync(
+                &ledger,
+                &scan,
+                self.started_unix,
+                metrics::retries(&engine.counters),
+            );
+        }
+        let report::Accounts {
+            totals,
+            latency,
+            chain,
+            mut series,
+            blocks,
+        } = report::account(&ledger, &scan, self.started_unix, self.window_start);
+        let schedule = engine.schedule();
+        // Offered in the whole seconds sending lasted; later ones only saw inclusions.
+        let whole = sent.seconds.floor();
+        for s in series.iter_mut().filter(|s| (s.second as f64) < whole) {
+            s.offered = schedule.rate_at(s.second as f64);
+        }
+        let open_loop = schedule != RateSchedule::Closed;
         let c = &engine.counters;
         Ok(LoadReport {
+            version: REPORT_VERSION,
             config: self.config.clone(),
-            environment: environment(self.started_unix, self.cpus),
+            environment: environment(self.started_unix, self.cpus, self.node.clone()),
             send_rate: totals.signed as f64 / sent.seconds.max(1e-9),
             send_seconds: sent.seconds,
             schedule_lag_ms: open_loop
@@ -496,6 +594,7 @@ impl Running {
             resends: c.resends.load(Ordering::Relaxed),
             resyncs: c.resyncs.load(Ordering::Relaxed),
             series,
+            blocks,
         })
     }
 }
@@ -506,6 +605,9 @@ impl Drop for Running {
         self.engine.stop();
         self.ticker.abort();
         self.interrupt.abort();
+        if let Some((_, task)) = &self.metrics {
+            task.abort();
+        }
         self.scan_task.abort();
         self.pb.finish_and_clear();
     }

@@ -24,7 +24,7 @@ pub struct Latency {
 }
 
 /// Both latency measures.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Latencies {
     /// Intended send time → block timestamp (1 s resolution on Ethereum RPC).
     pub to_block_time: Latency,
@@ -34,7 +34,7 @@ pub struct Latencies {
 }
 
 /// One second of the run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Second {
     /// Seconds since the run began.
     pub second: u64,
@@ -44,10 +44,46 @@ pub struct Second {
     pub accepted: u64,
     /// Included, by block time.
     pub included: u64,
+    /// The rate the schedule offered at the start of this second, tx/s (open
+    /// loop only).
+    #[serde(default)]
+    pub offered: Option<f64>,
+    /// Inclusion latency (intended send → block seen) of the transactions
+    /// included in this second, ms; `None` when none was.
+    #[serde(default)]
+    pub latency_ms: Option<Latency>,
+}
+
+/// One block of the run's window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockRow {
+    /// Height.
+    pub number: u64,
+    /// Header time, seconds since the epoch.
+    pub timestamp: u64,
+    /// All transactions in the block.
+    pub txs: u64,
+    /// Our transactions in the block.
+    pub ours: u64,
+}
+
+/// What [`account`] makes of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Accounts {
+    /// Totals that add up.
+    pub totals: Totals,
+    /// Inclusion latency over the run.
+    pub latency: Latencies,
+    /// Committed figures over the window.
+    pub chain: ChainFigures,
+    /// Per-second series.
+    pub series: Vec<Second>,
+    /// Every block scanned, in height order.
+    pub blocks: Vec<BlockRow>,
 }
 
 /// Totals that add up: `signed = included + rejected + unresolved`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Totals {
     /// Transactions submitted at least once.
     pub signed: u64,
@@ -65,12 +101,16 @@ pub struct Totals {
 }
 
 /// Figures read from the chain over the run's window.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ChainFigures {
     /// First block of the window (the first after the run began).
     pub first_block: u64,
     /// Last block of the window.
     pub last_block: u64,
+    /// Header time of the block before the window (its start), seconds
+    /// since the epoch; 0 in version 1 files.
+    #[serde(default)]
+    pub start_time: u64,
     /// Seconds between the block before the window and its last block.
     pub seconds: f64,
     /// All transactions in the window's blocks.
@@ -81,17 +121,20 @@ pub struct ChainFigures {
     pub committed_tps_all: f64,
 }
 
-/// Builds the totals, latency, window figures and per-second series.
+/// Builds the totals, latency, window figures, per-second series and block
+/// rows.
 pub fn account(
     ledger: &[TxEntry],
     scan: &ScanState,
     run_start_unix: f64,
     window_start_time: u64,
-) -> (Totals, Latencies, ChainFigures, Vec<Second>) {
+) -> Accounts {
     let mut totals = Totals::default();
     let mut latencies = Vec::new();
     let mut observed = Vec::new();
     let mut series: BTreeMap<u64, Second> = BTreeMap::new();
+    let mut per_second: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    let mut ours = vec![0u64; scan.blocks.len()];
     let mut last_used_block: Option<usize> = None;
     let last_entry: HashMap<B256, usize> = ledger
         .iter()
@@ -114,9 +157,15 @@ pub fn account(
                 let block = &scan.blocks[b];
                 last_used_block = Some(last_used_block.map_or(b, |l| l.max(b)));
                 let at = block.timestamp as f64 - run_start_unix;
+                let seen_ms = ((block.seen - entry.intended) * 1000.0).max(0.0);
                 latencies.push(((at - entry.intended) * 1000.0).max(0.0));
-                observed.push(((block.seen - entry.intended) * 1000.0).max(0.0));
+                observed.push(seen_ms);
+                ours[b] += 1;
                 series.entry(at.max(0.0) as u64).or_default().included += 1;
+                per_second
+                    .entry(at.max(0.0) as u64)
+                    .or_default()
+                    .push(seen_ms);
                 Fate::Included
             }
             None => match &entry.status {
@@ -138,7 +187,27 @@ pub fn account(
         to_block_time: percentiles(&mut latencies),
         to_observed: percentiles(&mut observed),
     };
-    (totals, latency, chain, dense(series))
+    for (second, mut values) in per_second {
+        series.entry(second).or_default().latency_ms = Some(percentiles(&mut values));
+    }
+    let blocks = scan
+        .blocks
+        .iter()
+        .zip(ours)
+        .map(|(b, ours)| BlockRow {
+            number: b.number,
+            timestamp: b.timestamp,
+            txs: b.txs as u64,
+            ours,
+        })
+        .collect();
+    Accounts {
+        totals,
+        latency,
+        chain,
+        series: dense(series),
+        blocks,
+    }
 }
 
 /// Committed figures over the window from the first scanned block to the
@@ -165,6 +234,7 @@ fn window_figures(
     ChainFigures {
         first_block: first.number,
         last_block: last.number,
+        start_time: window_start_time,
         seconds,
         all_txs,
         committed_tps: included as f64 / seconds,
@@ -276,11 +346,22 @@ mod tests {
         });
         scan.included.insert(B256::repeat_byte(1), 0);
         scan.included.insert(B256::repeat_byte(3), 0);
-        let (t, lat, chain, series) = account(&ledger, &scan, 1000.0, 1000);
+        let a = account(&ledger, &scan, 1000.0, 1000);
+        let (t, lat, chain, series) = (a.totals, a.latency, a.chain, a.series);
         assert_eq!(
             (t.signed, t.included, t.rejected, t.unresolved),
             (4, 2, 1, 1)
         );
+        let row = BlockRow {
+            number: 10,
+            timestamp: 1002,
+            txs: 5,
+            ours: 2,
+        };
+        assert_eq!(a.blocks, vec![row]);
+        let second = series[2].latency_ms.clone().unwrap();
+        assert_eq!((second.p50, second.max), (1500.0, 1500.0));
+        assert!(series[0].latency_ms.is_none() && series[1].latency_ms.is_none());
         assert_eq!(chain.committed_tps, 1.0);
         assert_eq!(chain.committed_tps_all, 2.5);
         assert_eq!(lat.to_block_time.p50, 1500.0);
@@ -312,7 +393,8 @@ mod tests {
             entry(1, TxStatus::Accepted),
             entry(2, TxStatus::Accepted),
         ];
-        let (t, _, chain, series) = account(&ledger, &one_block_with(&[1]), 1000.0, 1000);
+        let a = account(&ledger, &one_block_with(&[1]), 1000.0, 1000);
+        let (t, chain, series) = (a.totals, a.chain, a.series);
         assert_eq!(
             (t.signed, t.included, t.rejected, t.unresolved),
             (2, 1, 0, 1)
@@ -354,7 +436,9 @@ mod tests {
     #[test]
     fn an_accepted_hash_in_no_block_is_unresolved_not_included() {
         let ledger = vec![entry(7, TxStatus::Accepted)];
-        let (t, lat, chain, _) = account(&ledger, &one_block_with(&[8]), 1000.0, 1000);
+        let a = account(&ledger, &one_block_with(&[8]), 1000.0, 1000);
+        let (t, lat, chain) = (a.totals, a.latency, a.chain);
+        assert_eq!(a.blocks[0].ours, 0);
         assert_eq!((t.included, t.unresolved), (0, 1));
         assert_eq!(chain.committed_tps, 0.0);
         assert_eq!(lat.to_block_time.max, 0.0);

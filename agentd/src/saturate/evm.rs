@@ -248,6 +248,7 @@ impl EvmProbe {
             wait: self.cfg.drain,
             progress: false,
             stop: None,
+            metrics: None,
         }
     }
 

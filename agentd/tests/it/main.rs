@@ -17,4 +17,5 @@ mod kvstore;
 mod load;
 mod pipeline;
 mod profiler_devnet;
+mod report;
 mod saturate;

@@ -183,6 +183,15 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
         assert!(p.report("stats.json")["blocks"].as_u64().unwrap() > 0);
         let md = std::fs::read_to_string(Path::new(&p.env["OUT"]).join("compare.md")).unwrap();
         assert!(md.contains("| a ") && md.contains("| b "), "{md}");
+        // feth report's page of the comparison, archived with reports/.
+        let page = Path::new(&p.env["OUT"]).join("report");
+        let html = std::fs::read_to_string(page.join("report.html")).unwrap();
+        assert!(html.contains("id=\"compare0-ladder\""), "no ladder chart");
+        let summary = std::fs::read_to_string(page.join("summary.md")).unwrap();
+        assert!(
+            summary.contains("| a ") && summary.contains("| b "),
+            "{summary}"
+        );
         // What Jenkins' Copy Artifact step does between two builds.
         let kept = Path::new(&p.env["OUT"]).join("next-baseline");
         assert!(kept.join("abcid").is_file() && kept.join("compare.json").is_file());

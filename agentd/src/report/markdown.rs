@@ -1,0 +1,80 @@
+//! The Markdown summary written beside the page, for CI comments and pull
+//! requests: each run's headline figures and each comparison's ladder.
+
+use super::input::RunFile;
+
+fn row(cells: &[String]) -> String {
+    let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
+fn header(cells: &[&str]) -> String {
+    let owned: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+    format!("{}|{}\n", row(&owned), "---|".repeat(cells.len()))
+}
+
+/// The summary of `files`; `page` is the HTML page's file name.
+pub fn summary(files: &[RunFile], page: &str) -> String {
+    let mut out = format!("# feth report\n\nCharts, flamegraphs and parameters: `{page}`.\n\n");
+    let loads: Vec<_> = files
+        .iter()
+        .filter_map(|f| match f {
+            RunFile::Load { path, report } => Some((path, report)),
+            RunFile::Compare { .. } => None,
+        })
+        .collect();
+    if !loads.is_empty() {
+        out.push_str("## Runs\n\n");
+        out.push_str(&header(&[
+            "run",
+            "schedule",
+            "node",
+            "committed TPS",
+            "send rate",
+            "latency p50 / p99 ms",
+            "included / signed",
+            "rejected",
+        ]));
+        for (path, r) in loads {
+            let l = &r.latency_ms.to_observed;
+            out.push_str(&row(&[
+                path.display().to_string(),
+                r.config.schedule.clone(),
+                r.environment.node.clone(),
+                format!("{:.1}", r.chain.committed_tps),
+                format!("{:.1}", r.send_rate),
+                format!("{:.0} / {:.0}", l.p50, l.p99),
+                format!("{} / {}", r.totals.included, r.totals.signed),
+                r.totals.rejected.to_string(),
+            ]));
+        }
+        out.push('\n');
+    }
+    for f in files {
+        if let RunFile::Compare { path, report } = f {
+            out.push_str(&format!("## Comparison {}\n\n", path.display()));
+            out.push_str(&header(&[
+                "step",
+                "patches",
+                "runs",
+                "median TPS",
+                "vs previous",
+                "change",
+            ]));
+            for s in &report.steps {
+                out.push_str(&row(&[
+                    s.step.clone(),
+                    s.patches.clone(),
+                    s.runs.to_string(),
+                    format!("{:.1}", s.committed_tps_median),
+                    s.vs_previous
+                        .as_ref()
+                        .map_or("–".into(), |v| format!("{:.3}", v.mean)),
+                    format!("{:?}", s.change).to_lowercase(),
+                ]));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -11,7 +11,7 @@ pub mod fund;
 pub mod profiler;
 pub mod stats;
 
-pub use agent::{agent, raw_sign_rate, rss_bytes, AgentBench};
+pub use agent::{agent, raw_sign_rate, AgentBench};
 pub use fund::{fund, FundBench, FundBenchPlan};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
 pub use stats::RatioEstimate;

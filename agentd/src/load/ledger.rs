@@ -8,7 +8,7 @@
 //! - a refused one is kept [`GRACE`] more seconds (a "nonce too low" may be
 //!   our own earlier submission, included after all: inclusion wins), then
 //!   counted as rejected;
-//! - the hashes included in the last [`GRACE`] seconds are kept to fold a
+//! - the hashes included in the last [`RECENT`] seconds are kept to fold a
 //!   resubmission of the same bytes.
 //!
 //! A hash is counted once: registering one already held (identical bytes
@@ -23,8 +23,10 @@ use alloy_primitives::{Bytes, B256};
 use super::metrics::LoadMetrics;
 use super::tally::{BlockFacts, Inclusion, Tally};
 
-/// Seconds a refused transaction, or an included hash, is kept.
+/// Seconds a refused transaction is kept.
 pub const GRACE: f64 = 30.0;
+/// Seconds an included hash is kept.
+pub const RECENT: f64 = 10.0;
 
 /// What the node said about a submitted transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,13 +213,14 @@ impl Ledger {
         ours
     }
 
-    /// Settles what has waited [`GRACE`] seconds by `now`: refusals become
-    /// rejections, old included hashes are forgotten.
+    /// Settles what has waited long enough by `now`: refusals older than
+    /// [`GRACE`] become rejections, hashes included more than [`RECENT`]
+    /// seconds ago are forgotten.
     pub fn expire(&mut self, now: f64) {
-        self.expire_before(now - GRACE);
+        self.expire_before(now - GRACE, now - RECENT);
     }
 
-    fn expire_before(&mut self, cutoff: f64) {
+    fn expire_before(&mut self, cutoff: f64, recent_cutoff: f64) {
         while let Some(&(at, hash)) = self.refused_order.front() {
             if at > cutoff {
                 break;
@@ -228,7 +231,7 @@ impl Ledger {
             }
         }
         while let Some(&(at, hash)) = self.recent_order.front() {
-            if at > cutoff {
+            if at > recent_cutoff {
                 break;
             }
             self.recent_order.pop_front();
@@ -239,7 +242,7 @@ impl Ledger {
     /// Ends the run's accounting: refusals are final, what is still in flight
     /// is unresolved, every second and window is finished.
     pub fn close(&mut self) {
-        self.expire_before(f64::INFINITY);
+        self.expire_before(f64::INFINITY, f64::INFINITY);
         self.tally.totals.unresolved = self.live.len() as u64;
         self.tally.close();
     }

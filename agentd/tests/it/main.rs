@@ -19,3 +19,4 @@ mod pipeline;
 mod profiler_devnet;
 mod report;
 mod saturate;
+mod soak;

@@ -9,10 +9,12 @@ use std::sync::Arc;
 
 use alloy_primitives::Bytes;
 use tendermint_abci::Application;
+use tendermint_proto::v0_38::abci::response_process_proposal::ProposalStatus;
 use tendermint_proto::v0_38::abci::{
     CheckTxType, Event, EventAttribute, ExecTxResult, RequestCheckTx, RequestFinalizeBlock,
-    RequestInfo, RequestInitChain, RequestPrepareProposal, ResponseCheckTx, ResponseCommit,
-    ResponseFinalizeBlock, ResponseInfo, ResponseInitChain, ResponsePrepareProposal,
+    RequestInfo, RequestInitChain, RequestPrepareProposal, RequestProcessProposal, ResponseCheckTx,
+    ResponseCommit, ResponseFinalizeBlock, ResponseInfo, ResponseInitChain,
+    ResponsePrepareProposal, ResponseProcessProposal,
 };
 use tendermint_proto::v0_38::types::{BlockParams, ConsensusParams};
 
@@ -110,9 +112,41 @@ impl Application for AbciApp {
             .block_gas_limit()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         let mut txs = request.txs;
+        if self.node.patches().has(Patch::NonceQueue) {
+            txs = self
+                .node
+                .order_by_nonce(&txs)
+                .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        }
         let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
         txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
         ResponsePrepareProposal { txs }
+    }
+
+    /// With `nonce-queue`, a proposal that leaves a sender's nonce gap is
+    /// refused (an honest abcid proposer never makes one); otherwise every
+    /// proposal is accepted, and FinalizeBlock judges each transaction.
+    fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
+        let _app = self.enter("ProcessProposal");
+        let gap = self.node.patches().has(Patch::NonceQueue)
+            && self
+                .node
+                .has_nonce_gap(&request.txs)
+                .unwrap_or_else(|e| fatal("ProcessProposal", e));
+        if gap {
+            tracing::warn!(
+                height = request.height,
+                "proposal refused: it leaves a nonce gap"
+            );
+        }
+        let status = if gap {
+            ProposalStatus::Reject
+        } else {
+            ProposalStatus::Accept
+        };
+        ResponseProcessProposal {
+            status: status as i32,
+        }
     }
 
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {

@@ -113,6 +113,41 @@ pub enum TxError {
         /// The limit (49,152 bytes).
         max: usize,
     },
+    /// `nonce-queue`: the nonce is further ahead than the queue waits for.
+    #[error("nonce too high: next nonce {expected}, tx nonce {got}; at most {window} nonces ahead are queued")]
+    NonceGapTooWide {
+        /// The nonce the account expects next (pending state).
+        expected: u64,
+        /// The transaction's nonce.
+        got: u64,
+        /// How far ahead a nonce may be.
+        window: u64,
+    },
+    /// `nonce-queue`: a queued transaction of the same nonce pays at least
+    /// as much (geth asks for a 10 % higher fee cap and tip).
+    #[error("replacement transaction underpriced")]
+    ReplacementUnderpriced,
+    /// `nonce-queue`: the queue holds as many transactions as it may.
+    #[error("txpool is full: {max} queued transactions already wait for their predecessors")]
+    QueueFull {
+        /// The bound on queued transactions.
+        max: usize,
+    },
+    /// `nonce-queue`: the transaction waited in the queue longer than
+    /// allowed for its predecessor (recheck only).
+    #[error("queued transaction expired: nonce {got} waited {waited_secs} s for nonce {expected}")]
+    QueuedExpired {
+        /// The nonce the account still expects.
+        expected: u64,
+        /// The transaction's nonce.
+        got: u64,
+        /// How long it waited, in whole seconds.
+        waited_secs: u64,
+    },
+    /// `nonce-queue`: a transaction of the same nonce with a higher fee
+    /// replaced this one while both waited (recheck only).
+    #[error("replaced by a transaction with a higher fee")]
+    Replaced,
 }
 
 impl TxError {
@@ -134,6 +169,11 @@ impl TxError {
             Self::Execution(_) => 13,
             Self::BlockGasExhausted { .. } => 14,
             Self::InitCodeTooLarge { .. } => 15,
+            Self::NonceGapTooWide { .. } => 16,
+            Self::ReplacementUnderpriced => 17,
+            Self::QueueFull { .. } => 18,
+            Self::QueuedExpired { .. } => 19,
+            Self::Replaced => 20,
         }
     }
 }
@@ -175,6 +215,19 @@ mod tests {
             TxError::Execution(String::new()),
             TxError::BlockGasExhausted { gas: 2, left: 1 },
             TxError::InitCodeTooLarge { size: 2, max: 1 },
+            TxError::NonceGapTooWide {
+                expected: 1,
+                got: 100,
+                window: 64,
+            },
+            TxError::ReplacementUnderpriced,
+            TxError::QueueFull { max: 1 },
+            TxError::QueuedExpired {
+                expected: 1,
+                got: 2,
+                waited_secs: 60,
+            },
+            TxError::Replaced,
         ];
         let mut codes: Vec<u32> = all.iter().map(TxError::code).collect();
         assert!(codes.iter().all(|c| *c != 0));

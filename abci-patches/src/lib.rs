@@ -12,7 +12,8 @@
 //! - [`exec`]: block execution with revm; [`runner`]: one EVM per block or
 //!   one per transaction (`session-cache`).
 //! - [`mempool`]: CheckTx's pending nonces and balances, and what recheck
-//!   keeps (`lite-recheck`); [`checkexec`]: CheckTx's execution when
+//!   keeps (`lite-recheck`); [`nonce_queue`]: future nonces waiting for their
+//!   predecessors (`nonce-queue`); [`checkexec`]: CheckTx's execution when
 //!   `check-tx-lite` is off.
 //! - [`proposal`]: PrepareProposal within the block's bytes and gas.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
@@ -33,6 +34,7 @@ pub mod genesis;
 pub mod locks;
 pub mod mempool;
 pub mod node;
+pub mod nonce_queue;
 pub mod patches;
 pub mod proposal;
 pub mod rpc;

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 use tendermint_abci::ServerBuilder;
 
+use abcid::nonce_queue::QueueConfig;
 use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
 use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
@@ -56,6 +57,32 @@ struct Args {
     print_patches: bool,
     #[command(flatten)]
     rpc: RpcArgs,
+    #[command(flatten)]
+    queue: QueueArgs,
+}
+
+/// The bounds of the `nonce-queue` patch (README, "Patches").
+#[derive(Debug, clap::Args)]
+struct QueueArgs {
+    /// How far ahead of a sender's next nonce a transaction may be queued.
+    #[arg(long, default_value_t = QueueConfig::default().window)]
+    nonce_queue_window: u64,
+    /// Most queued transactions, all senders together.
+    #[arg(long, default_value_t = QueueConfig::default().max_queued)]
+    nonce_queue_max: usize,
+    /// Seconds a queued transaction may wait for its predecessor.
+    #[arg(long, default_value_t = QueueConfig::default().ttl.as_secs())]
+    nonce_queue_ttl: u64,
+}
+
+impl QueueArgs {
+    fn config(&self) -> QueueConfig {
+        QueueConfig {
+            window: self.nonce_queue_window,
+            max_queued: self.nonce_queue_max,
+            ttl: std::time::Duration::from_secs(self.nonce_queue_ttl),
+        }
+    }
 }
 
 /// The web3 server's bounds (README, "web3 JSON-RPC").
@@ -127,7 +154,10 @@ fn init_tracing(format: LogFormat) {
 fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.home)
         .with_context(|| format!("cannot create home directory {}", args.home.display()))?;
-    let node = Arc::new(Node::open(&args.home, args.patches).context("cannot open abcid's state")?);
+    let node = Arc::new(
+        Node::open_with(&args.home, args.patches, args.queue.config())
+            .context("cannot open abcid's state")?,
+    );
     let (height, app_hash) = node.info()?;
     tracing::info!(height, %app_hash, home = %args.home.display(), "state loaded");
     tracing::info!(patches = %args.patches, version = %abcid::rpc::client_version(args.patches), "patches in force");

@@ -25,6 +25,7 @@ use alloy_primitives::{Address, B256, U256};
 
 use crate::error::TxError;
 use crate::exec::{check_account, Spend};
+use crate::nonce_queue::{NonceQueue, QueueConfig};
 use crate::state::{AccountRecord, StateDiff};
 use crate::tx::VerifiedTx;
 
@@ -79,9 +80,30 @@ pub struct CheckState {
     /// `lite-recheck`: the committed account of each sender, as read when
     /// its transactions were admitted; valid until a block touches it.
     committed: HashMap<Address, Option<AccountRecord>>,
+    /// `nonce-queue`: transactions waiting for their predecessors.
+    queue: NonceQueue,
 }
 
 impl CheckState {
+    /// An empty check state whose nonce queue (used with `nonce-queue`)
+    /// keeps within `queue`.
+    pub fn new(queue: QueueConfig) -> Self {
+        Self {
+            queue: NonceQueue::new(queue),
+            ..Self::default()
+        }
+    }
+
+    /// `nonce-queue`: the transactions waiting for their predecessors.
+    pub fn queue(&self) -> &NonceQueue {
+        &self.queue
+    }
+
+    /// `nonce-queue`: the queue, to add to or promote from.
+    pub fn queue_mut(&mut self) -> &mut NonceQueue {
+        &mut self.queue
+    }
+
     /// The account as the mempool sees it, falling back to `committed`.
     pub fn view(
         &self,
@@ -179,6 +201,7 @@ impl CheckState {
     pub fn commit(&mut self, block: &StateDiff, lite_recheck: bool) {
         self.pending.clear();
         self.executed = StateDiff::default();
+        self.queue.commit();
         if !lite_recheck {
             self.admitted.clear();
             self.unrechecked.clear();

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
+use alloy_consensus::Transaction as _;
 use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{keccak256, Address, Bloom, Bytes, B256, U256};
 use revm::{
@@ -20,7 +21,9 @@ use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
 use crate::genesis::Genesis;
 use crate::locks::{AppGuard, AppLock, Poisoned, ReadGuard, StateLock, WriteGuard};
 use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
+use crate::nonce_queue::QueueConfig;
 use crate::patches::{Patch, Patches};
+use crate::proposal::{self, Origin};
 use crate::runner;
 use crate::senders::SenderCache;
 use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
@@ -140,8 +143,15 @@ pub enum CallFailure {
 }
 
 impl Node {
-    /// Opens the node's state in `home`, running with `patches`.
+    /// Opens the node's state in `home`, running with `patches` (a
+    /// `nonce-queue` within the default bounds).
     pub fn open(home: &Path, patches: Patches) -> Result<Self, NodeError> {
+        Self::open_with(home, patches, QueueConfig::default())
+    }
+
+    /// Opens the node's state in `home`, running with `patches`; with
+    /// `nonce-queue`, future nonces are queued within `queue`.
+    pub fn open_with(home: &Path, patches: Patches, queue: QueueConfig) -> Result<Self, NodeError> {
         let config = StoreConfig {
             cache_size: patches.has(Patch::RamBlockTxs).then_some(CAPPED_CACHE_SIZE),
         };
@@ -160,7 +170,7 @@ impl Node {
             world: StateLock::new(world, patches.has(Patch::RwLock)),
             chain: RwLock::new(chain),
             pending: Mutex::new(None),
-            check: Mutex::new(CheckState::default()),
+            check: Mutex::new(CheckState::new(queue)),
             senders: patches
                 .has(Patch::SenderCache)
                 .then(|| Arc::new(SenderCache::default())),
@@ -312,16 +322,32 @@ impl Node {
 
     /// CheckTx of `kind`: verifies `raw` and admits it into the check state.
     /// The verdict is the stateless rules' and the ledger's, whatever the
-    /// patches; they only change how much work reaches it.
+    /// patches; they only change how much work reaches it. With
+    /// `nonce-queue`, a nonce ahead of the sender's next one is queued
+    /// ([`crate::nonce_queue`]) instead of refused.
     pub fn check_tx(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
         let lite_recheck = self.patches.has(Patch::LiteRecheck);
+        let queue = self.patches.has(Patch::NonceQueue);
+        let hash = keccak256(raw);
+        if kind == CheckKind::Recheck && queue && self.check()?.queue().was_replaced(&hash) {
+            return Ok(Err(TxError::Replaced));
+        }
         // Without `lite-recheck` a recheck is a full CheckTx, as recheck is
         // in CometBFT's own examples: decode, recover, and all that follows.
         if kind == CheckKind::Recheck && lite_recheck {
             let mut check = self.check()?;
             let read = |sender: &Address| Ok::<_, NodeError>(self.world()?.account(sender));
-            if let Some(verdict) = check.recheck(&keccak256(raw), read)? {
-                return Ok(verdict);
+            match (check.recheck(&hash, read)?, queue) {
+                // Rechecked before its predecessor (CometBFT rechecks in
+                // arrival order): queued again by the full path below.
+                (Some(Err(TxError::NonceTooHigh { .. })), true) => {}
+                (Some(verdict), _) => {
+                    if let (true, Ok(admitted)) = (queue, &verdict) {
+                        self.promote(&mut check, &admitted.spend.sender)?;
+                    }
+                    return Ok(verdict);
+                }
+                (None, _) => {}
             }
         }
         let verified = match self.verify(raw)? {
@@ -331,6 +357,41 @@ impl Node {
         let spend = Spend::from(&verified);
         let mut check = self.check()?;
         let committed = self.world()?.account(&verified.sender);
+        let expected = check
+            .view(&spend.sender, committed)
+            .unwrap_or_default()
+            .nonce;
+        let verdict = if queue && spend.nonce > expected {
+            let admitted = Admitted::from(&verified);
+            check
+                .queue_mut()
+                .queue(verified, expected)
+                .map(|()| admitted)
+        } else {
+            self.admit(&mut check, &verified, committed)?
+        };
+        if let Err(e @ TxError::QueuedExpired { .. }) = &verdict {
+            tracing::info!(target: "abcid::nonce_queue", %hash, sender = %spend.sender, "{e}; evicted");
+        }
+        if kind == CheckKind::New && verdict.is_ok() {
+            // No receiver is not an error: nobody is listening.
+            let _ = self.events.send(NodeEvent::PendingTx(hash));
+        }
+        if queue && verdict.is_ok() {
+            self.promote(&mut check, &spend.sender)?;
+        }
+        Ok(verdict)
+    }
+
+    /// Admits `verified` into `check` if its nonce and funds allow,
+    /// executing it first without `check-tx-lite`.
+    fn admit(
+        &self,
+        check: &mut CheckState,
+        verified: &VerifiedTx,
+        committed: Option<AccountRecord>,
+    ) -> Result<Verdict, NodeError> {
+        let spend = Spend::from(verified);
         let current = match check.admissible(&spend, committed) {
             Ok(current) => current,
             Err(e) => return Ok(Err(e)),
@@ -341,21 +402,72 @@ impl Node {
             let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
             let world = self.world()?;
             let executed = check.executed_mut();
-            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, &verified);
+            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, verified);
             if let Err(e) = run {
                 return Ok(Err(e));
             }
         }
         check.reserve(&spend, current);
-        let admitted = Admitted::from(&verified);
-        if lite_recheck {
+        let admitted = Admitted::from(verified);
+        if self.patches.has(Patch::LiteRecheck) {
             check.record(admitted, committed);
         }
-        if kind == CheckKind::New {
-            // No receiver is not an error: nobody is listening.
-            let _ = self.events.send(NodeEvent::PendingTx(verified.hash));
-        }
         Ok(Ok(admitted))
+    }
+
+    /// `nonce-queue`: admits the queued transactions of `sender` that now
+    /// follow its pending nonce, in order, until one is missing or refused
+    /// (a refused one is left to its recheck).
+    fn promote(&self, check: &mut CheckState, sender: &Address) -> Result<(), NodeError> {
+        let committed = self.world()?.account(sender);
+        loop {
+            let next = check.view(sender, committed).unwrap_or_default().nonce;
+            let Some(queued) = check.queue_mut().take(sender, next) else {
+                return Ok(());
+            };
+            if let Err(e) = self.admit(check, &queued.tx, committed)? {
+                tracing::debug!(hash = %queued.tx.hash, error = %e, "queued transaction not promoted");
+                return Ok(());
+            }
+        }
+    }
+
+    /// Who sent `raw` at which nonce and tip, when it verifies.
+    fn origin(&self, verifier: &Verifier, raw: &[u8]) -> Option<Origin> {
+        let tx = verifier.verify(raw).ok()?;
+        let tip = tx
+            .envelope
+            .max_priority_fee_per_gas()
+            .unwrap_or(tx.envelope.max_fee_per_gas());
+        Some(Origin {
+            sender: tx.sender,
+            nonce: tx.envelope.nonce(),
+            tip,
+        })
+    }
+
+    /// `nonce-queue`'s PrepareProposal order ([`proposal::order_by_nonce`])
+    /// over the committed nonces.
+    pub fn order_by_nonce<T: AsRef<[u8]> + Clone>(&self, txs: &[T]) -> Result<Vec<T>, NodeError> {
+        let verifier = self.verifier()?;
+        let world = self.world()?;
+        Ok(proposal::order_by_nonce(
+            txs,
+            |raw| self.origin(&verifier, raw.as_ref()),
+            |sender| world.account(sender).map_or(0, |a| a.nonce),
+        ))
+    }
+
+    /// `nonce-queue`'s ProcessProposal rule ([`proposal::has_nonce_gap`])
+    /// over the committed nonces.
+    pub fn has_nonce_gap<T: AsRef<[u8]>>(&self, txs: &[T]) -> Result<bool, NodeError> {
+        let verifier = self.verifier()?;
+        let world = self.world()?;
+        Ok(proposal::has_nonce_gap(
+            txs,
+            |raw| self.origin(&verifier, raw.as_ref()),
+            |sender| world.account(sender).map_or(0, |a| a.nonce),
+        ))
     }
 
     /// FinalizeBlock: executes the block and keeps it until Commit (its

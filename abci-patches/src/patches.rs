@@ -71,6 +71,18 @@ pub enum Patch {
     /// recovery or execution), and reads the committed state again only for
     /// the senders the block touched.
     LiteRecheck,
+    /// Not a tuning but a mempool policy, so not in `all`: with it, CheckTx
+    /// admits a bounded window of future nonces per sender and keeps them
+    /// queued until their predecessors arrive (or a time limit passes), a
+    /// queued transaction can be replaced by one paying 10 % more, and
+    /// PrepareProposal orders each sender's transactions by nonce and leaves
+    /// out any whose predecessor is missing, as Cosmos EVM chains do over
+    /// CometBFT's FIFO mempool; ProcessProposal refuses a nonce gap. Without
+    /// it (the default), CheckTx refuses a nonce gap (`nonce too high`) and
+    /// the proposal keeps the mempool's order. It changes CheckTx verdicts on
+    /// gapped input only: on gap-free input every verdict, block and app hash
+    /// is the same (tested in `tests/it/patches.rs`).
+    NonceQueue,
 }
 
 impl Patch {
@@ -87,6 +99,14 @@ impl Patch {
         Patch::LiteRecheck,
     ];
 
+    /// The mempool policies: switches outside `all`, named on their own.
+    pub const POLICIES: [Patch; 1] = [Patch::NonceQueue];
+
+    /// Every switch: the tunings in ladder order, then the policies.
+    pub fn every() -> impl Iterator<Item = Patch> {
+        Patch::ALL.into_iter().chain(Patch::POLICIES)
+    }
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -99,6 +119,7 @@ impl Patch {
             Patch::FastEcrecover => "fast-ecrecover",
             Patch::SenderCache => "sender-cache",
             Patch::LiteRecheck => "lite-recheck",
+            Patch::NonceQueue => "nonce-queue",
         }
     }
 
@@ -120,7 +141,8 @@ pub struct Patches(u16);
 impl Patches {
     /// No patch: the "before" node.
     pub const NONE: Patches = Patches(0);
-    /// Every patch: the tuned node.
+    /// Every tuning: the tuned node (mempool policies such as `nonce-queue`
+    /// are added by name).
     pub const ALL: Patches = Patches((1 << Patch::ALL.len()) - 1);
 
     /// Only `patch`.
@@ -143,9 +165,9 @@ impl Patches {
         Self(self.0 & !patch.bit())
     }
 
-    /// The patches in force, in ladder order.
+    /// The patches in force, in ladder order, then the policies.
     pub fn iter(self) -> impl Iterator<Item = Patch> {
-        Patch::ALL.into_iter().filter(move |p| self.has(*p))
+        Patch::every().filter(move |p| self.has(*p))
     }
 }
 
@@ -161,10 +183,12 @@ impl fmt::Display for Patches {
         if *self == Self::NONE {
             return f.write_str("none");
         }
-        if *self == Self::ALL {
-            return f.write_str("all");
-        }
-        let names: Vec<&str> = self.iter().map(Patch::name).collect();
+        let (mut names, rest) = if self.0 & Self::ALL.0 == Self::ALL.0 {
+            (vec!["all"], Patches(self.0 & !Self::ALL.0))
+        } else {
+            (Vec::new(), *self)
+        };
+        names.extend(rest.iter().map(Patch::name));
         f.write_str(&names.join(","))
     }
 }
@@ -204,12 +228,14 @@ impl FromStr for Patches {
 }
 
 fn find(name: &str) -> Result<Patch, UnknownPatch> {
-    Patch::ALL
-        .into_iter()
+    Patch::every()
         .find(|p| p.name() == name)
         .ok_or_else(|| UnknownPatch {
             name: name.to_string(),
-            known: Patch::ALL.map(Patch::name).join(", "),
+            known: Patch::every()
+                .map(Patch::name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -229,13 +255,17 @@ mod tests {
         let but_one: Patches = "all,-sender-cache".parse().unwrap();
         assert!(!but_one.has(Patch::SenderCache));
         assert_eq!(but_one.iter().count(), 8);
-        for patch in Patch::ALL {
+        for patch in Patch::every() {
             let round: Patches = patch.name().parse().unwrap();
             assert_eq!(round, Patches::only(patch));
             assert_eq!(round.to_string(), patch.name());
         }
         assert_eq!(Patches::ALL.to_string(), "all");
         assert_eq!(Patches::ALL.iter().count(), 9);
+        let queued: Patches = "all,nonce-queue".parse().unwrap();
+        assert!(queued.has(Patch::NonceQueue) && !Patches::ALL.has(Patch::NonceQueue));
+        assert_eq!(queued.to_string(), "all,nonce-queue");
+        assert_eq!(queued.iter().count(), 10);
     }
 
     #[test]

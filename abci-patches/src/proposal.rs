@@ -1,5 +1,6 @@
 //! PrepareProposal: how much of what CometBFT reaped from the mempool goes
-//! into the block abcid proposes.
+//! into the block abcid proposes, and (with `nonce-queue`) in which order;
+//! ProcessProposal's nonce-gap rule.
 //!
 //! The proposal is the longest prefix of CometBFT's transactions whose raw
 //! sizes fit in `max_tx_bytes` (tendermint-abci's default behaviour) and whose
@@ -8,8 +9,91 @@
 //! keeps the mempool's order, so a sender's later nonces never go in without
 //! the earlier ones.
 
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
+use alloy_primitives::Address;
+
+/// Who sent a transaction, with which nonce, offering which tip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    /// The sender.
+    pub sender: Address,
+    /// The transaction's nonce.
+    pub nonce: u64,
+    /// Its priority fee per gas (the gas price of a legacy transaction).
+    pub tip: u128,
+}
+
+/// `nonce-queue`: `txs` with each sender's transactions in nonce order, from
+/// `next(sender)` on and without a gap: one whose predecessor is missing (or
+/// whose nonce is used) is left out, and of two with the same nonce the
+/// higher tip (then the earlier) stays. Senders keep the mempool's slots: the
+/// k-th slot of a sender carries its k-th nonce. A transaction of unknown
+/// origin (it does not verify) keeps its place, for FinalizeBlock to refuse.
+pub fn order_by_nonce<T: Clone>(
+    txs: &[T],
+    origin: impl Fn(&T) -> Option<Origin>,
+    next: impl Fn(&Address) -> u64,
+) -> Vec<T> {
+    let origins: Vec<Option<Origin>> = txs.iter().map(origin).collect();
+    let mut best: HashMap<Address, BTreeMap<u64, usize>> = HashMap::new();
+    for (i, o) in origins.iter().enumerate() {
+        let Some(o) = o else { continue };
+        let slot = best
+            .entry(o.sender)
+            .or_default()
+            .entry(o.nonce)
+            .or_insert(i);
+        if origins[*slot].is_some_and(|kept| kept.tip < o.tip) {
+            *slot = i;
+        }
+    }
+    let mut chains: HashMap<Address, VecDeque<usize>> = HashMap::new();
+    for (sender, by_nonce) in &best {
+        let mut expected = next(sender);
+        let chain = chains.entry(*sender).or_default();
+        while let Some(i) = by_nonce.get(&expected) {
+            chain.push_back(*i);
+            expected += 1;
+        }
+    }
+    let mut out = Vec::with_capacity(txs.len());
+    for (i, o) in origins.iter().enumerate() {
+        match o {
+            None => out.push(txs[i].clone()),
+            Some(o) => {
+                if let Some(j) = chains.get_mut(&o.sender).and_then(VecDeque::pop_front) {
+                    out.push(txs[j].clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `nonce-queue`: whether a proposal leaves a nonce gap: a transaction whose
+/// nonce is ahead of its sender's next one (`next`, then one more for each of
+/// the sender's transactions before it). A used nonce is no gap:
+/// FinalizeBlock refuses that transaction with its own code.
+pub fn has_nonce_gap<T>(
+    txs: &[T],
+    origin: impl Fn(&T) -> Option<Origin>,
+    next: impl Fn(&Address) -> u64,
+) -> bool {
+    let mut expected: HashMap<Address, u64> = HashMap::new();
+    for o in txs.iter().filter_map(origin) {
+        let e = expected.entry(o.sender).or_insert_with(|| next(&o.sender));
+        if o.nonce > *e {
+            return true;
+        }
+        if o.nonce == *e {
+            *e += 1;
+        }
+    }
+    false
+}
 
 /// The gas limit `raw` asks for; `None` when it does not decode.
 ///
@@ -97,5 +181,64 @@ mod tests {
         let size = txs[0].len() as u64;
         assert_eq!(fitting_prefix(&txs, size + 3, u64::MAX), 1);
         assert_eq!(fitting_prefix(&txs, size + 4, u64::MAX), 2);
+    }
+
+    fn origin(sender: u8, nonce: u64, tip: u128) -> Option<Origin> {
+        Some(Origin {
+            sender: Address::repeat_byte(sender),
+            nonce,
+            tip,
+        })
+    }
+
+    /// Transactions as (sender, nonce, tip) triples; `None` does not verify.
+    fn order(txs: &[Option<Origin>], next: u64) -> Vec<Option<Origin>> {
+        order_by_nonce(txs, |o| *o, |_| next)
+    }
+
+    #[test]
+    fn orders_each_senders_nonces_and_drops_gaps_and_outbid_duplicates() {
+        // a: 2, 0, 1 arrive out of order; b: 5 (gap), 3, 4; c: 0 twice.
+        let txs = [
+            origin(0xa, 2, 1),
+            origin(0xb, 5, 1),
+            origin(0xa, 0, 1),
+            None,
+            origin(0xb, 3, 1),
+            origin(0xc, 0, 1),
+            origin(0xa, 1, 1),
+            origin(0xc, 0, 9),
+        ];
+        let next = |s: &Address| match s.0[0] {
+            0xb => 3,
+            _ => 0,
+        };
+        let out = order_by_nonce(&txs, |o| *o, next);
+        assert_eq!(
+            out,
+            vec![
+                origin(0xa, 0, 1),
+                origin(0xb, 3, 1),
+                origin(0xa, 1, 1),
+                None,
+                origin(0xc, 0, 9),
+                origin(0xa, 2, 1),
+            ]
+        );
+        assert!(!has_nonce_gap(&out, |o| *o, next));
+        assert!(has_nonce_gap(&txs, |o| *o, next));
+    }
+
+    #[test]
+    fn a_sender_whose_next_nonce_is_missing_proposes_nothing() {
+        let txs = [origin(0xa, 1, 1), origin(0xa, 2, 1)];
+        assert!(order(&txs, 0).is_empty());
+        assert_eq!(order(&txs, 1), txs.to_vec());
+        // A used nonce is FinalizeBlock's to refuse, not a gap.
+        assert!(!has_nonce_gap(
+            &[origin(0xa, 0, 1), origin(0xa, 2, 1)],
+            |o| *o,
+            |_| 2
+        ));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use abcid::app::AbciApp;
 use abcid::node::Node;
+use abcid::nonce_queue::QueueConfig;
 use abcid::patches::Patches;
 use abcid::rpc::Web3;
 use abcid::state::AccountRecord;
@@ -231,7 +232,13 @@ impl TestNode {
 
     /// A node running `patches` over `dir`, without InitChain.
     pub fn open_with(dir: TempDir, patches: Patches) -> Self {
-        let node = Arc::new(Node::open(dir.path(), patches).expect("the node opens"));
+        Self::open_queued(dir, patches, QueueConfig::default())
+    }
+
+    /// A node running `patches`, its nonce queue within `queue`, over `dir`,
+    /// without InitChain.
+    pub fn open_queued(dir: TempDir, patches: Patches, queue: QueueConfig) -> Self {
+        let node = Arc::new(Node::open_with(dir.path(), patches, queue).expect("the node opens"));
         let app = AbciApp::new(node.clone(), None);
         Self {
             dir,

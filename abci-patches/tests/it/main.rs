@@ -8,6 +8,7 @@ mod finalize;
 mod gas_limit;
 mod logs;
 mod mempool;
+mod nonce_queue;
 mod patches;
 mod restart;
 mod rpc;

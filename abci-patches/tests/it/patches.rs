@@ -247,6 +247,38 @@ fn all_but_each_patch_computes_the_same_chain() {
     }
 }
 
+/// `nonce-queue` is a mempool policy, not a tuning: it changes what CheckTx
+/// tells the scenario's one gapped transaction (queued, not refused) and
+/// nothing else: every other verdict, result, receipt, block and app hash is
+/// the same.
+#[test]
+fn nonce_queue_changes_only_what_the_gap_is_told() {
+    let gap = tx_hash(&Tx::transfer(5, Address::repeat_byte(0x77), 1).sign(&key(3)));
+    let gap = gap.to_string();
+    let without_gap = |patches: Patches| -> Vec<String> {
+        transcript(patches)
+            .into_iter()
+            .filter(|line| !line.contains(&gap))
+            .collect()
+    };
+    let plain = transcript(Patches::ALL);
+    let queued = transcript(Patches::ALL.with(Patch::NonceQueue));
+    assert!(plain
+        .iter()
+        .any(|l| l.contains(&gap) && l.contains("nonce too high")));
+    assert!(queued
+        .iter()
+        .any(|l| l.starts_with("check") && l.contains(&format!("{gap} 0 "))));
+    assert_eq!(
+        without_gap(Patches::ALL),
+        without_gap(Patches::ALL.with(Patch::NonceQueue))
+    );
+    assert_eq!(
+        without_gap(Patches::NONE),
+        without_gap(Patches::NONE.with(Patch::NonceQueue))
+    );
+}
+
 /// `abcid --print-patches` checks a spelling without opening any state: what
 /// `feth compare` asks of every step before a long run.
 #[test]

@@ -1,5 +1,5 @@
-//! `feth bench agent` (and the sink it runs against), `feth bench fund` and
-//! `feth bench profiler`.
+//! `feth bench agent` (and the sink it runs against), `feth bench fund`,
+//! `feth bench profiler` and `feth bench rpc`.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -31,6 +31,9 @@ enum What {
     Profiler(ProfilerBenchArgs),
     /// How fast `feth fund` pays many fresh accounts, on a devnet of its own.
     Fund(FundBenchArgs),
+    /// How fast abcid answers eth_getLogs over a long ERC-20 chain and eth_getBlockReceipts
+    /// of a full block, idle against under load (ABBA), on a devnet of its own.
+    Rpc(RpcBenchArgs),
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
@@ -163,6 +166,55 @@ impl ProfilerBenchArgs {
     }
 }
 
+/// `feth bench rpc`.
+#[derive(Debug, Args)]
+struct RpcBenchArgs {
+    /// Height of the chain built by the ERC-20 load before measuring (at most 10,000 blocks
+    /// are queried: abcid's default --rpc-max-log-blocks).
+    #[arg(long, default_value_t = 10_000)]
+    blocks: u64,
+    /// Funded senders of the load.
+    #[arg(long, default_value_t = 200)]
+    accounts: usize,
+    /// ERC-20 transfers gathered into the one block whose receipts are read.
+    #[arg(long, default_value_t = 2_400)]
+    big_block_txs: usize,
+    /// About how many logs the wide eth_getLogs returns (under abcid's 10,000-log cap).
+    #[arg(long, default_value_t = 9_000)]
+    wide_logs: usize,
+    /// Calls of every query per window.
+    #[arg(long, default_value_t = 20)]
+    calls: usize,
+    /// Loaded/idle pairs of windows.
+    #[arg(long, default_value_t = 3)]
+    pairs: usize,
+    /// The devnet's CometBFT `timeout_commit` (outside the big block).
+    #[arg(long, default_value = "50ms")]
+    timeout_commit: String,
+    /// The devnet's block gas limit (the big block needs 80,000 gas per transfer).
+    #[arg(long, default_value_t = 300_000_000)]
+    block_gas_limit: u64,
+    /// Print the figures as JSON on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+impl RpcBenchArgs {
+    /// The benchmark's plain plan.
+    fn plan(self) -> bench::RpcBenchPlan {
+        bench::RpcBenchPlan {
+            blocks: self.blocks.max(10),
+            accounts: self.accounts.max(2),
+            big_block_txs: self.big_block_txs.max(1),
+            wide_logs: self.wide_logs.max(1),
+            calls: self.calls.max(1),
+            pairs: self.pairs.max(1),
+            timeout_commit: self.timeout_commit,
+            block_gas_limit: self.block_gas_limit,
+        }
+    }
+}
+
 /// Kills the sink child on drop.
 struct Child(std::process::Child);
 
@@ -198,6 +250,11 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
             emit(json, &r, |out| print_profiler_bench(out, &r))
+        }
+        What::Rpc(args) => {
+            let json = args.json;
+            let r = bench::rpc(args.plan()).await?;
+            emit(json, &r, |out| print_rpc_bench(out, &r))
         }
         What::Fund(args) => {
             let json = args.json;
@@ -409,4 +466,66 @@ fn print_fund_bench(out: &mut dyn Write, r: &bench::FundBench) -> std::io::Resul
         r.block_gas_limit,
         if r.on_tmpfs { "on tmpfs" } else { "on disk" }
     )
+}
+
+fn print_rpc_bench(out: &mut dyn Write, r: &bench::RpcBench) -> std::io::Result<()> {
+    let p = &r.plan;
+    writeln!(
+        out,
+        "conditions   {}; block gas limit {}, timeout_commit {}, {} CPUs, {}",
+        r.client_version,
+        p.block_gas_limit,
+        p.timeout_commit,
+        r.cpus,
+        if r.on_tmpfs {
+            "devnet on tmpfs"
+        } else {
+            "devnet on disk"
+        }
+    )?;
+    writeln!(
+        out,
+        "chain        blocks {}..={} of ERC-20 load ({} tx, {:.1} tx per block), built in {:.0} s",
+        r.range_from,
+        r.range_to,
+        r.range_txs,
+        r.range_txs as f64 / (r.range_to - r.range_from + 1) as f64,
+        r.build_seconds
+    )?;
+    writeln!(
+        out,
+        "big block    {} holds {} transactions",
+        r.big_block, r.big_block_txs
+    )?;
+    let tps: Vec<f64> = r.windows.iter().filter_map(|w| w.load_tps).collect();
+    writeln!(
+        out,
+        "windows      {} ABBA pairs, {} calls of each query per window; load: closed-loop ERC-20 from {} senders, {:.0} committed tx/s on average",
+        p.pairs,
+        p.calls,
+        p.accounts,
+        tps.iter().sum::<f64>() / tps.len().max(1) as f64
+    )?;
+    for q in &r.queries {
+        let s = &q.spec;
+        let what = match s.query {
+            bench::rpc::Query::SelectiveLogs => "eth_getLogs, one holder's Transfer topic",
+            bench::rpc::Query::WideLogs => "eth_getLogs, every Transfer of the token",
+            bench::rpc::Query::BigBlockReceipts => "eth_getBlockReceipts of the big block",
+        };
+        writeln!(
+            out,
+            "{what}: {} block(s), {} result(s)",
+            s.blocks, s.results
+        )?;
+        for (mode, l) in [("idle", &q.idle_ms), ("loaded", &q.loaded_ms)] {
+            writeln!(
+                out,
+                "  {mode:<7} p50 {:>8.1} ms  p90 {:>8.1} ms  p99 {:>8.1} ms",
+                l.p50, l.p90, l.p99
+            )?;
+        }
+        writeln!(out, "  loaded / idle p50  {}", q.p50_ratio.describe())?;
+    }
+    Ok(())
 }

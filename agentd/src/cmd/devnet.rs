@@ -152,6 +152,7 @@ impl DevnetArgs {
             patches: self.patches,
             block_gas_limit: self.block_gas_limit,
             abcid: self.abcid,
+            abcid_args: Vec::new(),
         }
     }
 }

@@ -122,6 +122,10 @@ pub struct DevnetOptions {
     /// (another build, for `feth compare --build-a/--build-b`).
     #[serde(default)]
     pub abcid: Option<PathBuf>,
+    /// Further abcid flags, passed as given after the devnet's own (e.g.
+    /// `--rpc-max-log-blocks 100` for a test of the web3 limits).
+    #[serde(default)]
+    pub abcid_args: Vec<String>,
 }
 
 fn default_block_gas_limit() -> u64 {
@@ -160,6 +164,7 @@ impl Default for DevnetOptions {
             patches: default_patches(),
             block_gas_limit: DEFAULT_BLOCK_GAS_LIMIT,
             abcid: None,
+            abcid_args: Vec::new(),
         }
     }
 }
@@ -434,6 +439,7 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
             .arg("--chain-name")
             .arg(format!("feth-devnet-{}", o.chain_id));
     }
+    cmd.args(&o.abcid_args);
     let pid = process::spawn_logged(cmd, &state.abcid_log())?;
     state.abcid_pid = Some(pid);
     let deadline = Instant::now() + Duration::from_secs(30);

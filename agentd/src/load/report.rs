@@ -135,3 +135,14 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
         n => sorted[((n - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize],
     }
 }
+
+/// p50, p90, p99 and maximum of `values` (sorted in place), nearest rank.
+pub fn percentiles(values: &mut [f64]) -> Latency {
+    values.sort_by(f64::total_cmp);
+    Latency {
+        p50: quantile(values, 0.50),
+        p90: quantile(values, 0.90),
+        p99: quantile(values, 0.99),
+        max: quantile(values, 1.0),
+    }
+}

@@ -5,6 +5,7 @@
 
 mod abcid_bounds;
 mod abcid_faults;
+mod abcid_logs;
 mod abcid_web3;
 mod bench_profiler;
 mod common;
@@ -15,6 +16,7 @@ mod fund;
 mod jenkinsfile;
 mod kvstore;
 mod load;
+mod nonce_queue;
 mod pipeline;
 mod profiler_devnet;
 mod report;

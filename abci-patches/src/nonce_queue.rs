@@ -1,0 +1,186 @@
+//! `nonce-queue`: transactions whose nonce is ahead of their sender's next
+//! one, kept until their predecessors arrive.
+//!
+//! CometBFT's mempool is FIFO and knows nothing of nonces; a client with
+//! several transactions of one sender in flight can have them arrive out of
+//! order. With the patch, CheckTx admits a nonce up to [`QueueConfig::window`]
+//! ahead, queues it here (at most [`QueueConfig::max_queued`] in all), and
+//! promotes it into the check state's ledger once its predecessor is
+//! admitted. A queued transaction can be replaced by one of the same nonce
+//! paying at least 10 % more fee cap and tip (geth's rule); the replaced one
+//! is refused at its next recheck. One that waits longer than
+//! [`QueueConfig::ttl`] for its predecessor is refused at a recheck, which
+//! evicts it from CometBFT's mempool.
+//!
+//! The queue is rebuilt after every Commit, like the ledger: CometBFT rechecks
+//! what is left in its mempool, and a still-early nonce is queued again. What
+//! survives a Commit is when each queued transaction first arrived and which
+//! hashes were replaced, so expiry and replacement hold across blocks.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use alloy_consensus::Transaction;
+use alloy_primitives::{Address, B256};
+
+use crate::error::TxError;
+use crate::tx::VerifiedTx;
+
+/// The bounds of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// How far ahead of the sender's next nonce a transaction may be.
+    pub window: u64,
+    /// Most queued transactions, all senders together.
+    pub max_queued: usize,
+    /// How long a queued transaction may wait for its predecessor.
+    pub ttl: Duration,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            window: 64,
+            max_queued: 10_000,
+            ttl: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A queued transaction.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    /// The transaction, verified.
+    pub tx: VerifiedTx,
+    /// When it first arrived.
+    pub since: Instant,
+}
+
+/// Future-nonce transactions by sender and nonce.
+#[derive(Debug, Default)]
+pub struct NonceQueue {
+    config: QueueConfig,
+    by_sender: HashMap<Address, BTreeMap<u64, Queued>>,
+    len: usize,
+    /// When each transaction queued before the last Commit first arrived.
+    arrived: HashMap<B256, Instant>,
+    /// Hashes replaced since the last Commit.
+    replaced: HashSet<B256>,
+    /// Hashes replaced between the two last Commits: the rechecks after the
+    /// last one refuse them.
+    replaced_before: HashSet<B256>,
+}
+
+impl NonceQueue {
+    /// An empty queue within `config`.
+    pub fn new(config: QueueConfig) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `hash` was replaced by a higher-fee transaction.
+    pub fn was_replaced(&self, hash: &B256) -> bool {
+        self.replaced.contains(hash) || self.replaced_before.contains(hash)
+    }
+
+    /// Queues `tx`, whose nonce is ahead of `expected`; replaces a queued
+    /// transaction of the same nonce when `tx` pays enough more. A
+    /// transaction queued before the last Commit keeps its arrival time, and
+    /// is refused once it waited longer than the configured time.
+    pub fn queue(&mut self, tx: VerifiedTx, expected: u64) -> Result<(), TxError> {
+        let nonce = tx.envelope.nonce();
+        if nonce - expected > self.config.window {
+            return Err(TxError::NonceGapTooWide {
+                expected,
+                got: nonce,
+                window: self.config.window,
+            });
+        }
+        let since = self
+            .arrived
+            .get(&tx.hash)
+            .copied()
+            .unwrap_or_else(Instant::now);
+        let waited = since.elapsed();
+        if waited > self.config.ttl {
+            self.arrived.remove(&tx.hash);
+            return Err(TxError::QueuedExpired {
+                expected,
+                got: nonce,
+                waited_secs: waited.as_secs(),
+            });
+        }
+        let full = self.len >= self.config.max_queued;
+        let slots = self.by_sender.entry(tx.sender).or_default();
+        if let Some(old) = slots.get(&nonce) {
+            if old.tx.hash == tx.hash {
+                return Ok(());
+            }
+            if !pays_enough_more(&tx, &old.tx) {
+                return Err(TxError::ReplacementUnderpriced);
+            }
+            self.replaced.insert(old.tx.hash);
+            slots.insert(nonce, Queued { tx, since });
+            return Ok(());
+        }
+        if full {
+            return Err(TxError::QueueFull {
+                max: self.config.max_queued,
+            });
+        }
+        slots.insert(nonce, Queued { tx, since });
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Takes the queued transaction of `sender` at `nonce`, if any.
+    pub fn take(&mut self, sender: &Address, nonce: u64) -> Option<Queued> {
+        let slots = self.by_sender.get_mut(sender)?;
+        let queued = slots.remove(&nonce)?;
+        if slots.is_empty() {
+            self.by_sender.remove(sender);
+        }
+        self.len -= 1;
+        Some(queued)
+    }
+
+    /// How many transactions wait.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// At Commit: empties the queue for the rechecks to rebuild, remembering
+    /// when each waiting transaction arrived; forgets the replacements the
+    /// rechecks after the previous Commit have refused already.
+    pub fn commit(&mut self) {
+        self.arrived = self
+            .by_sender
+            .drain()
+            .flat_map(|(_, slots)| slots.into_values())
+            .map(|q| (q.tx.hash, q.since))
+            .collect();
+        self.len = 0;
+        self.replaced_before = std::mem::take(&mut self.replaced);
+    }
+}
+
+/// geth's replacement rule: at least 10 % more fee cap and priority fee.
+fn pays_enough_more(new: &VerifiedTx, old: &VerifiedTx) -> bool {
+    let bumped = |new: u128, old: u128| new.saturating_mul(10) >= old.saturating_mul(11);
+    let tip = |tx: &VerifiedTx| {
+        tx.envelope
+            .max_priority_fee_per_gas()
+            .unwrap_or(tx.envelope.max_fee_per_gas())
+    };
+    bumped(
+        new.envelope.max_fee_per_gas(),
+        old.envelope.max_fee_per_gas(),
+    ) && bumped(tip(new), tip(old))
+}

@@ -683,13 +683,34 @@ fn rpc_error(result: Result<Value, RpcError>) -> (i64, String) {
 }
 
 /// Bad log queries get geth's codes and messages (the lead's in-process
-/// tests cover the rest); abcid runs with a 5-block range limit.
+/// tests cover the rest); abcid runs with a 5-block range limit and two
+/// subscriptions per connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_log_queries_get_geths_codes_and_messages() {
     let net = TestNet::start_with(|o| {
-        o.abcid_args = vec!["--rpc-max-log-blocks".into(), "5".into()];
+        o.abcid_args = ["--rpc-max-log-blocks", "5", "--rpc-max-subscriptions", "2"]
+            .map(String::from)
+            .to_vec();
     })
     .await;
+    // A third subscription on one connection is refused; the first two live.
+    let w = ws(&net).await;
+    let first = w.subscribe_blocks().await.expect("first subscription");
+    let _second = w.subscribe_blocks().await.expect("second subscription");
+    let third = w.subscribe_blocks().await;
+    let Err(refusal) = third else {
+        panic!("a third subscription was accepted");
+    };
+    let refusal = format!("{refusal:?}");
+    assert!(refusal.contains("xceeded max limit of 2"), "{refusal}");
+    let mut heads = first.into_stream();
+    let head = tokio::time::timeout(
+        Duration::from_secs(30),
+        futures::StreamExt::next(&mut heads),
+    )
+    .await
+    .expect("a head within 30 s");
+    assert!(head.is_some(), "the first subscription still delivers");
     let c: EthClient = net.client();
     wait_until(
         "the chain has 8 blocks",

@@ -14,7 +14,7 @@ pub mod profiler;
 pub mod rpc;
 pub mod stats;
 
-pub use agent::{agent, raw_sign_rate, rss_bytes, AgentBench};
+pub use agent::{agent, raw_sign_rate, AgentBench};
 pub use fund::{fund, FundBench, FundBenchPlan};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
 pub use rpc::{rpc, RpcBench, RpcBenchPlan};

@@ -40,6 +40,21 @@ enum What {
         /// Address to listen on.
         #[arg(long)]
         addr: SocketAddr,
+        /// Make blocks of the accepted transactions.
+        #[arg(long)]
+        include: bool,
+    },
+    /// One agent run against a sink (used by `bench agent`, in its own process).
+    #[command(hide = true)]
+    AgentRun {
+        /// The sink's URL.
+        #[arg(long)]
+        sink: String,
+        /// The sink makes blocks of what it accepts.
+        #[arg(long)]
+        include: bool,
+        #[command(flatten)]
+        args: AgentBenchArgs,
     },
 }
 
@@ -61,6 +76,18 @@ struct AgentBenchArgs {
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
+}
+
+impl AgentBenchArgs {
+    /// The arguments that make a child run the same agent run.
+    fn child_args(&self) -> Vec<String> {
+        vec![
+            format!("--accounts={}", self.accounts.max(1)),
+            format!("--txs={}", self.txs.max(1)),
+            format!("--max-parallelism={}", self.max_parallelism.max(1)),
+            format!("--batch={}", self.batch.max(1)),
+        ]
+    }
 }
 
 /// `feth bench fund`.
@@ -201,7 +228,24 @@ impl Drop for Child {
 /// Runs a bench command.
 pub async fn run(command: BenchCommand) -> Result<()> {
     match command.what {
-        What::Sink { addr } => crate::sink::serve(addr).await,
+        What::Sink { addr, include } => crate::sink::serve(addr, include).await,
+        What::AgentRun {
+            sink,
+            include,
+            args,
+        } => {
+            let r = bench::agent(
+                &sink,
+                include,
+                args.accounts.max(1),
+                args.txs.max(1),
+                args.max_parallelism.max(1),
+                args.batch.max(1),
+            )
+            .await?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(())
+        }
         What::Profiler(args) => {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
@@ -218,28 +262,52 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             emit(json, &r, |out| print_fund_bench(out, &r))
         }
         What::Agent(args) => {
-            let (url, _sink) = start_sink().await?;
-            let r = bench::agent(
-                &url,
+            let raw = bench::raw_sign_rate(20_000);
+            let completed = agent_run(&args, true).await?;
+            let in_flight = agent_run(&args, false).await?;
+            let r = bench::agent::summarize(
+                raw,
                 args.accounts.max(1),
-                args.txs.max(1),
-                args.max_parallelism.max(1),
                 args.batch.max(1),
-            )
-            .await?;
+                completed,
+                in_flight,
+            );
             emit(args.json, &r, |out| print_agent_bench(out, &r))
         }
     }
 }
 
+/// One agent run in a fresh child process against a fresh sink (which makes
+/// blocks of what it accepts when `include`).
+async fn agent_run(args: &AgentBenchArgs, include: bool) -> Result<bench::agent::AgentRun> {
+    let (url, _sink) = start_sink(include).await?;
+    let exe = std::env::current_exe().context("cannot locate feth")?;
+    let mut command = tokio::process::Command::new(exe);
+    command.args(["bench", "agent-run", "--sink", &url]);
+    if include {
+        command.arg("--include");
+    }
+    let out = command
+        .args(args.child_args())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .context("cannot run the agent in a child process")?;
+    if !out.status.success() {
+        bail!("the agent run against the sink failed ({})", out.status);
+    }
+    serde_json::from_slice(&out.stdout).context("the agent run printed no figures")
+}
+
 /// Starts the accept-only sink in a child process on a free loopback port
 /// and waits until it accepts connections.
-async fn start_sink() -> Result<(String, Child)> {
+async fn start_sink(include: bool) -> Result<(String, Child)> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let exe = std::env::current_exe().context("cannot locate feth")?;
     let sink = Child(
         Command::new(exe)
             .args(["bench", "sink", "--addr", &format!("127.0.0.1:{port}")])
+            .args(include.then_some("--include"))
             .stdout(Stdio::null())
             .spawn()
             .context("cannot start the sink")?,
@@ -276,13 +344,27 @@ fn print_agent_bench(out: &mut dyn Write, r: &bench::AgentBench) -> std::io::Res
         "agent wall throughput      {:>10.0} tx/s ({} tx in {:.2} s, {} per request)",
         r.txs_per_second, r.txs, r.wall_seconds, r.batch
     )?;
+    let (c, f) = (&r.completed_run, &r.in_flight_run);
     writeln!(
         out,
-        "memory (RSS)               {:.0} MiB at start, {:.0} MiB with {} accounts loaded, {:.0} MiB after the run",
-        mib(r.rss_start),
-        mib(r.rss_loaded),
+        "memory (RSS)               {:.0} MiB at start, {:.0} MiB with {} accounts loaded",
+        mib(c.rss_start),
+        mib(c.rss_loaded),
         r.accounts,
-        mib(r.rss_end)
+    )?;
+    writeln!(
+        out,
+        "  per completed tx         {:>10.1} B  (peak growth {:.1} MiB over {} included tx)",
+        r.rss_per_completed_tx,
+        mib(c.rss_peak.saturating_sub(c.rss_loaded)),
+        c.completed
+    )?;
+    writeln!(
+        out,
+        "  per tx in flight         {:>10.1} B  (peak growth {:.1} MiB with up to {} tx in flight, none included)",
+        r.rss_per_in_flight_tx,
+        mib(f.rss_peak.saturating_sub(f.rss_loaded)),
+        f.peak_in_flight
     )
 }
 

@@ -136,26 +136,47 @@ fn transfer_of(log: &Log) -> Transfer {
     }
 }
 
-/// The transfers the load's ledger says were sent, by hash, decoded from the
-/// signed bytes (`transfer(to, value)` calls on the token).
-fn sent_transfers(
-    ledger: &[load::ledger::TxEntry],
+/// The load's transfers in the run's blocks `first..=last`, by hash, decoded
+/// from their signed bytes (`transfer(to, 1)` calls on the token), each
+/// checked against what the agent sends: sender `a` with nonce `k` pays
+/// account `(a + 1 + k mod (n − 1)) mod n` one token (`Recipients::Existing`).
+/// (The agent keeps a transaction's bytes only while it is in flight.)
+async fn sent_transfers(
+    p: &impl Provider,
+    (first, last): (u64, u64),
     keys: &KeySet,
     token: Address,
 ) -> HashMap<B256, Transfer> {
+    let n = keys.len();
     let mut sent = HashMap::new();
-    for e in ledger {
-        let tx = alloy_consensus::TxEnvelope::decode_2718(&mut e.raw.as_ref()).unwrap();
-        assert_eq!(tx.to(), Some(token));
-        let input = tx.input();
-        assert_eq!(input.len(), 68);
-        let transfer = Transfer {
-            from: keys.addresses[e.account as usize],
-            to: Address::from_slice(&input[16..36]),
-            value: U256::from_be_slice(&input[36..68]),
-        };
-        assert_eq!(*tx.tx_hash(), e.hash);
-        sent.insert(e.hash, transfer);
+    for h in first..=last {
+        let block = p
+            .get_block_by_number(BlockNumberOrTag::Number(h))
+            .full()
+            .await
+            .unwrap()
+            .unwrap();
+        for tx in block.transactions.txns() {
+            let env = tx.inner.inner();
+            let raw = alloy_eips::eip2718::Encodable2718::encoded_2718(env);
+            let decoded = alloy_consensus::TxEnvelope::decode_2718(&mut raw.as_slice()).unwrap();
+            let from = tx.inner.signer();
+            let Some(a) = keys.addresses.iter().position(|k| *k == from) else {
+                continue;
+            };
+            assert_eq!(decoded.to(), Some(token));
+            let input = decoded.input();
+            assert_eq!(input.len(), 68);
+            let transfer = Transfer {
+                from,
+                to: Address::from_slice(&input[16..36]),
+                value: U256::from_be_slice(&input[36..68]),
+            };
+            let k = decoded.nonce() as usize;
+            let expected = keys.addresses[(a + 1 + k % (n - 1)) % n];
+            assert_eq!((transfer.to, transfer.value), (expected, U256::from(1u64)));
+            sent.insert(*decoded.tx_hash(), transfer);
+        }
     }
     sent
 }
@@ -253,7 +274,6 @@ async fn erc20_transfer_events_are_found_by_logs_receipts_and_subscriptions() {
     let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.timeout = Duration::from_secs(5);
     let running = load::start(settings, keys.clone()).await.unwrap();
-    let engine = running.engine().clone();
     let report = running.finish().await.unwrap();
     let t = &report.totals;
     assert_eq!(
@@ -261,7 +281,8 @@ async fn erc20_transfer_events_are_found_by_logs_receipts_and_subscriptions() {
         (24 * 15, 0, 0),
         "{t:?}"
     );
-    let sent = sent_transfers(&engine.ledger.lock().unwrap(), &keys, token);
+    let window = (report.chain.first_block, report.chain.last_block);
+    let sent = sent_transfers(&p, window, &keys, token).await;
     assert_eq!(sent.len(), 24 * 15);
 
     let head = p.get_block_number().await.unwrap();

@@ -23,3 +23,4 @@ mod profiler_devnet;
 mod prom;
 mod report;
 mod saturate;
+mod soak;

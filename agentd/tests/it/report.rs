@@ -98,7 +98,7 @@ async fn a_load_is_scraped_live_and_its_report_holds_the_run_in_chromium() {
     );
     assert_eq!(
         histogram_count(&last, "feth_load_schedule_lag_seconds"),
-        t.signed + t.duplicates_folded
+        t.signed
     );
     assert_eq!(
         value(&last, "feth_load_offered_rate_transactions_per_second", &[]),

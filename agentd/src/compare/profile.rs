@@ -3,7 +3,9 @@
 //!
 //! Profiles are captured after the measured window, under the same offered
 //! load: an armed profiler costs a little throughput, and the measured window
-//! must not pay it.
+//! must not pay it. The profiler is armed only once a block holds the load's
+//! transactions, so the profiled blocks are never the empty ones before the
+//! load gets going (on a busy machine its start can take several blocks).
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -15,13 +17,17 @@ use feth_profiler_rpc::diff::{diff_flamegraph, load_profile_set, DiffOptions};
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 
 use crate::devnet::DevnetState;
+use crate::eth::EthClient;
 
 /// Longest wait for the armed blocks to be produced and rendered.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Longest wait for the first block holding the load's transactions.
+const LOADED_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Arms abcid's profiler for `blocks` blocks, runs `load` (which must keep
-/// the node busy for at least that many blocks), waits until every captured
-/// block is rendered, and copies the profiles into `out`. Returns `out`.
+/// Runs `load` (which must keep the node busy for at least `blocks` blocks
+/// after its first loaded one), arms abcid's profiler for `blocks` blocks
+/// once a block holds transactions, waits until every captured block is
+/// rendered, and copies the profiles into `out`. Returns `out`.
 pub async fn capture<T>(
     net: &DevnetState,
     blocks: u32,
@@ -29,20 +35,49 @@ pub async fn capture<T>(
     load: impl Future<Output = Result<T>>,
 ) -> Result<PathBuf> {
     let profiler = ProfilerClient::new(&net.profiler_url(), None)?;
-    profiler
-        .enable(EnableParams {
-            blocks: Some(i64::from(blocks)),
-            frequency_hz: None,
-        })
+    let client = EthClient::new(&net.web3_url(), Duration::from_secs(10))?;
+    let after = client
+        .block_number()
         .await
-        .context("cannot arm abcid's profiler")?;
-    load.await.context("the load under the profiled blocks")?;
+        .context("cannot read the head")?;
+    let arm = async {
+        wait_loaded_block(&client, after)
+            .await
+            .context("the load under the profiled blocks never reached a block")?;
+        profiler
+            .enable(EnableParams {
+                blocks: Some(i64::from(blocks)),
+                frequency_hz: None,
+            })
+            .await
+            .context("cannot arm abcid's profiler")
+    };
+    let (loaded, armed) = tokio::join!(load, arm);
+    loaded.context("the load under the profiled blocks")?;
+    armed?;
     profiler
         .wait_idle(IDLE_TIMEOUT)
         .await
         .context("the profiled blocks were not all rendered")?;
     copy_dir(&net.options.dir.join("flamegraphs"), out)?;
     Ok(out.to_path_buf())
+}
+
+/// Waits until a block above `after` holds a transaction (polled every
+/// 100 ms, at most [`LOADED_TIMEOUT`]).
+async fn wait_loaded_block(client: &EthClient, after: u64) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut next = after + 1;
+    while started.elapsed() < LOADED_TIMEOUT {
+        while let Some(block) = client.block(next).await? {
+            if !block.transactions.is_empty() {
+                return Ok(());
+            }
+            next += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("no block after {after} held a transaction within {LOADED_TIMEOUT:?}")
 }
 
 /// Writes the differential flamegraph `before` → `after` (each a folder of

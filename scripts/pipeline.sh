@@ -13,7 +13,8 @@
 #     compare.json and abcid [baseline]
 #   SATURATE_ARGS, COMPARE_ARGS: extra arguments (CI's short form uses them)
 #   Ports of the local devnet: RPC_PORT [26657] P2P_PORT [26656]
-#     ABCI_PORT [26658] WEB3_PORT [8545] PROFILER_PORT [6060]; REDIS_PORT [6399]
+#     ABCI_PORT [26658] WEB3_PORT [8545] PROFILER_PORT [6060] METRICS_PORT [26661]
+#     COMETBFT_METRICS_PORT [26660]; REDIS_PORT [6399]
 # One's own fullnode instead of the local devnet: REDEPLOY_SCRIPT (called
 #   with the candidate abcid; it deploys it and returns once the node serves),
 #   NODE_WEB3, NODE_COMET_RPC, NODE_PROFILER, NODE_ROOT_KEY (a funded key file).
@@ -32,6 +33,7 @@ MAX_REGRESSION="${MAX_REGRESSION:-5}"
 BASELINE_DIR="${BASELINE_DIR:-baseline}"
 RPC_PORT="${RPC_PORT:-26657}" P2P_PORT="${P2P_PORT:-26656}" ABCI_PORT="${ABCI_PORT:-26658}"
 WEB3_PORT="${WEB3_PORT:-8545}" PROFILER_PORT="${PROFILER_PORT:-6060}" REDIS_PORT="${REDIS_PORT:-6399}"
+METRICS_PORT="${METRICS_PORT:-26661}" COMETBFT_METRICS_PORT="${COMETBFT_METRICS_PORT:-26660}"
 read -r -a saturate_args <<< "${SATURATE_ARGS:-}"
 read -r -a compare_args <<< "${COMPARE_ARGS:-}"
 export FETH_ABCID="$ABCID"
@@ -73,7 +75,8 @@ stage_redeploy() {
   "$FETH" devnet down --dir "$DEVNET" >/dev/null 2>&1 || true
   "$FETH" devnet up --dir "$DEVNET" --fresh --abcid "$ABCID" --timeout-commit "$BLOCK_TIME" \
     --rpc-port "$RPC_PORT" --p2p-port "$P2P_PORT" --abci-port "$ABCI_PORT" \
-    --web3-port "$WEB3_PORT" --profiler-port "$PROFILER_PORT" --json > "$OUT/devnet.json"
+    --web3-port "$WEB3_PORT" --profiler-port "$PROFILER_PORT" --metrics-port "$METRICS_PORT" \
+    --cometbft-metrics-port "$COMETBFT_METRICS_PORT" --json > "$OUT/devnet.json"
 }
 
 stage_fund() {

@@ -6,6 +6,7 @@
 //! is the only safe recovery for a state machine.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use alloy_primitives::Bytes;
 use tendermint_abci::Application;
@@ -24,6 +25,7 @@ use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
 use crate::locks::AppGuard;
 use crate::mempool::CheckKind;
+use crate::metrics::Metrics;
 use crate::node::{Node, NodeError};
 use crate::patches::Patch;
 use crate::proposal;
@@ -36,6 +38,7 @@ pub struct AbciApp {
     profiler: Option<Arc<BlockProfiler>>,
     /// One log line per transaction (`quiet-logs` off).
     tx_lines: bool,
+    metrics: Arc<Metrics>,
 }
 
 impl AbciApp {
@@ -43,11 +46,18 @@ impl AbciApp {
     /// each from the end of the previous Commit to the end of its own.
     pub fn new(node: Arc<Node>, profiler: Option<Arc<BlockProfiler>>) -> Self {
         let tx_lines = !node.patches().has(Patch::QuietLogs);
+        let metrics = Arc::new(Metrics::new(node.patches()));
         Self {
             node,
             profiler,
             tx_lines,
+            metrics,
         }
+    }
+
+    /// The metrics this application updates (`abcid --metrics` serves them).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
     }
 }
 
@@ -151,6 +161,7 @@ impl Application for AbciApp {
 
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
         tag_current_thread(Role::CheckTx);
+        let started = Instant::now();
         let _app = self.enter("CheckTx");
         let kind = if request.r#type == CheckTxType::Recheck as i32 {
             CheckKind::Recheck
@@ -161,6 +172,8 @@ impl Application for AbciApp {
             .node
             .check_tx(&request.tx, kind)
             .unwrap_or_else(|e| fatal("CheckTx", e));
+        self.metrics
+            .check_tx(kind, started.elapsed(), verdict.is_ok());
         if self.tx_lines {
             txlog::check_tx(&request.tx, &verdict);
         }
@@ -216,6 +229,7 @@ impl Application for AbciApp {
         let _app = self.enter("Commit");
         let line = self.node.commit().unwrap_or_else(|e| fatal("Commit", e));
         line.emit();
+        self.metrics.block(&line);
         if let Some(p) = &self.profiler {
             p.end_block(line.height);
         }

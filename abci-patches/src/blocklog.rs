@@ -20,6 +20,8 @@ pub struct BlockLine {
     pub finalize: Duration,
     /// Time spent in Commit.
     pub commit: Duration,
+    /// Commit's write of the block to the store (part of `commit`).
+    pub store: Duration,
     /// Header time, seconds.
     pub time_secs: u64,
     /// Header time, nanoseconds.

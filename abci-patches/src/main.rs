@@ -10,7 +10,7 @@ use clap::{Parser, ValueEnum};
 use tendermint_abci::ServerBuilder;
 
 use abcid::nonce_queue::QueueConfig;
-use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
+use abcid::{app::AbciApp, metrics_http, node::Node, patches::Patches, rpc::RpcConfig};
 use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
 /// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
@@ -47,6 +47,10 @@ struct Args {
     /// Run without the profiler.
     #[arg(long)]
     no_profiler: bool,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` (README, "feth
+    /// report and live metrics"); off when absent.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
     /// Tunings in force: `all`, `none`, a comma-separated list of names, or
     /// `all,-NAME` (README, "Patches").
     #[arg(long, default_value = "all")]
@@ -199,8 +203,21 @@ fn run(args: Args) -> anyhow::Result<()> {
         (Some(profiler), Some(server))
     };
 
+    let app = AbciApp::new(node, profiler);
+    let metrics_server = match args.metrics {
+        Some(addr) => {
+            let metrics = app.metrics();
+            let render: metrics_http::Render = Arc::new(move || metrics.encode());
+            let (bound, task) = runtime
+                .block_on(metrics_http::serve(addr, render))
+                .context("cannot start the metrics server (--metrics)")?;
+            tracing::info!(addr = %bound, "Prometheus metrics at /metrics");
+            Some(task)
+        }
+        None => None,
+    };
     let server = ServerBuilder::default()
-        .bind(args.abci, AbciApp::new(node, profiler))
+        .bind(args.abci, app)
         .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
     tracing::info!(addr = %args.abci, "ABCI listening");
     let abci = std::thread::Builder::new()
@@ -225,6 +242,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let _ = web3_handle.stop();
     if let Some(server) = profiler_server {
         runtime.block_on(server.stop());
+    }
+    if let Some(task) = metrics_server {
+        task.abort();
     }
     // The ABCI accept loop has no shutdown hook; every commit is already
     // durable, so leaving the process now loses nothing.

@@ -514,11 +514,13 @@ impl Node {
         let valid = block.valid();
         let invalid = block.outcomes.len() - valid;
         let batch = block.batch;
+        let store_started = Instant::now();
         if self.patches.has(Patch::RamBlockTxs) {
             self.store.commit(&batch)?;
         } else {
             self.store.commit_staged(&batch)?;
         }
+        let store = store_started.elapsed();
         {
             let mut check = self.check()?;
             self.world_mut()?.apply(&batch.diff);
@@ -531,6 +533,7 @@ impl Node {
             invalid,
             finalize,
             commit: started.elapsed(),
+            store,
             time_secs: record.timestamp,
             time_nanos: record.timestamp_nanos,
             app_hash: record.app_hash,

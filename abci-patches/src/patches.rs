@@ -99,19 +99,13 @@ impl Patch {
         Patch::LiteRecheck,
     ];
 
-    /// Every switch: the tunings, then the mempool policies outside `all`.
-    pub const EVERY: [Patch; 10] = [
-        Patch::ParallelAbci,
-        Patch::RwLock,
-        Patch::CheckTxLite,
-        Patch::SessionCache,
-        Patch::RamBlockTxs,
-        Patch::QuietLogs,
-        Patch::FastEcrecover,
-        Patch::SenderCache,
-        Patch::LiteRecheck,
-        Patch::NonceQueue,
-    ];
+    /// The mempool policies: switches outside `all`, named on their own.
+    pub const POLICIES: [Patch; 1] = [Patch::NonceQueue];
+
+    /// Every switch: the tunings in ladder order, then the policies.
+    pub fn every() -> impl Iterator<Item = Patch> {
+        Patch::ALL.into_iter().chain(Patch::POLICIES)
+    }
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -173,7 +167,7 @@ impl Patches {
 
     /// The patches in force, in ladder order, then the policies.
     pub fn iter(self) -> impl Iterator<Item = Patch> {
-        Patch::EVERY.into_iter().filter(move |p| self.has(*p))
+        Patch::every().filter(move |p| self.has(*p))
     }
 }
 
@@ -234,12 +228,14 @@ impl FromStr for Patches {
 }
 
 fn find(name: &str) -> Result<Patch, UnknownPatch> {
-    Patch::EVERY
-        .into_iter()
+    Patch::every()
         .find(|p| p.name() == name)
         .ok_or_else(|| UnknownPatch {
             name: name.to_string(),
-            known: Patch::EVERY.map(Patch::name).join(", "),
+            known: Patch::every()
+                .map(Patch::name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -259,7 +255,7 @@ mod tests {
         let but_one: Patches = "all,-sender-cache".parse().unwrap();
         assert!(!but_one.has(Patch::SenderCache));
         assert_eq!(but_one.iter().count(), 8);
-        for patch in Patch::EVERY {
+        for patch in Patch::every() {
             let round: Patches = patch.name().parse().unwrap();
             assert_eq!(round, Patches::only(patch));
             assert_eq!(round.to_string(), patch.name());

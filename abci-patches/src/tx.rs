@@ -198,6 +198,7 @@ pub fn recover_sender(tx: &TxEnvelope, ecrecover: Ecrecover) -> Result<Address, 
     compact[32..].copy_from_slice(&sig.s().to_be_bytes::<32>());
     let recid = u8::from(sig.v());
     let digest = tx.signature_hash().0;
+    crate::metrics::SENDER_RECOVERIES.inc();
     let uncompressed = match ecrecover {
         Ecrecover::C => recover_c(&compact, recid, &digest)?,
         Ecrecover::PureRust => recover_pure_rust(&compact, recid, &digest)?,

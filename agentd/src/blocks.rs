@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use feth_etl::rpc::Rpc;
 
+use serde_json::json;
+
 use crate::eth::EthClient;
 
 /// How often the chain's height is polled to find block boundaries.
@@ -157,6 +159,51 @@ where
 /// Waits for the first block above `height` on CometBFT's RPC.
 pub async fn next_block(rpc: &Rpc, height: u64) -> Result<u64> {
     wait_above(height, || async { Ok(rpc.status().await?.latest_height) }).await
+}
+
+/// Heights per CometBFT batch: CometBFT refuses batches over 10 by default.
+const COMET_BATCH: usize = 10;
+
+/// CometBFT's RPC (`given`, else named by the node) and a description of the
+/// clock that follows.
+pub async fn discover_comet(
+    client: &EthClient,
+    given: Option<&str>,
+) -> Result<(Option<Rpc>, String)> {
+    let web3 = "web3 block timestamps (whole seconds)";
+    if let Some(url) = given {
+        let rpc = Rpc::new(url, COMET_BATCH, 4)?;
+        rpc.status()
+            .await
+            .with_context(|| format!("the CometBFT RPC {url} does not answer /status"))?;
+        return Ok((
+            Some(rpc),
+            format!("CometBFT header times (ns) from {url}, as given"),
+        ));
+    }
+    let named = match client.call::<String>("abcid_cometbftRpc", json!([])).await {
+        Ok(url) => url,
+        Err(e) => {
+            let why = format!("{web3}: no CometBFT RPC given, and the node names none ({e})");
+            return Ok((None, why));
+        }
+    };
+    let rpc = match Rpc::new(&named, COMET_BATCH, 4) {
+        Ok(rpc) => rpc,
+        Err(e) => return Ok((None, format!("{web3}: the node names {named:?}: {e}"))),
+    };
+    Ok(match rpc.status().await {
+        Ok(_) => (
+            Some(rpc),
+            format!(
+                "CometBFT header times (ns) from {named}, named by the node (abcid_cometbftRpc)"
+            ),
+        ),
+        Err(e) => (
+            None,
+            format!("{web3}: the node names {named}, which does not answer: {e}"),
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -511,7 +511,7 @@ mod tests {
 
     #[tokio::test]
     async fn batches_get_one_answer_per_call_in_order() {
-        let url = crate::sink::start_local().await;
+        let url = crate::sink::start_local(false).await;
         let client = EthClient::new(&url, Duration::from_secs(5)).unwrap();
         let raws: Vec<Vec<u8>> = (0u8..5).map(|i| vec![i; 3]).collect();
         let refs: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();

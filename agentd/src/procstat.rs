@@ -32,6 +32,19 @@ fn cpu_clock(clock: libc::clockid_t) -> Duration {
     )
 }
 
+/// Resident memory of this process, bytes.
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// CPU (user + system) used so far by process `pid`, all threads.
 pub fn pid_cpu(pid: u32) -> Result<Duration> {
     stat_file(&format!("/proc/{pid}/stat"))

@@ -1,30 +1,78 @@
 //! An Ethereum JSON-RPC sink for benchmarks: accepts every transaction and
 //! answers the few reads the agent makes. A minimal HTTP/1.1 server with
 //! keep-alive; loopback only.
+//!
+//! Without inclusion its chain stays at block 1 and every transaction stays
+//! in the agent's flight; with it, each `eth_blockNumber` seals what was
+//! accepted since into a new block (timestamped now, every receipt status 1),
+//! so the agent completes every transaction. The last 1,024 blocks are kept.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
-use alloy_primitives::keccak256;
+use alloy_primitives::{keccak256, B256};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Serves the sink on `addr` until the process ends.
-pub async fn serve(addr: SocketAddr) -> Result<()> {
+/// Blocks kept for the agent to read.
+const KEPT_BLOCKS: usize = 1024;
+
+/// The sink's chain (see the module docs).
+#[derive(Debug, Default)]
+struct Chain {
+    include: bool,
+    height: u64,
+    pending: Vec<B256>,
+    blocks: VecDeque<(u64, u64, Vec<B256>)>,
+}
+
+impl Chain {
+    fn block_number(&mut self) -> u64 {
+        if self.include && !self.pending.is_empty() {
+            self.height += 1;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let txs = std::mem::take(&mut self.pending);
+            self.blocks.push_back((self.height, now, txs));
+            if self.blocks.len() > KEPT_BLOCKS {
+                self.blocks.pop_front();
+            }
+        }
+        self.height.max(1)
+    }
+
+    fn block(&self, number: u64) -> Option<&(u64, u64, Vec<B256>)> {
+        self.blocks.iter().find(|b| b.0 == number)
+    }
+}
+
+type Shared = Arc<Mutex<Chain>>;
+
+/// Serves the sink on `addr` until the process ends; with `include`, it
+/// makes blocks of what it accepts.
+pub async fn serve(addr: SocketAddr, include: bool) -> Result<()> {
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot bind the sink to {addr}"))?;
+    let chain: Shared = Arc::new(Mutex::new(Chain {
+        include,
+        ..Default::default()
+    }));
     loop {
         let (stream, _) = listener.accept().await?;
+        let chain = chain.clone();
         tokio::spawn(async move {
             // A client that goes away mid-request is not an error here.
-            let _ = connection(stream).await;
+            let _ = connection(stream, chain).await;
         });
     }
 }
 
-async fn connection(stream: TcpStream) -> Result<()> {
+async fn connection(stream: TcpStream, chain: Shared) -> Result<()> {
     stream.set_nodelay(true)?;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
@@ -50,7 +98,7 @@ async fn connection(stream: TcpStream) -> Result<()> {
         }
         let mut body = vec![0u8; length];
         reader.read_exact(&mut body).await?;
-        let reply = answer(&body).to_string();
+        let reply = answer(&body, &chain).to_string();
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             reply.len()
@@ -60,17 +108,29 @@ async fn connection(stream: TcpStream) -> Result<()> {
     }
 }
 
-fn answer(body: &[u8]) -> Value {
+fn answer(body: &[u8], chain: &Shared) -> Value {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}});
     };
+    let mut chain = chain.lock().unwrap_or_else(|e| e.into_inner());
     if let Value::Array(calls) = request {
-        return Value::Array(calls.iter().map(one).collect());
+        return Value::Array(calls.iter().map(|c| one(c, &mut chain)).collect());
     }
-    one(&request)
+    one(&request, &mut chain)
 }
 
-fn one(request: &Value) -> Value {
+/// Block `number` of `chain` as `eth_getBlockByNumber` answers it.
+fn block_json(chain: &Chain, number: u64) -> Value {
+    let (txs, time) = chain
+        .block(number)
+        .map_or((Vec::new(), 1), |(_, t, txs)| (txs.clone(), *t));
+    json!({
+        "number": format!("0x{number:x}"), "timestamp": format!("0x{time:x}"),
+        "transactions": txs, "gasUsed": "0x0", "baseFeePerGas": "0x3b9aca00"
+    })
+}
+
+fn one(request: &Value, chain: &mut Chain) -> Value {
     let id = request.get("id").cloned().unwrap_or(Value::Null);
     let method = request
         .get("method")
@@ -78,18 +138,36 @@ fn one(request: &Value) -> Value {
         .unwrap_or_default();
     let result = match method {
         "eth_chainId" => json!("0x2328"),
-        "eth_blockNumber" => json!("0x1"),
+        "eth_blockNumber" => json!(format!("0x{:x}", chain.block_number())),
         "eth_getTransactionCount" => json!("0x0"),
         "eth_gasPrice" => json!("0x3b9aca00"),
         "eth_maxPriorityFeePerGas" => json!("0x1"),
-        "eth_getBlockByNumber" => json!({
-            "number": "0x1", "timestamp": "0x1", "transactions": [], "gasUsed": "0x0",
-            "baseFeePerGas": "0x3b9aca00"
-        }),
+        "eth_getBlockByNumber" => {
+            let number = request["params"][0]
+                .as_str()
+                .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+                .unwrap_or(chain.height.max(1));
+            block_json(chain, number)
+        }
+        "eth_getBlockReceipts" => {
+            let number = request["params"][0]
+                .as_str()
+                .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0);
+            let txs = chain.block(number).map_or(Vec::new(), |b| b.2.clone());
+            json!(txs
+                .iter()
+                .map(|h| json!({"transactionHash": h, "status": "0x1"}))
+                .collect::<Vec<_>>())
+        }
         "eth_sendRawTransaction" => {
             let raw = request["params"][0].as_str().unwrap_or_default();
             let bytes = hex::decode(raw.trim_start_matches("0x")).unwrap_or_default();
-            json!(keccak256(bytes))
+            let hash = keccak256(bytes);
+            if chain.include {
+                chain.pending.push(hash);
+            }
+            json!(hash)
         }
         _ => {
             return json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})
@@ -101,14 +179,14 @@ fn one(request: &Value) -> Value {
 /// Starts a sink on a free loopback port in this process; returns its URL
 /// once it answers.
 #[cfg(test)]
-pub(crate) async fn start_local() -> String {
+pub(crate) async fn start_local(include: bool) -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    tokio::spawn(serve(addr));
+    tokio::spawn(serve(addr, include));
     for _ in 0..100 {
         if TcpStream::connect(addr).await.is_ok() {
             return format!("http://{addr}");

@@ -36,9 +36,10 @@ pub struct CometClient {
     url: String,
 }
 
+/// A JSON-RPC reply of CometBFT: its result, or its error.
 #[derive(Deserialize)]
-struct RpcReply {
-    result: Option<BroadcastResult>,
+struct RpcReply<T> {
+    result: Option<T>,
     error: Option<RpcError>,
 }
 
@@ -75,22 +76,28 @@ impl CometClient {
         &self.url
     }
 
-    /// Submits `raw` through CheckTx.
-    pub async fn broadcast_tx_sync(&self, raw: &[u8]) -> Result<(), BroadcastError> {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "broadcast_tx_sync",
-            "params": { "tx": base64::engine::general_purpose::STANDARD.encode(raw) },
-        });
-        let reply: RpcReply = self
-            .http
+    /// Calls `method` with `params`; `Err` is the transport's failure.
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<RpcReply<T>, reqwest::Error> {
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.http
             .post(&self.url)
             .json(&body)
             .send()
-            .await
-            .map_err(|e| BroadcastError::Unavailable(e.to_string()))?
+            .await?
             .json()
+            .await
+    }
+
+    /// Submits `raw` through CheckTx.
+    pub async fn broadcast_tx_sync(&self, raw: &[u8]) -> Result<(), BroadcastError> {
+        let tx = base64::engine::general_purpose::STANDARD.encode(raw);
+        let reply: RpcReply<BroadcastResult> = self
+            .call("broadcast_tx_sync", serde_json::json!({ "tx": tx }))
             .await
             .map_err(|e| BroadcastError::Unavailable(e.to_string()))?;
         match (reply.result, reply.error) {
@@ -117,12 +124,6 @@ pub struct Mempool {
 }
 
 #[derive(Deserialize)]
-struct MempoolReply {
-    result: Option<MempoolResult>,
-    error: Option<RpcError>,
-}
-
-#[derive(Deserialize)]
 struct MempoolResult {
     total: String,
     #[serde(default)]
@@ -141,16 +142,8 @@ impl CometClient {
                 serde_json::json!({ "limit": limit.to_string() }),
             )
         };
-        let body =
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let reply: MempoolReply = self
-            .http
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| format!("consensus node unavailable: {e}"))?
-            .json()
+        let reply: RpcReply<MempoolResult> = self
+            .call(method, params)
             .await
             .map_err(|e| format!("consensus node unavailable: {e}"))?;
         let result = match (reply.result, reply.error) {

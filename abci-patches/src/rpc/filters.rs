@@ -98,7 +98,7 @@ impl Filters {
             std::process::id().to_be_bytes().as_slice(),
         ]
         .concat();
-        let id = format!("0x{}", hex::encode(&keccak256(seed)[..16]));
+        let id = canonical(&hex::encode(&keccak256(seed)[..16]));
         map.insert(
             id.clone(),
             Installed {
@@ -110,8 +110,17 @@ impl Filters {
     }
 
     fn uninstall(&self, id: &str) -> RpcResult<bool> {
-        Ok(self.live()?.remove(id).is_some())
+        Ok(self.live()?.remove(&canonical(id)).is_some())
     }
+}
+
+/// A filter id as geth writes it (`0x`, hex without leading zeros, as
+/// clients that read ids as numbers send them back); any other spelling of
+/// the same number names the same filter.
+fn canonical(id: &str) -> String {
+    let digits = id.strip_prefix("0x").unwrap_or(id).trim_start_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    format!("0x{}", digits.to_ascii_lowercase())
 }
 
 /// Registers the filter methods.
@@ -154,7 +163,7 @@ fn not_found() -> jsonrpsee::types::ErrorObjectOwned {
 fn changes(w: &Web3, id: &str) -> RpcResult<FilterChanges> {
     let poll = {
         let mut map = w.filters.live()?;
-        let installed = map.get_mut(id).ok_or_else(not_found)?;
+        let installed = map.get_mut(&canonical(id)).ok_or_else(not_found)?;
         installed.polled = Instant::now();
         match &mut installed.kind {
             Kind::PendingTxs(events) => return Ok(FilterChanges::Hashes(drain(events))),
@@ -174,7 +183,7 @@ fn changes(w: &Web3, id: &str) -> RpcResult<FilterChanges> {
     if let Some(Installed {
         kind: Kind::Logs { next, .. },
         ..
-    }) = w.filters.live()?.get_mut(id)
+    }) = w.filters.live()?.get_mut(&canonical(id))
     {
         *next = (*next).max(after);
     }
@@ -241,7 +250,7 @@ fn bounds(filter: &alloy_rpc_types_eth::Filter) -> (u64, u64) {
 fn filter_logs(w: &Web3, id: &str) -> RpcResult<Vec<Log>> {
     let filter = {
         let mut map = w.filters.live()?;
-        let installed = map.get_mut(id).ok_or_else(not_found)?;
+        let installed = map.get_mut(&canonical(id)).ok_or_else(not_found)?;
         installed.polled = Instant::now();
         match &installed.kind {
             Kind::Logs { filter, .. } => (**filter).clone(),
@@ -250,4 +259,20 @@ fn filter_logs(w: &Web3, id: &str) -> RpcResult<Vec<Log>> {
     };
     let span = logs::resolve(w, &filter)?;
     logs::query(w, &filter, span)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical;
+
+    #[test]
+    fn ids_are_spelt_as_geth_spells_them() {
+        assert_eq!(
+            canonical("04fea847ccc739311f9f57d8c00960b1"),
+            "0x4fea847ccc739311f9f57d8c00960b1"
+        );
+        assert_eq!(canonical("0x0004FEA8"), "0x4fea8");
+        assert_eq!(canonical("0x4fea8"), "0x4fea8");
+        assert_eq!(canonical("0x0000"), "0x0");
+    }
 }

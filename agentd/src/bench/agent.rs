@@ -1,7 +1,11 @@
 //! `feth bench agent`: how fast the agent prepares and submits signed
 //! transfers, against the raw libsecp256k1 signing rate measured in the same
-//! run, both per CPU-second.
+//! run, both per CPU-second; and what its memory grows by per transaction in
+//! flight and per completed transaction (peak RSS over a run, each run in a
+//! fresh process so that one run's freed memory does not hide the other's).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, Bytes, U256};
@@ -12,23 +16,13 @@ use crate::accounts::{KeySet, KeySource};
 use crate::load::engine::LoadPlan;
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadSettings};
-use crate::procstat::{process_cpu, thread_cpu};
+use crate::procstat::{process_cpu, rss_bytes, thread_cpu};
 use crate::sign::{self, Fee, TxRequest};
 
-/// Resident memory of this process, bytes.
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// Figures of one `feth bench agent` run.
+/// Figures of `feth bench agent`: the CPU figures are those of the run
+/// against a sink that includes every transaction (the agent reads blocks
+/// and receipts as against a node); the memory per transaction in flight is
+/// from a second run, in a fresh process, against a sink that includes none.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentBench {
     /// Raw signatures per CPU-second (one thread, libsecp256k1).
@@ -49,12 +43,69 @@ pub struct AgentBench {
     pub accounts: usize,
     /// Transactions per request.
     pub batch: usize,
-    /// RSS before loading accounts, bytes.
+    /// The run whose transactions all completed (included).
+    pub completed_run: AgentRun,
+    /// The run whose transactions all stayed in flight.
+    pub in_flight_run: AgentRun,
+    /// Peak RSS growth over the run per completed transaction, bytes.
+    pub rss_per_completed_tx: f64,
+    /// Peak RSS growth over the run per transaction in flight, bytes.
+    pub rss_per_in_flight_tx: f64,
+}
+
+/// One agent run against a sink, in its own process.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct AgentRun {
+    /// Transactions submitted.
+    pub txs: u64,
+    /// Of those, included in a block of the sink.
+    pub completed: u64,
+    /// Most transactions in flight at once (sampled).
+    pub peak_in_flight: u64,
+    /// Wall seconds of the run.
+    pub wall_seconds: f64,
+    /// CPU-seconds of the process during the run.
+    pub cpu_seconds: f64,
+    /// RSS before anything, bytes.
     pub rss_start: u64,
-    /// RSS with the accounts loaded, bytes.
+    /// RSS with the accounts loaded, just before the run, bytes.
     pub rss_loaded: u64,
-    /// RSS after the run, bytes.
-    pub rss_end: u64,
+    /// Highest RSS sampled during the run (every 10 ms), bytes.
+    pub rss_peak: u64,
+}
+
+impl AgentRun {
+    /// Peak RSS growth over the run, bytes.
+    pub fn growth(&self) -> f64 {
+        self.rss_peak.saturating_sub(self.rss_loaded) as f64
+    }
+}
+
+/// Both runs' figures, with the raw signing rate.
+pub fn summarize(
+    raw: f64,
+    accounts: usize,
+    batch: usize,
+    completed: AgentRun,
+    in_flight: AgentRun,
+) -> AgentBench {
+    let n = completed.txs;
+    let per_cpu = n as f64 / completed.cpu_seconds.max(1e-9);
+    AgentBench {
+        raw_signs_per_cpu_second: raw,
+        txs: n,
+        wall_seconds: completed.wall_seconds,
+        txs_per_second: n as f64 / completed.wall_seconds.max(1e-9),
+        cpu_seconds_per_10k: completed.cpu_seconds / n.max(1) as f64 * 10_000.0,
+        txs_per_cpu_second: per_cpu,
+        ratio: per_cpu / raw,
+        accounts,
+        batch,
+        rss_per_completed_tx: completed.growth() / completed.completed.max(1) as f64,
+        rss_per_in_flight_tx: in_flight.growth() / in_flight.peak_in_flight.max(1) as f64,
+        completed_run: completed,
+        in_flight_run: in_flight,
+    }
 }
 
 /// Signs `n` transfers on this thread; returns signatures per CPU-second.
@@ -83,19 +134,55 @@ pub fn raw_sign_rate(n: u64) -> f64 {
     n as f64 / (thread_cpu() - start).as_secs_f64()
 }
 
-/// Runs the agent against the sink at `sink_url`.
+/// Samples RSS and the transactions in flight every 10 ms until dropped;
+/// keeps the highest of each.
+struct Peaks {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(u64, u64)>>,
+}
+
+impl Peaks {
+    fn start(in_flight: impl Fn() -> u64 + Send + 'static) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut rss, mut flight) = (0, 0);
+            while !stop.load(Ordering::Relaxed) {
+                rss = rss.max(rss_bytes());
+                flight = flight.max(in_flight());
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            (rss.max(rss_bytes()), flight)
+        });
+        Self {
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> (u64, u64) {
+        self.done.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or((0, 0))
+    }
+}
+
+/// Runs the agent against the sink at `sink_url`: `txs` transfers from
+/// `accounts` accounts, closed loop; when the sink `includes` them, the run
+/// waits (up to 30 s) until all are read in its blocks.
 pub async fn agent(
     sink_url: &str,
+    includes: bool,
     accounts: usize,
     txs: u64,
     parallelism: usize,
     batch: usize,
-) -> Result<AgentBench> {
+) -> Result<AgentRun> {
     let rss_start = rss_bytes();
-    let raw = raw_sign_rate(20_000);
     let mut keys = KeySet::new(KeySource::Seed(alloy_primitives::B256::repeat_byte(7)));
     keys.extend_to(accounts);
-    let rss_loaded = rss_bytes();
     let per_account = txs.div_ceil(accounts as u64).max(1);
     let active = (txs / per_account).clamp(1, accounts as u64) as usize;
     let mut plan = LoadPlan::transfers(RateSchedule::Closed, active);
@@ -103,33 +190,36 @@ pub async fn agent(
     plan.max_parallelism = parallelism;
     plan.batch = batch;
     let mut settings = LoadSettings::new(sink_url, plan);
-    settings.wait = Duration::ZERO;
+    settings.wait = if includes {
+        Duration::from_secs(30)
+    } else {
+        Duration::ZERO
+    };
     let mut senders = keys.clone();
     senders.keys.truncate(active);
     senders.addresses.truncate(active);
+    let rss_loaded = rss_bytes();
     let cpu0 = process_cpu();
     let wall = Instant::now();
-    let report = load::run(settings, senders)
+    let running = load::start(settings, senders)
         .await
         .context("agent run against the sink")?;
-    let wall_seconds = wall.elapsed().as_secs_f64();
-    let cpu = (process_cpu() - cpu0).as_secs_f64();
-    let n = report.totals.signed;
-    let per_cpu = n as f64 / cpu;
+    let ledger = running.engine().ledger.clone();
+    let peaks =
+        Peaks::start(move || ledger.lock().unwrap_or_else(|e| e.into_inner()).in_flight() as u64);
+    let report = running.finish().await;
+    let (rss_peak, peak_in_flight) = peaks.finish();
+    let report = report.context("agent run against the sink")?;
     drop(keys);
-    Ok(AgentBench {
-        raw_signs_per_cpu_second: raw,
-        txs: n,
-        wall_seconds,
-        txs_per_second: n as f64 / wall_seconds,
-        cpu_seconds_per_10k: cpu / n as f64 * 10_000.0,
-        txs_per_cpu_second: per_cpu,
-        ratio: per_cpu / raw,
-        accounts,
-        batch,
+    Ok(AgentRun {
+        txs: report.totals.signed,
+        completed: report.totals.included,
+        peak_in_flight,
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        cpu_seconds: (process_cpu() - cpu0).as_secs_f64(),
         rss_start,
         rss_loaded,
-        rss_end: rss_bytes(),
+        rss_peak,
     })
 }
 
@@ -137,11 +227,18 @@ pub async fn agent(
 mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_agent_submits_every_transaction_to_the_sink() {
-        let url = crate::sink::start_local().await;
-        for batch in [1, 10] {
-            let r = super::agent(&url, 100, 1_000, 8, batch).await.unwrap();
-            assert_eq!(r.txs, 1_000, "batch {batch}");
-            assert!(r.ratio > 0.0);
+        for include in [false, true] {
+            let url = crate::sink::start_local(include).await;
+            for batch in [1, 10] {
+                let r = super::agent(&url, include, 100, 1_000, 8, batch)
+                    .await
+                    .unwrap();
+                assert_eq!(r.txs, 1_000, "batch {batch}");
+                // The sink that includes completes every one; the other none.
+                let completed = if include { 1_000 } else { 0 };
+                assert_eq!(r.completed, completed, "batch {batch}, include {include}");
+                assert!(r.peak_in_flight > 0 && r.cpu_seconds > 0.0);
+            }
         }
     }
 }

@@ -5,13 +5,17 @@
 //! - [`fund`]: how many fresh accounts per second `feth fund` pays on a devnet.
 //! - [`profiler`]: what abcid's embedded block profiler costs a saturated node, in
 //!   committed TPS.
+//! - [`rpc`]: how fast abcid answers `eth_getLogs` over a long chain and
+//!   `eth_getBlockReceipts` of a full block, idle and under load.
 
 pub mod agent;
 pub mod fund;
 pub mod profiler;
+pub mod rpc;
 pub mod stats;
 
-pub use agent::{agent, raw_sign_rate, rss_bytes, AgentBench};
+pub use agent::{agent, raw_sign_rate, AgentBench};
 pub use fund::{fund, FundBench, FundBenchPlan};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
+pub use rpc::{rpc, RpcBench, RpcBenchPlan};
 pub use stats::RatioEstimate;

@@ -1,5 +1,5 @@
-//! `feth bench agent` (and the sink it runs against), `feth bench fund` and
-//! `feth bench profiler`.
+//! `feth bench agent` (and the sink it runs against), `feth bench fund`,
+//! `feth bench profiler` and `feth bench rpc`.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -31,12 +31,30 @@ enum What {
     Profiler(ProfilerBenchArgs),
     /// How fast `feth fund` pays many fresh accounts, on a devnet of its own.
     Fund(FundBenchArgs),
+    /// How fast abcid answers eth_getLogs over a long ERC-20 chain and eth_getBlockReceipts
+    /// of a full block, idle against under load (ABBA), on a devnet of its own.
+    Rpc(RpcBenchArgs),
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
         /// Address to listen on.
         #[arg(long)]
         addr: SocketAddr,
+        /// Make blocks of the accepted transactions.
+        #[arg(long)]
+        include: bool,
+    },
+    /// One agent run against a sink (used by `bench agent`, in its own process).
+    #[command(hide = true)]
+    AgentRun {
+        /// The sink's URL.
+        #[arg(long)]
+        sink: String,
+        /// The sink makes blocks of what it accepts.
+        #[arg(long)]
+        include: bool,
+        #[command(flatten)]
+        args: AgentBenchArgs,
     },
 }
 
@@ -58,6 +76,18 @@ struct AgentBenchArgs {
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
+}
+
+impl AgentBenchArgs {
+    /// The arguments that make a child run the same agent run.
+    fn child_args(&self) -> Vec<String> {
+        vec![
+            format!("--accounts={}", self.accounts.max(1)),
+            format!("--txs={}", self.txs.max(1)),
+            format!("--max-parallelism={}", self.max_parallelism.max(1)),
+            format!("--batch={}", self.batch.max(1)),
+        ]
+    }
 }
 
 /// `feth bench fund`.
@@ -136,6 +166,55 @@ impl ProfilerBenchArgs {
     }
 }
 
+/// `feth bench rpc`.
+#[derive(Debug, Args)]
+struct RpcBenchArgs {
+    /// Height of the chain built by the ERC-20 load before measuring (at most 10,000 blocks
+    /// are queried: abcid's default --rpc-max-log-blocks).
+    #[arg(long, default_value_t = 10_000)]
+    blocks: u64,
+    /// Funded senders of the load.
+    #[arg(long, default_value_t = 200)]
+    accounts: usize,
+    /// ERC-20 transfers gathered into the one block whose receipts are read.
+    #[arg(long, default_value_t = 2_400)]
+    big_block_txs: usize,
+    /// About how many logs the wide eth_getLogs returns (under abcid's 10,000-log cap).
+    #[arg(long, default_value_t = 9_000)]
+    wide_logs: usize,
+    /// Calls of every query per window.
+    #[arg(long, default_value_t = 20)]
+    calls: usize,
+    /// Loaded/idle pairs of windows.
+    #[arg(long, default_value_t = 3)]
+    pairs: usize,
+    /// The devnet's CometBFT `timeout_commit` (outside the big block).
+    #[arg(long, default_value = "50ms")]
+    timeout_commit: String,
+    /// The devnet's block gas limit (the big block needs 80,000 gas per transfer).
+    #[arg(long, default_value_t = 300_000_000)]
+    block_gas_limit: u64,
+    /// Print the figures as JSON on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+impl RpcBenchArgs {
+    /// The benchmark's plain plan.
+    fn plan(self) -> bench::RpcBenchPlan {
+        bench::RpcBenchPlan {
+            blocks: self.blocks.max(10),
+            accounts: self.accounts.max(2),
+            big_block_txs: self.big_block_txs.max(1),
+            wide_logs: self.wide_logs.max(1),
+            calls: self.calls.max(1),
+            pairs: self.pairs.max(1),
+            timeout_commit: self.timeout_commit,
+            block_gas_limit: self.block_gas_limit,
+        }
+    }
+}
+
 /// Kills the sink child on drop.
 struct Child(std::process::Child);
 
@@ -149,11 +228,33 @@ impl Drop for Child {
 /// Runs a bench command.
 pub async fn run(command: BenchCommand) -> Result<()> {
     match command.what {
-        What::Sink { addr } => crate::sink::serve(addr).await,
+        What::Sink { addr, include } => crate::sink::serve(addr, include).await,
+        What::AgentRun {
+            sink,
+            include,
+            args,
+        } => {
+            let r = bench::agent(
+                &sink,
+                include,
+                args.accounts.max(1),
+                args.txs.max(1),
+                args.max_parallelism.max(1),
+                args.batch.max(1),
+            )
+            .await?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(())
+        }
         What::Profiler(args) => {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
             emit(json, &r, |out| print_profiler_bench(out, &r))
+        }
+        What::Rpc(args) => {
+            let json = args.json;
+            let r = bench::rpc(args.plan()).await?;
+            emit(json, &r, |out| print_rpc_bench(out, &r))
         }
         What::Fund(args) => {
             let json = args.json;
@@ -161,28 +262,52 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             emit(json, &r, |out| print_fund_bench(out, &r))
         }
         What::Agent(args) => {
-            let (url, _sink) = start_sink().await?;
-            let r = bench::agent(
-                &url,
+            let raw = bench::raw_sign_rate(20_000);
+            let completed = agent_run(&args, true).await?;
+            let in_flight = agent_run(&args, false).await?;
+            let r = bench::agent::summarize(
+                raw,
                 args.accounts.max(1),
-                args.txs.max(1),
-                args.max_parallelism.max(1),
                 args.batch.max(1),
-            )
-            .await?;
+                completed,
+                in_flight,
+            );
             emit(args.json, &r, |out| print_agent_bench(out, &r))
         }
     }
 }
 
+/// One agent run in a fresh child process against a fresh sink (which makes
+/// blocks of what it accepts when `include`).
+async fn agent_run(args: &AgentBenchArgs, include: bool) -> Result<bench::agent::AgentRun> {
+    let (url, _sink) = start_sink(include).await?;
+    let exe = std::env::current_exe().context("cannot locate feth")?;
+    let mut command = tokio::process::Command::new(exe);
+    command.args(["bench", "agent-run", "--sink", &url]);
+    if include {
+        command.arg("--include");
+    }
+    let out = command
+        .args(args.child_args())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .context("cannot run the agent in a child process")?;
+    if !out.status.success() {
+        bail!("the agent run against the sink failed ({})", out.status);
+    }
+    serde_json::from_slice(&out.stdout).context("the agent run printed no figures")
+}
+
 /// Starts the accept-only sink in a child process on a free loopback port
 /// and waits until it accepts connections.
-async fn start_sink() -> Result<(String, Child)> {
+async fn start_sink(include: bool) -> Result<(String, Child)> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let exe = std::env::current_exe().context("cannot locate feth")?;
     let sink = Child(
         Command::new(exe)
             .args(["bench", "sink", "--addr", &format!("127.0.0.1:{port}")])
+            .args(include.then_some("--include"))
             .stdout(Stdio::null())
             .spawn()
             .context("cannot start the sink")?,
@@ -219,13 +344,27 @@ fn print_agent_bench(out: &mut dyn Write, r: &bench::AgentBench) -> std::io::Res
         "agent wall throughput      {:>10.0} tx/s ({} tx in {:.2} s, {} per request)",
         r.txs_per_second, r.txs, r.wall_seconds, r.batch
     )?;
+    let (c, f) = (&r.completed_run, &r.in_flight_run);
     writeln!(
         out,
-        "memory (RSS)               {:.0} MiB at start, {:.0} MiB with {} accounts loaded, {:.0} MiB after the run",
-        mib(r.rss_start),
-        mib(r.rss_loaded),
+        "memory (RSS)               {:.0} MiB at start, {:.0} MiB with {} accounts loaded",
+        mib(c.rss_start),
+        mib(c.rss_loaded),
         r.accounts,
-        mib(r.rss_end)
+    )?;
+    writeln!(
+        out,
+        "  per completed tx         {:>10.1} B  (peak growth {:.1} MiB over {} included tx)",
+        r.rss_per_completed_tx,
+        mib(c.rss_peak.saturating_sub(c.rss_loaded)),
+        c.completed
+    )?;
+    writeln!(
+        out,
+        "  per tx in flight         {:>10.1} B  (peak growth {:.1} MiB with up to {} tx in flight, none included)",
+        r.rss_per_in_flight_tx,
+        mib(f.rss_peak.saturating_sub(f.rss_loaded)),
+        f.peak_in_flight
     )
 }
 
@@ -327,4 +466,66 @@ fn print_fund_bench(out: &mut dyn Write, r: &bench::FundBench) -> std::io::Resul
         r.block_gas_limit,
         if r.on_tmpfs { "on tmpfs" } else { "on disk" }
     )
+}
+
+fn print_rpc_bench(out: &mut dyn Write, r: &bench::RpcBench) -> std::io::Result<()> {
+    let p = &r.plan;
+    writeln!(
+        out,
+        "conditions   {}; block gas limit {}, timeout_commit {}, {} CPUs, {}",
+        r.client_version,
+        p.block_gas_limit,
+        p.timeout_commit,
+        r.cpus,
+        if r.on_tmpfs {
+            "devnet on tmpfs"
+        } else {
+            "devnet on disk"
+        }
+    )?;
+    writeln!(
+        out,
+        "chain        blocks {}..={} of ERC-20 load ({} tx, {:.1} tx per block), built in {:.0} s",
+        r.range_from,
+        r.range_to,
+        r.range_txs,
+        r.range_txs as f64 / (r.range_to - r.range_from + 1) as f64,
+        r.build_seconds
+    )?;
+    writeln!(
+        out,
+        "big block    {} holds {} transactions",
+        r.big_block, r.big_block_txs
+    )?;
+    let tps: Vec<f64> = r.windows.iter().filter_map(|w| w.load_tps).collect();
+    writeln!(
+        out,
+        "windows      {} ABBA pairs, {} calls of each query per window; load: closed-loop ERC-20 from {} senders, {:.0} committed tx/s on average",
+        p.pairs,
+        p.calls,
+        p.accounts,
+        tps.iter().sum::<f64>() / tps.len().max(1) as f64
+    )?;
+    for q in &r.queries {
+        let s = &q.spec;
+        let what = match s.query {
+            bench::rpc::Query::SelectiveLogs => "eth_getLogs, one holder's Transfer topic",
+            bench::rpc::Query::WideLogs => "eth_getLogs, every Transfer of the token",
+            bench::rpc::Query::BigBlockReceipts => "eth_getBlockReceipts of the big block",
+        };
+        writeln!(
+            out,
+            "{what}: {} block(s), {} result(s)",
+            s.blocks, s.results
+        )?;
+        for (mode, l) in [("idle", &q.idle_ms), ("loaded", &q.loaded_ms)] {
+            writeln!(
+                out,
+                "  {mode:<7} p50 {:>8.1} ms  p90 {:>8.1} ms  p99 {:>8.1} ms",
+                l.p50, l.p90, l.p99
+            )?;
+        }
+        writeln!(out, "  loaded / idle p50  {}", q.p50_ratio.describe())?;
+    }
+    Ok(())
 }

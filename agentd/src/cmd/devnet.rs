@@ -191,6 +191,12 @@ pub struct DevnetArgs {
     /// abcid's profiler JSON-RPC port.
     #[arg(long, default_value_t = devnet::DEFAULT_PORTS[4])]
     profiler_port: u16,
+    /// abcid's Prometheus metrics port (`abcid --metrics`).
+    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[5])]
+    metrics_port: u16,
+    /// CometBFT's Prometheus metrics port (`instrumentation.prometheus_listen_addr`).
+    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[6])]
+    cometbft_metrics_port: u16,
     /// CometBFT `consensus.timeout_commit`.
     #[arg(long, default_value = devnet::DEFAULT_TIMEOUT_COMMIT)]
     timeout_commit: String,
@@ -258,6 +264,8 @@ impl DevnetArgs {
             abci_port: self.abci_port,
             web3_port: self.web3_port,
             profiler_port: self.profiler_port,
+            metrics_port: self.metrics_port,
+            cometbft_metrics_port: self.cometbft_metrics_port,
             timeout_commit: self.timeout_commit,
             mempool_size: self.mempool_size,
             mempool_max_txs_bytes: self.mempool_max_txs_bytes,
@@ -275,8 +283,14 @@ impl DevnetArgs {
             patches: self.patches,
             block_gas_limit: self.block_gas_limit,
             abcid: self.abcid,
+            abcid_args: Vec::new(),
         }
     }
+}
+
+/// abcid's metrics URL, or why there is none.
+fn metrics_line(url: Option<&str>) -> &str {
+    url.unwrap_or("off (this abcid build has no --metrics)")
 }
 
 /// Runs a devnet command.
@@ -301,6 +315,11 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 println!("  web3 JSON-RPC  {}", status.web3);
                 println!("  CometBFT RPC   {}", status.rpc);
                 println!("  profiler RPC   {}", status.profiler);
+                println!(
+                    "  abcid metrics  {}",
+                    metrics_line(status.metrics.as_deref())
+                );
+                println!("  CometBFT metr. {}", status.cometbft_metrics);
                 println!("  height         {}", status.height.unwrap_or_default());
                 println!("  root key       {} (mode 0600)", status.root_key.display());
                 println!(
@@ -336,6 +355,8 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                     Some(h) => println!("  height    {h} (web3 {})", s.web3),
                     None => println!("  height    unknown (web3 {} not answering)", s.web3),
                 }
+                println!("  metrics   abcid {}", metrics_line(s.metrics.as_deref()));
+                println!("            CometBFT {}", s.cometbft_metrics);
             }
         }
         Action::Install => {

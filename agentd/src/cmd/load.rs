@@ -15,6 +15,7 @@ use crate::load::engine::{
 };
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::tally::TxsPerBlock;
 use crate::load::{self, LoadReport, LoadSettings};
 use crate::units;
 
@@ -55,9 +56,9 @@ pub struct LoadArgs {
     /// batching. CometBFT's own RPC refuses batches over 10 by default.
     #[arg(long, default_value_t = DEFAULT_BATCH)]
     batch: usize,
-    /// Seconds to send for.
-    #[arg(long)]
-    duration: Option<f64>,
+    /// How long to send: seconds, or with a unit (90s, 30m, 24h, 3d).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
     /// Open loop at a fixed rate (transactions per second).
     #[arg(long, conflicts_with = "ramp")]
     rate: Option<f64>,
@@ -94,6 +95,41 @@ pub struct LoadArgs {
     /// (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// CometBFT RPC for ns header times (latency to the block, window
+    /// seconds); default: the one the node names (abcid_cometbftRpc), else
+    /// web3 timestamps (whole seconds).
+    #[arg(long, value_name = "URL")]
+    comet_rpc: Option<String>,
+    /// Report committed TPS per window of N blocks (e.g. 10000, as the Ardor
+    /// load test).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    window_blocks: Option<u64>,
+    /// Stream the figures (one JSON line per finished second and window) to
+    /// FILE as the run goes, so a run that is killed still leaves them.
+    #[arg(long, value_name = "FILE")]
+    series_out: Option<PathBuf>,
+}
+
+/// A duration: seconds, or a number with a unit `s`, `m`, `h` or `d`.
+fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => bail!("{text:?}: give seconds, or a number with s, m, h or d (e.g. 24h)"),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{text:?} is not a duration (e.g. 90, 30m, 24h)"))?;
+    let secs = positive("--duration", value * scale)?;
+    Ok(Duration::from_secs_f64(secs))
 }
 
 fn positive(name: &str, v: f64) -> Result<f64> {
@@ -120,10 +156,7 @@ impl LoadArgs {
         Ok(LoadPlan {
             schedule,
             per_account: self.count,
-            duration: self
-                .duration
-                .map(|d| positive("--duration", d).map(Duration::from_secs_f64))
-                .transpose()?,
+            duration: self.duration,
             max_parallelism: self.max_parallelism.max(1),
             batch: self.batch.max(1),
             picker: Picker::new(self.accounts, senders),
@@ -151,6 +184,9 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         stop: None,
         plan: args.plan(keys.len())?,
         metrics: None,
+        comet_rpc: args.comet_rpc.clone(),
+        window_blocks: args.window_blocks,
+        series_out: args.series_out.clone(),
     };
     let report = match args.metrics {
         None => load::run(settings, keys).await?,
@@ -213,21 +249,18 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         )?,
         None => writeln!(out, "schedule lag    none: a closed loop has no schedule")?,
     }
-    let (b, o) = (&r.latency_ms.to_block_time, &r.latency_ms.to_observed);
-    writeln!(
-        out,
-        "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block timestamp (1 s resolution)",
-        b.p50, b.p90, b.p99, b.max
-    )?;
-    writeln!(
-        out,
-        "                p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block seen (100 ms polling)",
-        o.p50, o.p90, o.p99, o.max
-    )?;
+    print_latency(out, r)?;
     writeln!(
         out,
         "transactions    {} signed = {} included + {} rejected + {} unresolved",
         t.signed, t.included, t.rejected, t.unresolved
+    )?;
+    writeln!(
+        out,
+        "                {} included succeeded, {} reverted (receipt status 0); {} duplicate submission(s) of a counted hash folded",
+        t.included - t.reverted,
+        t.reverted,
+        t.duplicates_folded
     )?;
     for (reason, n) in &t.rejected_by_reason {
         writeln!(out, "  rejected      {n:>8}  {reason}")?;
@@ -237,7 +270,88 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "recovery        {} back-offs, {} resends, {} nonce resyncs",
         r.backoffs, r.resends, r.resyncs
     )?;
+    print_blocks(out, r)
+}
+
+fn print_latency(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
+    let (b, o) = (&r.latency_ms.to_block_time, &r.latency_ms.to_observed);
+    let resolution = r.latency_ms.block_time_resolution_ms;
+    if resolution < 1.0 {
+        writeln!(
+            out,
+            "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block header time (CometBFT, ns)",
+            b.p50, b.p90, b.p99, b.max
+        )?;
+    } else {
+        // Whole-second timestamps: each figure is a lower bound, up to 1 s short.
+        let range = |v: f64| format!("{:.0}–{:.0}", v, v + resolution);
+        writeln!(
+            out,
+            "latency (ms)    p50 {}  p90 {}  p99 {}  max {}  intended send → block timestamp: bounded by its 1 s resolution (give --comet-rpc for ns)",
+            range(b.p50),
+            range(b.p90),
+            range(b.p99),
+            range(b.max)
+        )?;
+    }
+    writeln!(
+        out,
+        "                p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block seen (100 ms polling)",
+        o.p50, o.p90, o.p99, o.max
+    )
+}
+
+/// The per-window table and the transactions-per-block histogram.
+fn print_blocks(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
+    if !r.windows.is_empty() {
+        writeln!(
+            out,
+            "windows         {:>17}  {:>8}  {:>8}  {:>9}  {:>9}",
+            "blocks", "ours", "reverted", "ours TPS", "all TPS"
+        )?;
+        for w in &r.windows {
+            writeln!(
+                out,
+                "                {:>17}  {:>8}  {:>8}  {:>9.1}  {:>9.1}",
+                format!("{}–{}", w.from, w.to),
+                w.ours,
+                w.reverted,
+                w.tps,
+                w.tps_all
+            )?;
+        }
+    }
+    let bins = txs_per_block_bins(&r.txs_per_block);
+    if !bins.is_empty() {
+        writeln!(out, "txs per block   blocks")?;
+        let widest = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+        for (from, to, blocks) in bins {
+            let bar = "#".repeat((blocks * 40).div_ceil(widest) as usize);
+            writeln!(out, "  {:>13}  {blocks:>7}  {bar}", format!("{from}–{to}"))?;
+        }
+    }
     Ok(())
+}
+
+/// The histogram in at most 10 bins of equal, round width: (from, to, blocks).
+fn txs_per_block_bins(h: &[TxsPerBlock]) -> Vec<(u64, u64, u64)> {
+    let Some(max) = h.iter().map(|b| b.txs).max() else {
+        return Vec::new();
+    };
+    let raw = (max + 1).div_ceil(10).max(1);
+    let width = [1, 2, 5]
+        .iter()
+        .flat_map(|m| (0..12).map(move |e| m * 10u64.pow(e)))
+        .filter(|w| *w >= raw)
+        .min()
+        .unwrap_or(raw);
+    let mut bins: Vec<(u64, u64, u64)> = (0..=max / width)
+        .map(|i| (i * width, i * width + width - 1, 0))
+        .collect();
+    for b in h {
+        bins[(b.txs / width) as usize].2 += b.blocks;
+    }
+    bins
 }
 
 #[cfg(test)]
@@ -282,6 +396,28 @@ mod tests {
         assert_eq!(p.schedule, RateSchedule::Fixed(250.0));
         assert_eq!((p.per_account, p.batch), (Some(3), 1));
         assert_eq!(p.workload, WorkloadKind::Erc20);
+    }
+
+    #[test]
+    fn durations_take_units_and_bins_are_round() {
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        let e = parse_duration("3w").unwrap_err().to_string();
+        assert!(e.contains("s, m, h or d"), "{e}");
+        let h = [
+            TxsPerBlock { txs: 0, blocks: 4 },
+            TxsPerBlock { txs: 37, blocks: 2 },
+            TxsPerBlock { txs: 45, blocks: 1 },
+        ];
+        // Width 5 (46 values in 10 bins); 37 and 45 fall in 35–39 and 45–49.
+        let bins = txs_per_block_bins(&h);
+        assert_eq!(bins.len(), 10);
+        assert_eq!(
+            (bins[0], bins[7], bins[9]),
+            ((0, 4, 4), (35, 39, 2), (45, 49, 1))
+        );
+        assert_eq!(bins.iter().map(|b| b.2).sum::<u64>(), 7);
     }
 
     #[test]

@@ -69,7 +69,11 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
         ("mempool.cache_size", i(opts.mempool_size.max(10_000) * 2)),
         ("consensus.timeout_commit", s(opts.timeout_commit.clone())),
         ("tx_index.indexer", s("null".into())),
-        ("instrumentation.prometheus", toml::Value::Boolean(false)),
+        ("instrumentation.prometheus", toml::Value::Boolean(true)),
+        (
+            "instrumentation.prometheus_listen_addr",
+            s(format!("127.0.0.1:{}", opts.cometbft_metrics_port)),
+        ),
     ];
     for (key, value) in settings {
         set_key(&mut doc, key, value)?;
@@ -130,6 +134,23 @@ mod tests {
         let mut doc = toml::Table::new();
         set_key(&mut doc, "a.b.c", toml::Value::Boolean(true)).unwrap();
         assert_eq!(doc["a"]["b"]["c"], toml::Value::Boolean(true));
+    }
+
+    #[test]
+    fn cometbft_serves_prometheus_on_the_devnet_port() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("config")).unwrap();
+        let path = home.path().join("config").join("config.toml");
+        std::fs::write(&path, "[instrumentation]\nprometheus = false\n").unwrap();
+        let opts = DevnetOptions::default().with_ports([1, 2, 3, 4, 5, 6, 7]);
+        write_config(home.path(), &opts).unwrap();
+        let doc: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+        let instrumentation = &doc["instrumentation"];
+        assert_eq!(instrumentation["prometheus"], toml::Value::Boolean(true));
+        assert_eq!(
+            instrumentation["prometheus_listen_addr"],
+            toml::Value::String("127.0.0.1:7".into())
+        );
     }
 
     /// What `cometbft init` (v0.38) writes, trimmed.

@@ -49,8 +49,13 @@ impl LogFormat {
 pub const DEFAULT_DIR: &str = ".devnet";
 /// Default EIP-155 chain id.
 pub const DEFAULT_CHAIN_ID: u64 = 9000;
-/// Default ports: CometBFT RPC, P2P, ABCI, abcid web3, abcid profiler.
-pub const DEFAULT_PORTS: [u16; 5] = [26657, 26656, 26658, 8545, 6060];
+/// How many ports a devnet listens on.
+pub const PORT_COUNT: usize = 7;
+/// A devnet's ports, in the order of [`DEFAULT_PORTS`].
+pub type Ports = [u16; PORT_COUNT];
+/// Default ports: CometBFT RPC, P2P, ABCI, abcid web3, abcid profiler,
+/// abcid metrics, CometBFT metrics (CometBFT's own default, 26660).
+pub const DEFAULT_PORTS: Ports = [26657, 26656, 26658, 8545, 6060, 26661, 26660];
 /// Default CometBFT `consensus.timeout_commit`.
 pub const DEFAULT_TIMEOUT_COMMIT: &str = "1s";
 /// Default CometBFT `mempool.size` (transactions).
@@ -94,6 +99,12 @@ pub struct DevnetOptions {
     /// abcid's profiler JSON-RPC port.
     #[serde(default = "default_profiler_port")]
     pub profiler_port: u16,
+    /// abcid's Prometheus metrics port (`abcid --metrics`).
+    #[serde(default = "default_metrics_port")]
+    pub metrics_port: u16,
+    /// CometBFT's Prometheus metrics port (`instrumentation.prometheus`).
+    #[serde(default = "default_cometbft_metrics_port")]
+    pub cometbft_metrics_port: u16,
     /// CometBFT `consensus.timeout_commit`.
     pub timeout_commit: String,
     /// CometBFT `mempool.size` (transactions).
@@ -128,6 +139,10 @@ pub struct DevnetOptions {
     /// (another build, for `feth compare --build-a/--build-b`).
     #[serde(default)]
     pub abcid: Option<PathBuf>,
+    /// Further abcid flags, passed as given after the devnet's own (e.g.
+    /// `--rpc-max-log-blocks 100` for a test of the web3 limits).
+    #[serde(default)]
+    pub abcid_args: Vec<String>,
 }
 
 fn default_block_gas_limit() -> u64 {
@@ -142,6 +157,14 @@ fn default_profiler_port() -> u16 {
     DEFAULT_PORTS[4]
 }
 
+fn default_metrics_port() -> u16 {
+    DEFAULT_PORTS[5]
+}
+
+fn default_cometbft_metrics_port() -> u16 {
+    DEFAULT_PORTS[6]
+}
+
 impl Default for DevnetOptions {
     fn default() -> Self {
         Self {
@@ -152,6 +175,8 @@ impl Default for DevnetOptions {
             abci_port: DEFAULT_PORTS[2],
             web3_port: DEFAULT_PORTS[3],
             profiler_port: DEFAULT_PORTS[4],
+            metrics_port: DEFAULT_PORTS[5],
+            cometbft_metrics_port: DEFAULT_PORTS[6],
             timeout_commit: DEFAULT_TIMEOUT_COMMIT.to_string(),
             mempool_size: DEFAULT_MEMPOOL_SIZE,
             mempool_max_txs_bytes: DEFAULT_MEMPOOL_MAX_TXS_BYTES,
@@ -166,6 +191,7 @@ impl Default for DevnetOptions {
             patches: default_patches(),
             block_gas_limit: DEFAULT_BLOCK_GAS_LIMIT,
             abcid: None,
+            abcid_args: Vec::new(),
         }
     }
 }
@@ -173,7 +199,7 @@ impl Default for DevnetOptions {
 impl DevnetOptions {
     /// A devnet of its own in `dir` (tests, benchmarks): the given ports
     /// (see [`free_ports`]) and 300 ms blocks; defaults for the rest.
-    pub fn private(dir: &Path, ports: [u16; 5]) -> Self {
+    pub fn private(dir: &Path, ports: Ports) -> Self {
         Self {
             dir: dir.to_path_buf(),
             timeout_commit: "300ms".to_string(),
@@ -182,16 +208,19 @@ impl DevnetOptions {
         .with_ports(ports)
     }
 
-    /// The same options on other ports: CometBFT RPC, P2P, ABCI, abcid web3
-    /// and abcid profiler, in that order.
-    pub fn with_ports(self, ports: [u16; 5]) -> Self {
-        let [rpc_port, p2p_port, abci_port, web3_port, profiler_port] = ports;
+    /// The same options on other ports: CometBFT RPC, P2P, ABCI, abcid web3,
+    /// abcid profiler, abcid metrics and CometBFT metrics, in that order.
+    pub fn with_ports(self, ports: Ports) -> Self {
+        let [rpc_port, p2p_port, abci_port, web3_port, profiler_port, metrics_port, cometbft_metrics_port] =
+            ports;
         Self {
             rpc_port,
             p2p_port,
             abci_port,
             web3_port,
             profiler_port,
+            metrics_port,
+            cometbft_metrics_port,
             ..self
         }
     }
@@ -213,24 +242,25 @@ pub fn scratch_dir() -> Result<(tempfile::TempDir, bool)> {
     Ok((dir, on_tmpfs))
 }
 
-/// Five distinct free ports on 127.0.0.1 (for [`DevnetOptions::private`]).
-pub fn free_ports() -> Result<[u16; 5]> {
-    let listeners = (0..5)
+/// [`PORT_COUNT`] distinct free ports on 127.0.0.1 (for
+/// [`DevnetOptions::private`]).
+pub fn free_ports() -> Result<Ports> {
+    let listeners = (0..PORT_COUNT)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<Vec<_>>>()
         .context("cannot bind a free port on 127.0.0.1")?;
-    let mut ports = [0u16; 5];
+    let mut ports = [0u16; PORT_COUNT];
     for (port, listener) in ports.iter_mut().zip(&listeners) {
         *port = listener.local_addr()?.port();
     }
     Ok(ports)
 }
 
-/// Runs `start` on five free loopback ports ([`free_ports`]). A port is
+/// Runs `start` on free loopback ports ([`free_ports`]). A port is
 /// free when chosen but another process may bind it first, and then the
 /// processes `start` runs exit at start: such a start is tried again on new
 /// ports, three times in all. `what` names it in the warnings.
-pub async fn on_free_ports<T, Fut>(what: &str, mut start: impl FnMut([u16; 5]) -> Fut) -> Result<T>
+pub async fn on_free_ports<T, Fut>(what: &str, mut start: impl FnMut(Ports) -> Fut) -> Result<T>
 where
     Fut: std::future::Future<Output = Result<T>>,
 {
@@ -260,6 +290,10 @@ pub struct DevnetState {
     pub cometbft_pid: Option<u32>,
     /// abcid's PID, while running.
     pub abcid_pid: Option<u32>,
+    /// Whether abcid serves its metrics (an older build, run by `feth
+    /// compare --build-a`, has no `--metrics`).
+    #[serde(default)]
+    pub abcid_metrics: bool,
 }
 
 impl DevnetState {
@@ -276,6 +310,20 @@ impl DevnetState {
     /// CometBFT's RPC URL.
     pub fn rpc_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.options.rpc_port)
+    }
+
+    /// abcid's Prometheus metrics URL, when it serves them.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.abcid_metrics
+            .then(|| format!("http://127.0.0.1:{}/metrics", self.options.metrics_port))
+    }
+
+    /// CometBFT's Prometheus metrics URL.
+    pub fn cometbft_metrics_url(&self) -> String {
+        format!(
+            "http://127.0.0.1:{}/metrics",
+            self.options.cometbft_metrics_port
+        )
     }
 
     /// The root key file.
@@ -367,12 +415,20 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
     }
     config::write_config(&cmt_home, &opts)?;
 
+    let abcid_metrics = tools::abcid_has_flag(&abcid, "--metrics");
+    if !abcid_metrics {
+        tracing::warn!(
+            "{} has no --metrics: abcid's metrics are off",
+            abcid.display()
+        );
+    }
     let mut state = DevnetState {
         options: opts.clone(),
         cometbft,
         abcid,
         cometbft_pid: None,
         abcid_pid: None,
+        abcid_metrics,
     };
     start_abcid(&mut state)?;
     if let Err(e) = start_cometbft(&mut state) {
@@ -430,6 +486,10 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
         .arg(o.log_format.as_str())
         .arg("--patches")
         .arg(&o.patches);
+    if state.abcid_metrics {
+        cmd.arg("--metrics")
+            .arg(format!("127.0.0.1:{}", o.metrics_port));
+    }
     if o.no_profiler {
         cmd.arg("--no-profiler");
     } else {
@@ -440,6 +500,7 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
             .arg("--chain-name")
             .arg(format!("feth-devnet-{}", o.chain_id));
     }
+    cmd.args(&o.abcid_args);
     let pid = process::spawn_logged(cmd, &state.abcid_log())?;
     state.abcid_pid = Some(pid);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -559,6 +620,10 @@ pub struct Status {
     pub rpc: String,
     /// Profiler RPC URL.
     pub profiler: String,
+    /// abcid's Prometheus metrics URL (none from a build without them).
+    pub metrics: Option<String>,
+    /// CometBFT's Prometheus metrics URL.
+    pub cometbft_metrics: String,
     /// Root key file.
     pub root_key: PathBuf,
 }
@@ -577,6 +642,8 @@ pub async fn status(dir: &Path) -> Result<Status> {
         web3: state.web3_url(),
         rpc: state.rpc_url(),
         profiler: state.profiler_url(),
+        metrics: state.metrics_url(),
+        cometbft_metrics: state.cometbft_metrics_url(),
         root_key: state.root_key(),
     })
 }

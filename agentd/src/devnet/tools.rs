@@ -117,6 +117,16 @@ pub fn abcid() -> Result<PathBuf> {
     bail!("cannot find the abcid binary: build it with `cargo build -p abcid` or set FETH_ABCID")
 }
 
+/// Whether the abcid binary `abcid` has the option `flag` (`--metrics`):
+/// an older build, run by `feth compare --build-a`, may not.
+pub fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
+    Command::new(abcid).arg("--help").output().is_ok_and(|out| {
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .any(|word| word == flag)
+    })
+}
+
 /// The abcid binary of a build given as a path: the binary itself, or a
 /// folder holding it (`DIR/abcid`, or a checkout's `DIR/target/release/abcid`).
 pub fn build(path: &Path) -> Result<PathBuf> {

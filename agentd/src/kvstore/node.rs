@@ -53,7 +53,7 @@ impl KvNodeConfig {
 
     /// The devnet options whose `config.toml` this node runs with: the same
     /// writer as the abcid devnet's, the application swapped for the kvstore.
-    fn devnet_options(&self, ports: [u16; 5]) -> DevnetOptions {
+    fn devnet_options(&self, ports: devnet::Ports) -> DevnetOptions {
         let mut set = vec!["proxy_app=kvstore".to_string()];
         set.extend(self.set.iter().cloned());
         DevnetOptions {
@@ -92,7 +92,7 @@ impl KvNode {
         .await
     }
 
-    async fn start_on(cometbft: &Path, cfg: &KvNodeConfig, ports: [u16; 5]) -> Result<Self> {
+    async fn start_on(cometbft: &Path, cfg: &KvNodeConfig, ports: devnet::Ports) -> Result<Self> {
         let home = cfg.dir.join("kvstore");
         if home.exists() {
             std::fs::remove_dir_all(&home)
@@ -188,8 +188,9 @@ mod tests {
             set: vec!["mempool.recheck=false".into()],
             ..KvNodeConfig::new(Path::new("/tmp/kv"))
         };
-        let opts = cfg.devnet_options([1, 2, 3, 4, 5]);
+        let opts = cfg.devnet_options([1, 2, 3, 4, 5, 6, 7]);
         assert_eq!((opts.rpc_port, opts.p2p_port), (1, 2));
+        assert_eq!((opts.metrics_port, opts.cometbft_metrics_port), (6, 7));
         assert_eq!(opts.timeout_commit, "500ms");
         assert_eq!(opts.mempool_size, devnet::DEFAULT_MEMPOOL_SIZE);
         assert_eq!(

@@ -17,21 +17,25 @@
 //!   sender off and resends the same transaction; `nonce too low` and
 //!   `already known` resynchronise from `pending`; `nonce too high` resends
 //!   the sender's own missing transactions (a mempool lost in a restart) or
-//!   resynchronises; a timeout resends the same signed bytes (same hash).
+//!   resynchronises; a timeout or a node that cannot be reached resends the
+//!   same signed bytes (same hash) after a per-sender back-off (100 ms
+//!   doubling to 5 s), so a node down for minutes is neither hammered nor
+//!   given up on.
+//! - What was submitted is kept in the [`Ledger`] only while in flight.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::ledger::{TxEntry, TxStatus};
+use super::ledger::{Ledger, Live, Submission, TxStatus};
 use super::pick::{Picker, RateSchedule};
 use super::ready::ReadyQueue;
 use super::slots::SlotClock;
 use crate::accounts::KeySet;
 use crate::eth::{EthClient, RpcError};
 use crate::sign::{self, Fee, SignedTx, TxRequest};
-use alloy_primitives::{keccak256, Address, Bytes, U256};
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use futures::StreamExt;
 use rand::SeedableRng;
 
@@ -148,6 +152,14 @@ pub struct Counters {
     pub resyncs: AtomicU64,
 }
 
+/// The transaction an account is (re)submitting.
+#[derive(Debug, Clone)]
+struct Current {
+    hash: B256,
+    raw: Bytes,
+    nonce: u64,
+}
+
 #[derive(Debug, Default)]
 struct Acct {
     next_nonce: u64,
@@ -158,12 +170,15 @@ struct Acct {
     /// A signer thread is signing this account's next transaction.
     signing: bool,
     presigned: Option<(u64, SignedTx)>,
-    /// Ledger index of the transaction being (re)submitted.
-    current: Option<usize>,
-    /// Accepted, not known to be committed: nonce → ledger index.
-    unconfirmed: BTreeMap<u64, usize>,
+    /// The transaction being (re)submitted.
+    current: Option<Current>,
+    /// Accepted, not known to be committed: nonce → hash (pruned from the
+    /// lowest nonce once the ledger no longer holds it).
+    unconfirmed: BTreeMap<u64, B256>,
     backoff: Duration,
     sent: u64,
+    /// When the node last answered this account, seconds since the run began.
+    answered: f64,
 }
 
 /// State shared by the workers, signers and scheduler.
@@ -174,8 +189,8 @@ pub struct Engine {
     accts: Vec<Mutex<Acct>>,
     /// Ready accounts, one queue per endpoint (a batch goes to one endpoint).
     ready: Vec<ReadyQueue>,
-    /// Every submitted transaction.
-    pub ledger: Mutex<Vec<TxEntry>>,
+    /// The transactions in flight and the run's figures.
+    pub ledger: Arc<Mutex<Ledger>>,
     /// Live counters.
     pub counters: Counters,
     /// How long every request slot (worker) was busy at once.
@@ -253,6 +268,7 @@ impl Engine {
         keys: Arc<KeySet>,
         nonces: &[u64],
         start: Instant,
+        ledger: Arc<Mutex<Ledger>>,
     ) -> Arc<Self> {
         let accts = nonces
             .iter()
@@ -273,7 +289,7 @@ impl Engine {
             clients,
             keys,
             accts,
-            ledger: Mutex::new(Vec::new()),
+            ledger,
             counters: Counters::default(),
             start,
             stop: AtomicBool::new(false),
@@ -287,6 +303,10 @@ impl Engine {
     /// Workers, i.e. requests in flight at most.
     fn workers(cfg: &EngineConfig, endpoints: usize) -> usize {
         cfg.plan.max_parallelism.max(endpoints)
+    }
+
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn acct(&self, a: usize) -> std::sync::MutexGuard<'_, Acct> {
@@ -465,7 +485,7 @@ impl Engine {
     }
 
     /// Takes account `a`'s next transaction to submit (or the one being retried).
-    fn take_tx(&self, a: usize) -> Option<(usize, Bytes, u64)> {
+    fn take_tx(&self, a: usize) -> Option<Current> {
         let mut acct = self.acct(a);
         if self.stop.load(Ordering::SeqCst) && acct.current.is_none() {
             let dropped = acct.slots.len() as u64;
@@ -478,9 +498,8 @@ impl Engine {
             acct.busy = false;
             return None;
         };
-        if let Some(id) = acct.current {
-            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            return Some((id, ledger[id].raw.clone(), ledger[id].nonce));
+        if let Some(current) = &acct.current {
+            return Some(current.clone());
         }
         let nonce = acct.next_nonce;
         let tx = match acct.presigned.take() {
@@ -488,37 +507,49 @@ impl Engine {
             _ => self.sign(a, nonce),
         };
         let now = self.secs(Instant::now());
-        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-        let id = ledger.len();
-        ledger.push(TxEntry {
-            hash: tx.hash,
-            account: a as u32,
-            nonce,
-            raw: tx.raw.clone(),
-            intended: intended.map_or(now, |t| self.secs(t)),
-            first_sent: now,
-            accepted_at: None,
-            status: TxStatus::Pending,
+        let intended_at = intended.map_or(now, |t| self.secs(t));
+        // Open loop only: the agent's own part starts once the node answered
+        // the sender's previous transaction.
+        let lag = intended.map(|_| {
+            let own = now - intended_at.max(acct.answered);
+            ((now - intended_at) * 1000.0, own.max(0.0) * 1000.0)
         });
-        acct.current = Some(id);
+        self.ledger().register(Submission {
+            hash: tx.hash,
+            live: Live {
+                account: a as u32,
+                nonce,
+                raw: tx.raw.clone(),
+                intended: intended_at,
+                status: TxStatus::Pending,
+            },
+            at: now,
+            lag,
+        });
+        let current = Current {
+            hash: tx.hash,
+            raw: tx.raw,
+            nonce,
+        };
+        acct.current = Some(current.clone());
         acct.sent += 1;
         self.counters.sent.fetch_add(1, Ordering::Relaxed);
-        Some((id, tx.raw, nonce))
+        Some(current)
     }
 
-    /// Marks the current transaction of `a` settled and frees its slot.
-    fn settle(&self, a: usize, id: usize, status: TxStatus) {
-        let accepted = status == TxStatus::Accepted;
-        {
-            let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            if accepted {
-                ledger[id].accepted_at = Some(self.secs(Instant::now()));
-            }
-            ledger[id].status = status;
-        }
+    /// Marks the current transaction of `a` settled (`None`: accepted, else
+    /// refused for that reason) and frees its slot.
+    fn settle(&self, a: usize, hash: B256, refused: Option<String>) {
+        let now = self.secs(Instant::now());
         let mut acct = self.acct(a);
+        let mut ledger = self.ledger();
+        match &refused {
+            None => ledger.accept(&hash, now),
+            Some(reason) => ledger.refuse(&hash, reason, now),
+        }
         acct.current = None;
         acct.backoff = Duration::ZERO;
+        acct.answered = now;
         acct.slots.pop_front();
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
         let endless =
@@ -528,10 +559,17 @@ impl Engine {
             acct.slots.push_back(None);
             self.outstanding.fetch_add(1, Ordering::SeqCst);
         }
-        if accepted {
+        if refused.is_none() {
             let nonce = acct.next_nonce;
-            acct.unconfirmed.insert(nonce, id);
+            acct.unconfirmed.insert(nonce, hash);
             acct.next_nonce += 1;
+            // Those the ledger no longer holds are in blocks (or given up).
+            while let Some((_, h)) = acct.unconfirmed.first_key_value() {
+                if ledger.holds(h) {
+                    break;
+                }
+                acct.unconfirmed.pop_first();
+            }
             self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         } else {
             self.counters.rejected.fetch_add(1, Ordering::Relaxed);
@@ -540,16 +578,16 @@ impl Engine {
 
     /// Handles `nonce too high`: resends our own accepted-but-lost transactions
     /// from the pending nonce up, or resynchronises when some are not ours.
-    async fn heal_gap(&self, a: usize, id: usize, nonce: u64) {
+    async fn heal_gap(&self, a: usize, current: &Current) {
         let address = self.keys.addresses[a];
         let Ok(pending) = self.client(a).nonce(address, true).await else {
             return;
         };
         let resend: Option<Vec<Bytes>> = {
             let acct = self.acct(a);
-            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            (pending..nonce)
-                .map(|n| acct.unconfirmed.get(&n).map(|i| ledger[*i].raw.clone()))
+            let ledger = self.ledger();
+            (pending..current.nonce)
+                .map(|n| acct.unconfirmed.get(&n).and_then(|h| ledger.raw(h)))
                 .collect()
         };
         match resend {
@@ -561,7 +599,7 @@ impl Engine {
             }
             None => {
                 self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
-                self.settle(a, id, TxStatus::Rejected("nonce too high".to_string()));
+                self.settle(a, current.hash, Some("nonce too high".to_string()));
                 let mut acct = self.acct(a);
                 acct.next_nonce = pending;
                 acct.presigned = None;
@@ -589,51 +627,57 @@ impl Engine {
     async fn process(self: &Arc<Self>, batch: &[usize]) {
         let mut taken = Vec::with_capacity(batch.len());
         for &a in batch {
-            if let Some((id, raw, nonce)) = self.take_tx(a) {
-                taken.push((a, id, raw, nonce));
+            if let Some(current) = self.take_tx(a) {
+                taken.push((a, current));
             }
         }
-        let Some(&(first, ..)) = taken.first() else {
+        let Some(&(first, _)) = taken.first() else {
             return;
         };
         let _slot = self.slots.enter();
-        let raws: Vec<&[u8]> = taken.iter().map(|(_, _, raw, _)| raw.as_ref()).collect();
+        let raws: Vec<&[u8]> = taken.iter().map(|(_, c)| c.raw.as_ref()).collect();
         let results = self.client(first).send_raw_batch(&raws).await;
-        for ((a, id, _, nonce), result) in taken.into_iter().zip(results) {
-            self.handle(a, id, nonce, classify(result)).await;
+        for ((a, current), result) in taken.into_iter().zip(results) {
+            self.handle(a, &current, classify(result)).await;
         }
     }
 
-    /// Decides what follows one answer for account `a`'s transaction `id`.
-    async fn handle(self: &Arc<Self>, a: usize, id: usize, nonce: u64, outcome: Outcome) {
+    /// Retries account `a` after its back-off, which doubles from `floor`
+    /// up to `ceiling`; the worker is not held meanwhile.
+    fn retry_later(self: &Arc<Self>, a: usize, floor: Duration, ceiling: Duration) {
+        let delay = {
+            let mut acct = self.acct(a);
+            acct.backoff = (acct.backoff * 2).clamp(floor, ceiling);
+            acct.backoff
+        };
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            me.push_ready(a);
+        });
+    }
+
+    /// Decides what follows one answer for account `a`'s current transaction.
+    async fn handle(self: &Arc<Self>, a: usize, current: &Current, outcome: Outcome) {
         match outcome {
-            Outcome::Accepted => self.settle(a, id, TxStatus::Accepted),
-            Outcome::Rejected(reason) => self.settle(a, id, TxStatus::Rejected(reason)),
+            Outcome::Accepted => self.settle(a, current.hash, None),
+            Outcome::Rejected(reason) => self.settle(a, current.hash, Some(reason)),
             Outcome::NonceTooLow => {
                 // Our own earlier submission may have been included (a
                 // timeout that was not one); the block scan decides.
-                self.settle(a, id, TxStatus::Rejected("nonce too low".to_string()));
-                self.resync_low(a, nonce).await;
+                self.settle(a, current.hash, Some("nonce too low".to_string()));
+                self.resync_low(a, current.nonce).await;
             }
-            Outcome::NonceTooHigh => self.heal_gap(a, id, nonce).await,
+            Outcome::NonceTooHigh => self.heal_gap(a, current).await,
             Outcome::Timeout => {
                 self.counters.resends.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                let (floor, ceiling) = (Duration::from_millis(100), Duration::from_secs(5));
+                return self.retry_later(a, floor, ceiling);
             }
             Outcome::Busy => {
                 self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
-                let delay = {
-                    let mut acct = self.acct(a);
-                    acct.backoff =
-                        (acct.backoff * 2).clamp(Duration::from_millis(20), Duration::from_secs(2));
-                    acct.backoff
-                };
-                let me = self.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(delay).await;
-                    me.push_ready(a);
-                });
-                return;
+                let (floor, ceiling) = (Duration::from_millis(20), Duration::from_secs(2));
+                return self.retry_later(a, floor, ceiling);
             }
         }
         let next = {
@@ -648,26 +692,14 @@ impl Engine {
         self.follow(a, next);
     }
 
-    /// Resends, in nonce order per sender, those of the `missing` (accepted,
-    /// not yet in a block) transactions that the node no longer holds (a
-    /// restart emptied its mempool): those at or above the sender's `pending`
-    /// nonce. Transactions still in the mempool are left alone. Returns how
-    /// many were resent.
-    pub async fn resend_missing(
-        &self,
-        missing: &std::collections::HashSet<alloy_primitives::B256>,
-    ) -> usize {
+    /// Resends, in nonce order per sender, the accepted transactions not yet
+    /// in a block that the node no longer holds (a restart emptied its
+    /// mempool): those at or above the sender's `pending` nonce. Those still
+    /// in the mempool are left alone. Returns how many were resent.
+    pub async fn resend_missing(&self) -> usize {
         let mut by_account: BTreeMap<u32, Vec<(u64, Bytes)>> = BTreeMap::new();
-        {
-            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            for e in ledger.iter() {
-                if missing.contains(&e.hash) {
-                    by_account
-                        .entry(e.account)
-                        .or_default()
-                        .push((e.nonce, e.raw.clone()));
-                }
-            }
+        for (account, nonce, raw) in self.ledger().missing() {
+            by_account.entry(account).or_default().push((nonce, raw));
         }
         let resent = AtomicU64::new(0);
         futures::stream::iter(by_account)

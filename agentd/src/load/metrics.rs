@@ -1,13 +1,13 @@
 //! `feth load --metrics`: the run's live figures as Prometheus metrics
 //! (prometheus-client, OpenMetrics text), brought up to date from the
-//! engine's ledger and the block scanner by [`LoadMetrics::sync`], with the
-//! same accounting as the final report, so the last scrape agrees with it.
+//! run's [`Tally`] by [`LoadMetrics::sync`] (counters) and fed by the ledger
+//! as transactions are sent and included (histograms), with the same
+//! accounting as the final report, so the last scrape agrees with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use alloy_primitives::B256;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -15,9 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
-use super::ledger::TxEntry;
-use super::report;
-use super::scan::ScanState;
+use super::tally::Tally;
 
 /// The `reason` label of a rejection.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -32,12 +30,9 @@ struct Seen {
     accepted: u64,
     included: u64,
     rejected: HashMap<String, u64>,
+    reverted: u64,
     resends: u64,
     backoffs: u64,
-    /// Ledger entries whose schedule lag was observed.
-    lag_cursor: usize,
-    /// Included hashes whose latency was observed.
-    latency: HashSet<B256>,
 }
 
 /// The live metrics of one load run.
@@ -46,6 +41,7 @@ pub struct LoadMetrics {
     sent: Counter,
     accepted: Counter,
     included: Counter,
+    reverted: Counter,
     rejected: Family<Reason, Counter>,
     resends: Counter,
     backoffs: Counter,
@@ -75,6 +71,7 @@ impl LoadMetrics {
             sent: Counter::default(),
             accepted: Counter::default(),
             included: Counter::default(),
+            reverted: Counter::default(),
             rejected: Family::default(),
             resends: Counter::default(),
             backoffs: Counter::default(),
@@ -101,6 +98,11 @@ impl LoadMetrics {
             "included",
             "Transactions found in a committed block",
             m.included.clone(),
+        );
+        r.register(
+            "reverted",
+            "Included transactions whose receipt status is 0",
+            m.reverted.clone(),
         );
         r.register(
             "rejected",
@@ -151,23 +153,27 @@ impl LoadMetrics {
         self.offered.set(rate);
     }
 
-    /// Brings the metrics up to `ledger` and `scan` (the run began at
-    /// `run_start_unix`) and the engine's `resends` and `backoffs`.
-    pub fn sync(
-        &self,
-        ledger: &[TxEntry],
-        scan: &ScanState,
-        run_start_unix: f64,
-        retries: (u64, u64),
-    ) {
-        let a = report::account(ledger, scan, run_start_unix, 0);
-        let accepted: u64 = a.series.iter().map(|s| s.accepted).sum();
+    /// Records a schedule lag, seconds.
+    pub fn observe_lag(&self, seconds: f64) {
+        self.schedule_lag.observe(seconds.max(0.0));
+    }
+
+    /// Records an inclusion latency (intended send → block seen), seconds.
+    pub fn observe_inclusion(&self, seconds: f64) {
+        self.inclusion_latency.observe(seconds.max(0.0));
+    }
+
+    /// Brings the counters up to the `tally` and the engine's `resends` and
+    /// `backoffs` (the histograms are fed as the ledger goes).
+    pub fn sync(&self, tally: &Tally, retries: (u64, u64)) {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let seen = &mut *seen;
-        bump(&self.sent, &mut seen.sent, a.totals.signed);
-        bump(&self.accepted, &mut seen.accepted, accepted);
-        bump(&self.included, &mut seen.included, a.totals.included);
-        for (reason, &n) in &a.totals.rejected_by_reason {
+        let t = &tally.totals;
+        bump(&self.sent, &mut seen.sent, t.signed);
+        bump(&self.accepted, &mut seen.accepted, tally.accepted);
+        bump(&self.included, &mut seen.included, t.included);
+        bump(&self.reverted, &mut seen.reverted, t.reverted);
+        for (reason, &n) in &t.rejected_by_reason {
             let counter = self.rejected.get_or_create(&Reason {
                 reason: reason.clone(),
             });
@@ -179,28 +185,6 @@ impl LoadMetrics {
         }
         bump(&self.resends, &mut seen.resends, retries.0);
         bump(&self.backoffs, &mut seen.backoffs, retries.1);
-        for e in ledger.iter().skip(seen.lag_cursor) {
-            self.schedule_lag
-                .observe((e.first_sent - e.intended).max(0.0));
-        }
-        seen.lag_cursor = ledger.len();
-        let newly: Vec<(B256, usize)> = scan
-            .included
-            .iter()
-            .filter(|(h, _)| !seen.latency.contains(*h))
-            .map(|(h, b)| (*h, *b))
-            .collect();
-        if newly.is_empty() {
-            return;
-        }
-        let intended: HashMap<B256, f64> = ledger.iter().map(|e| (e.hash, e.intended)).collect();
-        for (hash, block) in newly {
-            if let Some(at) = intended.get(&hash) {
-                let latency = scan.blocks[block].seen - at;
-                self.inclusion_latency.observe(latency.max(0.0));
-                seen.latency.insert(hash);
-            }
-        }
     }
 }
 

@@ -5,7 +5,10 @@
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
 //!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming;
 //!   [`slots`]: how long every request slot was busy.
-//! - [`scan`]: reading committed blocks; [`report`]: the accounting.
+//! - [`scan`]: reading committed blocks; [`ledger`]: what is in flight;
+//!   [`tally`]: the figures, kept as the run goes in memory bounded by what
+//!   is in flight (plus one row per second and per block); [`report`]: their
+//!   types; [`sidecar`]: the figures streamed to a JSON-lines file.
 //!
 //! [`run`] runs a load to its end; [`start`] returns it under way
 //! ([`Running`]), for a caller that measures while it sends (the
@@ -13,20 +16,23 @@
 
 pub mod engine;
 pub mod erc20;
+pub mod hist;
 pub mod ledger;
 pub mod metrics;
 pub mod pick;
 pub mod ready;
 pub mod report;
 pub mod scan;
+pub mod sidecar;
 pub mod slots;
+pub mod tally;
 
-use std::collections::HashSet;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alloy_primitives::{B256, U256};
+use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -34,11 +40,13 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use self::engine::{Engine, EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
-use self::ledger::TxStatus;
+use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
 use self::report::{BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
+use self::sidecar::Sidecar;
+use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
 use crate::procstat;
@@ -62,6 +70,14 @@ pub struct LoadSettings {
     pub stop: Option<tokio::sync::watch::Receiver<bool>>,
     /// Live Prometheus metrics to keep up to date (`feth load --metrics`).
     pub metrics: Option<Arc<LoadMetrics>>,
+    /// CometBFT's RPC, for ns header times; when `None` it is asked of the
+    /// node (`abcid_cometbftRpc`), and a node that names none leaves web3
+    /// timestamps (whole seconds).
+    pub comet_rpc: Option<String>,
+    /// Blocks per window of the per-window TPS table; `None`: no windows.
+    pub window_blocks: Option<u64>,
+    /// JSON-lines file the figures are streamed to as the run goes.
+    pub series_out: Option<PathBuf>,
 }
 
 impl LoadSettings {
@@ -75,6 +91,9 @@ impl LoadSettings {
             progress: false,
             stop: None,
             metrics: None,
+            comet_rpc: None,
+            window_blocks: None,
+            series_out: None,
         }
     }
 }
@@ -173,6 +192,16 @@ pub struct LoadReport {
     /// Every block of the window, in height order (empty in version 1 files).
     #[serde(default)]
     pub blocks: Vec<BlockRow>,
+    /// Windows of `--window-blocks` blocks (empty without it).
+    #[serde(default)]
+    pub windows: Vec<WindowRow>,
+    /// Blocks of the run by their transaction count (all senders).
+    #[serde(default)]
+    pub txs_per_block: Vec<TxsPerBlock>,
+    /// Where block times came from (CometBFT ns header times, or web3
+    /// whole-second timestamps, and why).
+    #[serde(default)]
+    pub block_clock: String,
 }
 
 /// Reads the pending nonce of every sender from the endpoint that will
@@ -319,16 +348,17 @@ fn progress_bar(visible: bool) -> ProgressBar {
 
 /// Updates the progress line four times a second until aborted.
 fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> JoinHandle<()> {
-    let scan = scanner.state.clone();
+    let scanner = scanner.clone();
     tokio::spawn(async move {
         loop {
             let c = &engine.counters;
-            let (blocks, height) = {
-                let s = scan.lock().unwrap_or_else(|e| e.into_inner());
-                (s.blocks.len(), s.next.saturating_sub(1))
+            let (blocks, in_flight) = {
+                let l = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+                (l.tally.blocks_read(), l.in_flight())
             };
+            let height = scanner.next_height().saturating_sub(1);
             pb.set_message(format!(
-                "sent {}  accepted {}  rejected {}  backoffs {}  resends {}  blocks {blocks} (height {height})",
+                "sent {}  accepted {}  rejected {}  in flight {in_flight}  backoffs {}  resends {}  blocks {blocks} (height {height})",
                 c.sent.load(Ordering::Relaxed),
                 c.accepted.load(Ordering::Relaxed),
                 c.rejected.load(Ordering::Relaxed),
@@ -341,41 +371,58 @@ fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> Join
     })
 }
 
-/// Brings `metrics` up to date every second until aborted.
-fn spawn_metrics(
-    engine: Arc<Engine>,
-    scanner: &Scanner,
-    live: Arc<LoadMetrics>,
-    started_unix: f64,
-) -> JoinHandle<()> {
-    let scan = scanner.state.clone();
+/// Where the figures go as the run goes.
+struct Outputs {
+    metrics: Option<Arc<LoadMetrics>>,
+    sidecar: Arc<Mutex<Option<Sidecar>>>,
+}
+
+impl Outputs {
+    /// Settles what can be settled at `now`, samples memory, and hands the
+    /// finished rows to the sidecar and the counters to the metrics.
+    fn update(&self, engine: &Engine, now: f64) {
+        let lines = {
+            let mut l = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            l.expire(now);
+            let in_flight = l.in_flight() as u64;
+            l.tally.sample(now, in_flight, procstat::rss_bytes());
+            l.tally.settle(now);
+            if let Some(m) = &self.metrics {
+                m.sync(&l.tally, metrics::retries(&engine.counters));
+            }
+            l.tally.drain_lines()
+        };
+        let mut sidecar = self.sidecar.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(file) = sidecar.as_mut() {
+            if let Err(e) = file.append(&lines) {
+                tracing::warn!("{e:#}; the series file is no longer written");
+                *sidecar = None;
+            }
+        }
+    }
+}
+
+/// Brings the figures, the sidecar and the metrics up to date twice a second
+/// until aborted.
+fn spawn_outputs(engine: Arc<Engine>, outputs: Arc<Outputs>) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let schedule = engine.schedule();
-            live.set_offered(
-                schedule
-                    .rate_at(engine.start.elapsed().as_secs_f64())
-                    .unwrap_or(0.0),
-            );
-            {
-                let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-                let scan = scan.lock().unwrap_or_else(|e| e.into_inner());
-                live.sync(
-                    &ledger,
-                    &scan,
-                    started_unix,
-                    metrics::retries(&engine.counters),
-                );
+            if let Some(m) = &outputs.metrics {
+                let at = engine.start.elapsed().as_secs_f64();
+                m.set_offered(engine.schedule().rate_at(at).unwrap_or(0.0));
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            outputs.update(&engine, engine.start.elapsed().as_secs_f64());
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
     })
 }
 
-/// Stops the engine on Ctrl-C or when `stop` turns true.
+/// Stops the engine on Ctrl-C or when `stop` turns true; a second Ctrl-C
+/// cuts the wait for inclusion short (`hurry`).
 fn spawn_interrupt(
     engine: Arc<Engine>,
     stop: Option<tokio::sync::watch::Receiver<bool>>,
+    hurry: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let asked = async move {
@@ -385,36 +432,42 @@ fn spawn_interrupt(
             }
         };
         tokio::select! {
-            signal = tokio::signal::ctrl_c() => if signal.is_ok() { engine.stop() },
-            () = asked => engine.stop(),
+            signal = tokio::signal::ctrl_c() => if signal.is_err() { return },
+            () = asked => {
+                engine.stop();
+                return;
+            }
+        }
+        engine.stop();
+        eprintln!(
+            "stopping: waiting for the transactions in flight (Ctrl-C again to stop waiting)"
+        );
+        if tokio::signal::ctrl_c().await.is_ok() {
+            hurry.store(true, Ordering::SeqCst);
         }
     })
 }
 
-/// Waits (bounded by `wait`) until every accepted transaction is in a block,
-/// resending the missing ones every 2 s (a restarted node lost them).
-async fn wait_for_inclusion(engine: &Engine, scanner: &Scanner, pb: &ProgressBar, wait: Duration) {
+/// Waits (bounded by `wait`, or until `hurry`) until every accepted
+/// transaction is in a block, resending the missing ones every 2 s (a
+/// restarted node lost them).
+async fn wait_for_inclusion(engine: &Engine, pb: &ProgressBar, wait: Duration, hurry: &AtomicBool) {
     let deadline = Instant::now() + wait;
     let mut next_resend = Instant::now() + Duration::from_secs(2);
     loop {
-        let missing: HashSet<B256> = {
-            let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            let scan = scanner.state.lock().unwrap_or_else(|e| e.into_inner());
-            ledger
-                .iter()
-                .filter(|e| e.status == TxStatus::Accepted && !scan.included.contains_key(&e.hash))
-                .map(|e| e.hash)
-                .collect()
-        };
-        if missing.is_empty() || Instant::now() > deadline {
+        let missing = engine
+            .ledger
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .in_flight();
+        if missing == 0 || Instant::now() > deadline || hurry.load(Ordering::SeqCst) {
             return;
         }
         pb.set_message(format!(
-            "waiting for {} transaction(s) to be included",
-            missing.len()
+            "waiting for {missing} transaction(s) to be included"
         ));
         if Instant::now() >= next_resend {
-            engine.resend_missing(&missing).await;
+            engine.resend_missing().await;
             next_resend = Instant::now() + Duration::from_secs(2);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -441,19 +494,18 @@ fn environment(started_unix: f64, cpus: usize, node: String) -> Environment {
 /// A load under way (see [`start`]); dropping it stops sending.
 pub struct Running {
     engine: Arc<Engine>,
-    scanner: Scanner,
     sending: JoinHandle<Sent>,
     stop_scan: tokio::sync::watch::Sender<bool>,
     scan_task: JoinHandle<()>,
     ticker: JoinHandle<()>,
     interrupt: JoinHandle<()>,
-    metrics: Option<(Arc<LoadMetrics>, JoinHandle<()>)>,
+    outputs: Arc<Outputs>,
+    outputs_task: JoinHandle<()>,
+    hurry: Arc<AtomicBool>,
     pb: ProgressBar,
     config: RunConfig,
-    node: String,
-    started_unix: f64,
-    cpus: usize,
-    window_start: u64,
+    environment: Environment,
+    block_clock: String,
     wait: Duration,
 }
 
@@ -464,40 +516,73 @@ struct Sent {
     slots_full: Duration,
 }
 
+/// The ledger of a run starting now, after block `height` of the chain.
+async fn new_ledger(
+    client: &EthClient,
+    comet: Option<&feth_etl::rpc::Rpc>,
+    height: u64,
+    settings: &LoadSettings,
+    started_unix: f64,
+) -> Result<Ledger> {
+    let (timestamp, time_ns) = scan::block_time(client, comet, height).await?;
+    let tally = Tally::new(TallyConfig {
+        run_start_unix: started_unix,
+        schedule: settings.plan.schedule,
+        window_blocks: settings.window_blocks,
+        start_time: time_ns.map_or(timestamp as f64, |ns| ns as f64 / 1e9),
+        start_timestamp: timestamp,
+    });
+    Ok(Ledger::new(tally, settings.metrics.clone()))
+}
+
 /// Starts a load with `keys` as senders and returns once sending has begun.
 pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     if keys.is_empty() {
         bail!("the keys file has no accounts; create some with `feth fund`");
     }
     let (clients, chain_id) = connect(&settings.endpoints, settings.timeout).await?;
-    let cfg = engine_config(settings.plan, &clients[0], &keys, chain_id).await?;
+    let (comet, block_clock) =
+        crate::blocks::discover_comet(&clients[0], settings.comet_rpc.as_deref()).await?;
+    let cfg = engine_config(settings.plan.clone(), &clients[0], &keys, chain_id).await?;
     let nonces = pending_nonces(&clients, &keys, cfg.plan.batch).await?;
-    let height = clients[0].block_number().await?;
-    let engine_start = Instant::now();
-    let scanner = Scanner::new(clients[0].clone(), height, engine_start);
-    let window_start = scanner.block_time(height).await?;
-    let (stop_scan, stop_rx) = tokio::sync::watch::channel(false);
-    let scan_task = {
-        let s = scanner.clone();
-        tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
-    };
-    let config = run_config(&settings.endpoints, keys.len(), &cfg);
     // What the node calls itself, for the report; a node without the method is nameless.
     let node = clients[0]
         .call::<String>("web3_clientVersion", serde_json::json!([]))
         .await
         .unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let config = run_config(&settings.endpoints, keys.len(), &cfg);
+    let height = clients[0].block_number().await?;
+    let engine_start = Instant::now();
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let engine = Engine::new(cfg, clients.clone(), Arc::new(keys), &nonces, engine_start);
+    let environment = environment(started_unix, cpus, node);
+    let sidecar = settings
+        .series_out
+        .as_deref()
+        .map(|path| Sidecar::create(path, &config, &environment))
+        .transpose()?;
+    let ledger = new_ledger(&clients[0], comet.as_ref(), height, &settings, started_unix).await?;
+    let ledger = Arc::new(Mutex::new(ledger));
+    let scanner = Scanner::new(
+        clients[0].clone(),
+        comet,
+        height,
+        engine_start,
+        ledger.clone(),
+    );
+    let (stop_scan, stop_rx) = tokio::sync::watch::channel(false);
+    let scan_task = {
+        let s = scanner.clone();
+        tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
+    };
+    let engine = Engine::new(cfg, clients, Arc::new(keys), &nonces, engine_start, ledger);
     let pb = progress_bar(settings.progress);
-    let ticker = spawn_ticker(engine.clone(), &scanner, pb.clone());
-    let interrupt = spawn_interrupt(engine.clone(), settings.stop);
-    let metrics = settings.metrics.map(|m| {
-        let task = spawn_metrics(engine.clone(), &scanner, m.clone(), started_unix);
-        (m, task)
+    let hurry = Arc::new(AtomicBool::new(false));
+    let outputs = Arc::new(Outputs {
+        metrics: settings.metrics.clone(),
+        sidecar: Arc::new(Mutex::new(sidecar)),
     });
     let sending = {
         let engine = engine.clone();
@@ -512,20 +597,19 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         })
     };
     Ok(Running {
+        ticker: spawn_ticker(engine.clone(), &scanner, pb.clone()),
+        interrupt: spawn_interrupt(engine.clone(), settings.stop, hurry.clone()),
+        outputs_task: spawn_outputs(engine.clone(), outputs.clone()),
+        outputs,
         engine,
-        scanner,
         sending,
         stop_scan,
         scan_task,
-        ticker,
-        interrupt,
-        metrics,
+        hurry,
         pb,
         config,
-        node,
-        started_unix,
-        cpus,
-        window_start,
+        environment,
+        block_clock,
         wait: settings.wait,
     })
 }
@@ -544,58 +628,67 @@ impl Running {
         let sent = (&mut self.sending)
             .await
             .context("the sending task panicked")?;
-        wait_for_inclusion(&self.engine, &self.scanner, &self.pb, self.wait).await;
+        self.engine
+            .ledger
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tally
+            .sending_ended(sent.seconds);
+        wait_for_inclusion(&self.engine, &self.pb, self.wait, &self.hurry).await;
         let _ = self.stop_scan.send(true);
         let _ = (&mut self.scan_task).await;
+        self.outputs_task.abort();
         self.pb.finish_and_clear();
-
         let engine = &self.engine;
-        let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-        let scan = self.scanner.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((m, task)) = &self.metrics {
-            task.abort();
+        let now = engine.start.elapsed().as_secs_f64();
+        self.outputs.update(engine, now);
+        let mut ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        ledger.close();
+        let report = self.report(&ledger.tally, &sent);
+        if let Some(m) = &self.outputs.metrics {
             m.set_offered(0.0);
-            m.sync(
-                &ledger,
-                &scan,
-                self.started_unix,
-                metrics::retries(&engine.counters),
-            );
+            m.sync(&ledger.tally, metrics::retries(&engine.counters));
         }
-        let report::Accounts {
-            totals,
-            latency,
-            chain,
-            mut series,
-            blocks,
-        } = report::account(&ledger, &scan, self.started_unix, self.window_start);
-        let schedule = engine.schedule();
-        // Offered in the whole seconds sending lasted; later ones only saw inclusions.
-        let whole = sent.seconds.floor();
-        for s in series.iter_mut().filter(|s| (s.second as f64) < whole) {
-            s.offered = schedule.rate_at(s.second as f64);
+        let lines = ledger.tally.drain_lines();
+        drop(ledger);
+        let mut sidecar = self
+            .outputs
+            .sidecar
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(file) = sidecar.as_mut() {
+            file.append(&lines)?;
+            file.end(&report.totals, &report.chain)?;
         }
-        let open_loop = schedule != RateSchedule::Closed;
-        let c = &engine.counters;
-        Ok(LoadReport {
+        Ok(report)
+    }
+
+    /// The report of a closed tally.
+    fn report(&self, tally: &Tally, sent: &Sent) -> LoadReport {
+        let c = &self.engine.counters;
+        let open_loop = self.engine.schedule() != RateSchedule::Closed;
+        let totals = tally.totals.clone();
+        LoadReport {
             version: REPORT_VERSION,
             config: self.config.clone(),
-            environment: environment(self.started_unix, self.cpus, self.node.clone()),
+            environment: self.environment.clone(),
             send_rate: totals.signed as f64 / sent.seconds.max(1e-9),
             send_seconds: sent.seconds,
-            schedule_lag_ms: open_loop
-                .then(|| report::schedule_lag(&ledger, 0.0, f64::INFINITY).total),
+            schedule_lag_ms: open_loop.then(|| tally.lag_total.latency()),
             agent_cpu_us_per_tx: sent.cpu.as_secs_f64() * 1e6 / totals.signed.max(1) as f64,
             slots_busy: sent.slots_full.as_secs_f64() / sent.seconds.max(1e-9),
             totals,
-            chain,
-            latency_ms: latency,
+            chain: tally.chain(),
+            latency_ms: tally.latencies(),
             backoffs: c.backoffs.load(Ordering::Relaxed),
             resends: c.resends.load(Ordering::Relaxed),
             resyncs: c.resyncs.load(Ordering::Relaxed),
-            series,
-            blocks,
-        })
+            series: tally.series().to_vec(),
+            blocks: tally.block_rows().to_vec(),
+            windows: tally.windows().to_vec(),
+            txs_per_block: tally.txs_per_block(),
+            block_clock: self.block_clock.clone(),
+        }
     }
 }
 
@@ -605,9 +698,7 @@ impl Drop for Running {
         self.engine.stop();
         self.ticker.abort();
         self.interrupt.abort();
-        if let Some((_, task)) = &self.metrics {
-            task.abort();
-        }
+        self.outputs_task.abort();
         self.scan_task.abort();
         self.pb.finish_and_clear();
     }

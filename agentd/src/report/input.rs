@@ -1,6 +1,7 @@
 //! Reading the files a report is made of: `feth load --json` runs, `feth
-//! compare --json` ladders and `feth etl stats --json --per-block` figures,
-//! with an error naming the file and what is wrong with it.
+//! compare --json` ladders, `feth saturate --json` searches and `feth etl
+//! stats --json --per-block` figures, with an error naming the file and what
+//! is wrong with it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 
 use crate::compare::report::{CompareReport, SCHEMA};
 use crate::load::{LoadReport, REPORT_VERSION};
+use crate::saturate::SearchReport;
 
 /// One input file of a report.
 #[derive(Debug, Clone)]
@@ -27,6 +29,13 @@ pub enum RunFile {
         path: PathBuf,
         /// The comparison.
         report: Box<CompareReport>,
+    },
+    /// A `feth saturate --json` search.
+    Saturate {
+        /// Where it was read from.
+        path: PathBuf,
+        /// The search.
+        report: Box<SearchReport>,
     },
 }
 
@@ -56,7 +65,7 @@ fn json(path: &Path, text: &str) -> Result<Value> {
             _ => "is not JSON",
         };
         anyhow::anyhow!(
-            "{} {what} ({e}); give a file written by `feth load --json` or `feth compare --json`",
+            "{} {what} ({e}); give a file written by `feth load --json`, `feth compare --json` or `feth saturate --json`",
             path.display()
         )
     })
@@ -111,13 +120,14 @@ pub fn read(path: &Path) -> Result<RunFile> {
         });
     }
     if has("outcome") && has("steps") {
-        bail!(
-            "{} looks like a `feth saturate --json` result, which `feth report` does not draw yet; give `feth load --json` or `feth compare --json` files",
-            path.display()
-        );
+        let report = serde_json::from_value(value).map_err(|e| shape(e, "feth saturate"))?;
+        return Ok(RunFile::Saturate {
+            path: path.to_path_buf(),
+            report: Box::new(report),
+        });
     }
     bail!(
-        "{} is JSON but neither a `feth load --json` nor a `feth compare --json` report (no `totals`/`series` nor `runs`/`steps`)",
+        "{} is JSON but neither a `feth load --json`, a `feth compare --json` nor a `feth saturate --json` report (no `totals`/`series`, `runs`/`steps` nor `outcome`/`steps`)",
         path.display()
     )
 }

@@ -1,7 +1,10 @@
 //! The Markdown summary written beside the page, for CI comments and pull
-//! requests: each run's headline figures and each comparison's ladder.
+//! requests: each run's headline figures, each comparison's ladder and each
+//! saturation search's steps.
 
 use super::input::RunFile;
+use super::saturate_view;
+use crate::saturate::Verdict;
 
 fn row(cells: &[String]) -> String {
     let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
@@ -20,7 +23,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
         .iter()
         .filter_map(|f| match f {
             RunFile::Load { path, report } => Some((path, report)),
-            RunFile::Compare { .. } => None,
+            _ => None,
         })
         .collect();
     if !loads.is_empty() {
@@ -71,6 +74,34 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                         .as_ref()
                         .map_or("–".into(), |v| format!("{:.3}", v.mean)),
                     format!("{:?}", s.change).to_lowercase(),
+                ]));
+            }
+            out.push('\n');
+        }
+    }
+    for f in files {
+        if let RunFile::Saturate { path, report } = f {
+            out.push_str(&format!(
+                "## Saturation search {}
+
+{}
+
+",
+                path.display(),
+                saturate_view::outcome_text(&report.outcome)
+            ));
+            out.push_str(&header(&["step", "offered", "committed", "verdict"]));
+            for (i, (m, v)) in report.steps.iter().enumerate() {
+                let verdict = match v {
+                    Verdict::KeepsUp => "keeps up",
+                    Verdict::ChainBehind { .. } => "chain behind",
+                    Verdict::AgentBehind { .. } => "agent behind",
+                };
+                out.push_str(&row(&[
+                    (i + 1).to_string(),
+                    format!("{:.0}", m.offered_tps),
+                    format!("{:.1}", m.committed_tps),
+                    verdict.to_string(),
                 ]));
             }
             out.push('\n');

@@ -4,8 +4,8 @@
 //!
 //! - [`input`]: reading run, comparison and etl files, with clear errors.
 //! - [`chart`]: the SVG charts; [`windows`]: the per-window table.
-//! - [`load_view`], [`compare_view`]: the page's sections; [`html`]: its
-//!   building blocks; [`markdown`]: the summary.
+//! - [`load_view`], [`compare_view`], [`saturate_view`]: the page's
+//!   sections; [`html`]: its building blocks; [`markdown`]: the summary.
 
 pub mod chart;
 pub mod compare_view;
@@ -13,6 +13,7 @@ pub mod html;
 pub mod input;
 pub mod load_view;
 pub mod markdown;
+pub mod saturate_view;
 pub mod windows;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use self::input::RunFile;
 /// What to report on and where.
 #[derive(Debug, Clone, Default)]
 pub struct ReportConfig {
-    /// `feth load --json` and `feth compare --json` files.
+    /// `feth load --json`, `feth compare --json` and `feth saturate --json` files.
     pub inputs: Vec<PathBuf>,
     /// Folder the page and summary are written to (created if needed).
     pub out: PathBuf,
@@ -87,7 +88,7 @@ fn body(
         .iter()
         .filter_map(|f| match f {
             RunFile::Load { path, report } => Some((name(path), report.as_ref())),
-            RunFile::Compare { .. } => None,
+            _ => None,
         })
         .collect();
     if loads.len() > 1 {
@@ -98,10 +99,17 @@ fn body(
     }
     let compares = files.iter().filter_map(|f| match f {
         RunFile::Compare { path, report } => Some((path, report)),
-        RunFile::Load { .. } => None,
+        _ => None,
     });
     for (i, (path, c)) in compares.enumerate() {
         out.push_str(&compare_view::section(i, path, c)?);
+    }
+    let searches = files.iter().filter_map(|f| match f {
+        RunFile::Saturate { path, report } => Some((path, report)),
+        _ => None,
+    });
+    for (i, (path, r)) in searches.enumerate() {
+        out.push_str(&saturate_view::section(i, path, r)?);
     }
     if !flames.is_empty() {
         out.push_str("<section id=\"flamegraphs\"><h2>Flamegraphs captured during the run</h2>\n");

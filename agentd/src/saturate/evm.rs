@@ -37,13 +37,12 @@ use crate::accounts::KeySet;
 use crate::blocks::{self, BlockWindow};
 use crate::eth::EthClient;
 use crate::load::engine::{Engine, LoadPlan, Recipients, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::load::hist::LogHist;
 use crate::load::pick::RateSchedule;
-use crate::load::report::{quantile, schedule_lag};
+use crate::load::report::quantile;
 use crate::load::{self, LoadSettings};
 use crate::procstat;
 
-/// Heights per `/block_results` batch: CometBFT refuses batches over 10 by default.
-const COMET_BATCH: usize = 10;
 /// How often the mempool is polled while draining.
 const DRAIN_POLL: Duration = Duration::from_millis(100);
 
@@ -115,6 +114,8 @@ struct Mark {
     cpu: Duration,
     node_cpu: Option<Duration>,
     mempool: Option<u64>,
+    /// Schedule lag (total, the agent's own) of every first submission so far.
+    lag: (LogHist, LogHist),
 }
 
 impl EvmProbe {
@@ -135,7 +136,8 @@ impl EvmProbe {
             .block_number()
             .await
             .with_context(|| format!("cannot reach the web3 node at {url}"))?;
-        let (comet, clock_source) = discover(&client, cfg.comet_rpc.as_deref()).await?;
+        let (comet, clock_source) =
+            crate::blocks::discover_comet(&client, cfg.comet_rpc.as_deref()).await?;
         let txpool = comet.is_none()
             && client
                 .call::<TxpoolStatus>("txpool_status", json!([]))
@@ -210,6 +212,10 @@ impl EvmProbe {
     async fn mark(&self, engine: &Engine) -> Result<Mark> {
         let height = blocks::wait_above(self.height().await?, || self.height()).await?;
         let c = &engine.counters;
+        let lag = {
+            let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            (ledger.tally.lag_total.clone(), ledger.tally.lag_own.clone())
+        };
         let mark = Mark {
             at: Instant::now(),
             height,
@@ -219,6 +225,7 @@ impl EvmProbe {
             cpu: procstat::process_cpu(),
             node_cpu: self.node_cpu()?,
             mempool: None,
+            lag,
         };
         Ok(Mark {
             mempool: self.mempool().await,
@@ -249,6 +256,9 @@ impl EvmProbe {
             progress: false,
             stop: None,
             metrics: None,
+            comet_rpc: self.comet_rpc().map(str::to_string),
+            window_blocks: None,
+            series_out: None,
         }
     }
 
@@ -278,24 +288,15 @@ impl EvmProbe {
         );
         let blocks = self.window(open.height, close.height).await?;
         self.drain().await;
-        Ok(self.measure(rate, &engine, &open, &close, &blocks))
+        Ok(self.measure(rate, &open, &close, &blocks))
     }
 
-    fn measure(
-        &self,
-        rate: f64,
-        engine: &Engine,
-        open: &Mark,
-        close: &Mark,
-        blocks: &BlockWindow,
-    ) -> StepMeasure {
+    fn measure(&self, rate: f64, open: &Mark, close: &Mark, blocks: &BlockWindow) -> StepMeasure {
         let wall = close.at.duration_since(open.at).as_secs_f64().max(1e-9);
         let sent = close.sent.saturating_sub(open.sent);
-        let since = |t: Instant| t.saturating_duration_since(engine.start).as_secs_f64();
-        let lag = {
-            let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            schedule_lag(&ledger, since(open.at), since(close.at))
-        };
+        // First submissions between the two marks.
+        let lag_total = close.lag.0.since(&open.lag.0);
+        let lag_own = close.lag.1.since(&open.lag.1);
         let valid = blocks.valid.unwrap_or(blocks.txs);
         let mut intervals = blocks.intervals_ms();
         intervals.sort_by(f64::total_cmp);
@@ -311,9 +312,9 @@ impl EvmProbe {
             block_time_p95_ms: quantile(&intervals, 0.95),
             mempool_start: open.mempool,
             mempool_end: close.mempool,
-            schedule_lag_p50_ms: lag.total.p50,
-            schedule_lag_p99_ms: lag.total.p99,
-            agent_lag_p99_ms: lag.own.p99,
+            schedule_lag_p50_ms: lag_total.quantile(0.50),
+            schedule_lag_p99_ms: lag_total.quantile(0.99),
+            agent_lag_p99_ms: lag_own.quantile(0.99),
             agent_cpu_us_per_tx: per(close.cpu.saturating_sub(open.cpu), sent),
             slots_busy: close
                 .slots_full
@@ -339,43 +340,4 @@ impl Probe for EvmProbe {
     ) -> impl Future<Output = Result<StepMeasure>> + Send {
         self.run_step(rate, seconds)
     }
-}
-
-/// CometBFT's RPC (`given`, else named by the node) and a description of the
-/// clock that follows.
-async fn discover(client: &EthClient, given: Option<&str>) -> Result<(Option<Rpc>, String)> {
-    let web3 = "web3 block timestamps (whole seconds)";
-    if let Some(url) = given {
-        let rpc = Rpc::new(url, COMET_BATCH, 4)?;
-        rpc.status()
-            .await
-            .with_context(|| format!("the CometBFT RPC {url} does not answer /status"))?;
-        return Ok((
-            Some(rpc),
-            format!("CometBFT header times (ns) from {url}, as given"),
-        ));
-    }
-    let named = match client.call::<String>("abcid_cometbftRpc", json!([])).await {
-        Ok(url) => url,
-        Err(e) => {
-            let why = format!("{web3}: no CometBFT RPC given, and the node names none ({e})");
-            return Ok((None, why));
-        }
-    };
-    let rpc = match Rpc::new(&named, COMET_BATCH, 4) {
-        Ok(rpc) => rpc,
-        Err(e) => return Ok((None, format!("{web3}: the node names {named:?}: {e}"))),
-    };
-    Ok(match rpc.status().await {
-        Ok(_) => (
-            Some(rpc),
-            format!(
-                "CometBFT header times (ns) from {named}, named by the node (abcid_cometbftRpc)"
-            ),
-        ),
-        Err(e) => (
-            None,
-            format!("{web3}: the node names {named}, which does not answer: {e}"),
-        ),
-    })
 }

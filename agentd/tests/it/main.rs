@@ -5,6 +5,7 @@
 
 mod abcid_bounds;
 mod abcid_faults;
+mod abcid_logs;
 mod abcid_web3;
 mod bench_profiler;
 mod common;
@@ -16,8 +17,11 @@ mod fund;
 mod jenkinsfile;
 mod kvstore;
 mod load;
+mod node_metrics;
 mod nonce_queue;
 mod pipeline;
 mod profiler_devnet;
+mod prom;
 mod report;
 mod saturate;
+mod soak;

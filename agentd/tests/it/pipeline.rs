@@ -73,6 +73,8 @@ impl Pipeline {
             "ABCI_PORT",
             "WEB3_PORT",
             "PROFILER_PORT",
+            "METRICS_PORT",
+            "COMETBFT_METRICS_PORT",
         ]
         .into_iter()
         .zip(ports)

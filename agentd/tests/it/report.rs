@@ -18,68 +18,7 @@ use feth::load::{self, LoadReport, LoadSettings};
 use feth::metrics_http;
 
 use crate::common::{funded, TestNet};
-
-/// One scrape of `addr`, parsed by prometheus-parse.
-async fn scrape(addr: std::net::SocketAddr) -> prometheus_parse::Scrape {
-    let body = reqwest::get(format!("http://{addr}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    counter_typed(&body);
-    let lines = body.lines().map(|l| Ok(l.to_string()));
-    prometheus_parse::Scrape::parse(lines).expect("the scrape parses as Prometheus text")
-}
-
-/// The value of counter or gauge `name` with `labels` (0 when absent).
-/// OpenMetrics (prometheus-client's encoding) types a counter by its name
-/// without `_total`; prometheus-parse matches types by the full sample name,
-/// so it reads `_total` samples as untyped: their `# TYPE` is checked apart
-/// ([`counter_typed`]).
-fn value(s: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
-    s.samples
-        .iter()
-        .filter(|x| x.metric == name)
-        .filter(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
-        .map(|x| match &x.value {
-            prometheus_parse::Value::Counter(v)
-            | prometheus_parse::Value::Gauge(v)
-            | prometheus_parse::Value::Untyped(v) => *v,
-            other => panic!("{name} is not a counter or gauge: {other:?}"),
-        })
-        .sum()
-}
-
-/// `# TYPE` of every `_total` sample of `body` says counter (OpenMetrics).
-fn counter_typed(body: &str) {
-    let counters: Vec<&str> = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|l| l.strip_suffix(" counter"))
-        .collect();
-    for line in body.lines().filter(|l| !l.starts_with('#')) {
-        let name = line.split(['{', ' ']).next().unwrap();
-        if let Some(base) = name.strip_suffix("_total") {
-            assert!(counters.contains(&base), "{name} has no counter TYPE");
-        }
-    }
-}
-
-/// The observation count of histogram `name`.
-fn histogram_count(s: &prometheus_parse::Scrape, name: &str) -> u64 {
-    let sample = s
-        .samples
-        .iter()
-        .find(|x| x.metric == name)
-        .unwrap_or_else(|| panic!("no histogram {name}"));
-    match &sample.value {
-        prometheus_parse::Value::Histogram(buckets) => {
-            buckets.iter().map(|b| b.count).fold(0.0, f64::max) as u64
-        }
-        other => panic!("{name} is not a histogram: {other:?}"),
-    }
-}
+use crate::prom::{histogram_count, scrape, value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_load_is_scraped_live_and_its_report_holds_the_run_in_chromium() {
@@ -104,7 +43,7 @@ async fn a_load_is_scraped_live_and_its_report_holds_the_run_in_chromium() {
     // While it runs: the scrape parses, with the conventional names.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let live = loop {
-        let s = scrape(addr).await;
+        let s = scrape(&format!("http://{addr}/metrics")).await;
         if value(&s, "feth_load_included_total", &[]) > 0.0 {
             break s;
         }
@@ -121,7 +60,7 @@ async fn a_load_is_scraped_live_and_its_report_holds_the_run_in_chromium() {
     let r = running.finish().await.unwrap();
 
     // The last scrape agrees with the run's JSON.
-    let last = scrape(addr).await;
+    let last = scrape(&format!("http://{addr}/metrics")).await;
     server.abort();
     let t = &r.totals;
     assert!(t.included > 100, "{t:?}");
@@ -159,7 +98,7 @@ async fn a_load_is_scraped_live_and_its_report_holds_the_run_in_chromium() {
     );
     assert_eq!(
         histogram_count(&last, "feth_load_schedule_lag_seconds"),
-        t.signed + t.duplicates_folded
+        t.signed
     );
     assert_eq!(
         value(&last, "feth_load_offered_rate_transactions_per_second", &[]),

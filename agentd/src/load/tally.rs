@@ -1,0 +1,423 @@
+//! The run's figures, kept as the run goes in memory that does not grow with
+//! the transactions sent: totals, latency histograms, one row per second
+//! (finished once it can no longer change, then handed to the sidecar),
+//! one row per block, windows of `--window-blocks` blocks and the
+//! transactions-per-block histogram.
+//!
+//! A second `s` is finished once the agent's clock is 2 s past it (nothing
+//! more is sent or accepted in it) and a block stamped after it was read
+//! (blocks are read in height order, so no later inclusion lands in it).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::hist::LogHist;
+use super::pick::RateSchedule;
+use super::report::{BlockRow, ChainFigures, Latencies, Second, Totals};
+
+/// Seconds the agent's clock must be past a second before it is finished.
+const SETTLE_SECONDS: f64 = 2.0;
+
+/// One window of `--window-blocks` consecutive blocks (the last one of a
+/// run may be shorter).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowRow {
+    /// First height.
+    pub from: u64,
+    /// Last height.
+    pub to: u64,
+    /// Blocks in it.
+    pub blocks: u64,
+    /// All transactions in its blocks.
+    pub txs: u64,
+    /// Ours among them.
+    pub ours: u64,
+    /// Ours that reverted (receipt status 0).
+    pub reverted: u64,
+    /// Seconds from the previous window's last header (the run's start block
+    /// for the first) to this one's last header.
+    pub seconds: f64,
+    /// Our transactions per second.
+    pub tps: f64,
+    /// All transactions per second.
+    pub tps_all: f64,
+}
+
+/// How many blocks held a given number of transactions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxsPerBlock {
+    /// Transactions in a block (all senders).
+    pub txs: u64,
+    /// Blocks that held that many.
+    pub blocks: u64,
+}
+
+/// A line of the sidecar file: a finished second or window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Line {
+    /// A finished second.
+    Second(Second),
+    /// A finished window of blocks.
+    Window(WindowRow),
+}
+
+/// What one of our included transactions contributes.
+#[derive(Debug, Clone, Copy)]
+pub struct Inclusion {
+    /// Intended send time, seconds since the run began.
+    pub intended: f64,
+    /// Receipt status 0.
+    pub reverted: bool,
+}
+
+/// A block as the tally takes it.
+#[derive(Debug, Clone)]
+pub struct BlockFacts {
+    /// Height.
+    pub number: u64,
+    /// web3 timestamp, whole seconds since the epoch.
+    pub timestamp: u64,
+    /// CometBFT header time, ns since the epoch, when known.
+    pub time_ns: Option<i64>,
+    /// All transactions in it.
+    pub txs: u64,
+    /// When the agent first read it, seconds since the run began.
+    pub seen: f64,
+}
+
+impl BlockFacts {
+    /// Header time, seconds since the epoch, as precise as known.
+    pub fn time(&self) -> f64 {
+        self.time_ns
+            .map_or(self.timestamp as f64, |ns| ns as f64 / 1e9)
+    }
+}
+
+/// Settings of a tally.
+#[derive(Debug, Clone)]
+pub struct TallyConfig {
+    /// Unix time the run began.
+    pub run_start_unix: f64,
+    /// The rate schedule (offered rate per second).
+    pub schedule: RateSchedule,
+    /// Blocks per window; `None`: no windows.
+    pub window_blocks: Option<u64>,
+    /// Header time (seconds since the epoch, ns-precise when known) of the
+    /// block before the run.
+    pub start_time: f64,
+    /// web3 timestamp of that block.
+    pub start_timestamp: u64,
+}
+
+#[derive(Debug, Default)]
+struct OpenSecond {
+    row: Second,
+    /// Inclusion latencies (to block seen) of the transactions included in it, ms.
+    observed: Vec<f64>,
+}
+
+#[derive(Debug, Clone)]
+struct OpenWindow {
+    row: WindowRow,
+    since: f64,
+}
+
+/// The figures of a run (see the module docs).
+#[derive(Debug)]
+pub struct Tally {
+    cfg: TallyConfig,
+    /// Totals so far (`unresolved` is settled by the ledger at the end).
+    pub totals: Totals,
+    /// Accepted by a node.
+    pub accepted: u64,
+    /// Intended send → block header time, ms.
+    pub to_block_time: LogHist,
+    /// Intended send → block seen, ms.
+    pub to_observed: LogHist,
+    /// First submission − intended send time, ms.
+    pub lag_total: LogHist,
+    /// The agent's own part of it, ms: first submission − the later of the
+    /// intended send time and the moment the node answered the sender's
+    /// previous transaction (a sender has one transaction in flight: waiting
+    /// for that answer is waiting on the node, the rest is the agent's own).
+    pub lag_own: LogHist,
+    /// Whether some block's header time was known in ns.
+    pub ns_clock: bool,
+    open: BTreeMap<u64, OpenSecond>,
+    next_second: u64,
+    /// Latest block's header time, seconds since the run began.
+    block_clock: f64,
+    series: Vec<Second>,
+    blocks: Vec<BlockRow>,
+    block_times: Vec<f64>,
+    last_ours: Option<usize>,
+    window: Option<OpenWindow>,
+    windows: Vec<WindowRow>,
+    per_block: BTreeMap<u64, u64>,
+    out: Vec<Line>,
+    send_end: Option<f64>,
+}
+
+fn second_of(t: f64) -> u64 {
+    t.max(0.0) as u64
+}
+
+impl Tally {
+    /// An empty tally.
+    pub fn new(cfg: TallyConfig) -> Self {
+        Self {
+            block_clock: cfg.start_time - cfg.run_start_unix,
+            cfg,
+            totals: Totals::default(),
+            accepted: 0,
+            to_block_time: LogHist::default(),
+            to_observed: LogHist::default(),
+            lag_total: LogHist::default(),
+            lag_own: LogHist::default(),
+            ns_clock: false,
+            open: BTreeMap::new(),
+            next_second: 0,
+            series: Vec::new(),
+            blocks: Vec::new(),
+            block_times: Vec::new(),
+            last_ours: None,
+            window: None,
+            windows: Vec::new(),
+            per_block: BTreeMap::new(),
+            out: Vec::new(),
+            send_end: None,
+        }
+    }
+
+    fn row(&mut self, t: f64) -> &mut OpenSecond {
+        // A late event of a finished second lands in the first open one.
+        let s = second_of(t).max(self.next_second);
+        self.open.entry(s).or_default()
+    }
+
+    /// A first submission at `at` (seconds since the run began) with its lags, ms.
+    pub fn sent(&mut self, at: f64, lag: Option<(f64, f64)>) {
+        self.totals.signed += 1;
+        self.row(at).row.sent += 1;
+        if let Some((total, own)) = lag {
+            self.lag_total.record(total);
+            self.lag_own.record(own);
+        }
+    }
+
+    /// An acceptance at `at`.
+    pub fn accepted(&mut self, at: f64) {
+        self.accepted += 1;
+        self.row(at).row.accepted += 1;
+    }
+
+    /// A final rejection.
+    pub fn rejected(&mut self, reason: &str) {
+        self.totals.rejected += 1;
+        *self
+            .totals
+            .rejected_by_reason
+            .entry(reason.to_string())
+            .or_default() += 1;
+    }
+
+    /// The agent's memory and transactions in flight, sampled at `at`.
+    pub fn sample(&mut self, at: f64, in_flight: u64, rss_bytes: u64) {
+        let row = &mut self.row(at).row;
+        row.in_flight = Some(in_flight);
+        row.rss_bytes = Some(rss_bytes);
+    }
+
+    /// A block read from the chain, with our transactions in it.
+    pub fn block(&mut self, b: &BlockFacts, ours: &[Inclusion]) {
+        self.ns_clock |= b.time_ns.is_some();
+        let at = b.time() - self.cfg.run_start_unix;
+        self.block_clock = self.block_clock.max(at);
+        let reverted = ours.iter().filter(|i| i.reverted).count() as u64;
+        let mut observed = Vec::with_capacity(ours.len());
+        for i in ours {
+            self.to_block_time.record((at - i.intended) * 1000.0);
+            let seen = (b.seen - i.intended) * 1000.0;
+            self.to_observed.record(seen);
+            observed.push(seen.max(0.0));
+        }
+        let open = self.row(at);
+        open.row.included += ours.len() as u64;
+        open.row.reverted += reverted;
+        open.observed.extend(observed);
+        self.totals.included += ours.len() as u64;
+        self.totals.reverted += reverted;
+        if !ours.is_empty() {
+            self.last_ours = Some(self.blocks.len());
+        }
+        *self.per_block.entry(b.txs).or_default() += 1;
+        self.blocks.push(BlockRow {
+            number: b.number,
+            timestamp: b.timestamp,
+            txs: b.txs,
+            ours: ours.len() as u64,
+        });
+        self.block_times.push(b.time());
+        self.window_add(b, ours.len() as u64, reverted);
+    }
+
+    fn window_add(&mut self, b: &BlockFacts, ours: u64, reverted: u64) {
+        let Some(size) = self.cfg.window_blocks else {
+            return;
+        };
+        let since = match &self.window {
+            Some(w) => w.since,
+            None => self
+                .block_times
+                .iter()
+                .rev()
+                .nth(1)
+                .copied()
+                .unwrap_or(self.cfg.start_time),
+        };
+        let w = self.window.get_or_insert_with(|| OpenWindow {
+            row: WindowRow {
+                from: b.number,
+                ..Default::default()
+            },
+            since,
+        });
+        w.row.to = b.number;
+        w.row.blocks += 1;
+        w.row.txs += b.txs;
+        w.row.ours += ours;
+        w.row.reverted += reverted;
+        if w.row.blocks >= size.max(1) {
+            self.close_window(b.time());
+        }
+    }
+
+    fn close_window(&mut self, end: f64) {
+        if let Some(mut w) = self.window.take() {
+            let seconds = (end - w.since).max(0.0);
+            w.row.seconds = seconds;
+            w.row.tps = w.row.ours as f64 / seconds.max(1e-9);
+            w.row.tps_all = w.row.txs as f64 / seconds.max(1e-9);
+            self.windows.push(w.row.clone());
+            self.out.push(Line::Window(w.row));
+        }
+    }
+
+    /// Finishes every second that can no longer change, the agent's clock
+    /// being at `now` (seconds since the run began).
+    pub fn settle(&mut self, now: f64) {
+        let limit = (now - SETTLE_SECONDS).min(self.block_clock).floor();
+        while (self.next_second as f64) < limit {
+            self.finish_second();
+        }
+    }
+
+    fn finish_second(&mut self) {
+        let s = self.next_second;
+        let mut open = self.open.remove(&s).unwrap_or_default();
+        open.row.second = s;
+        let sending = self.send_end.is_none_or(|end| (s as f64) < end.floor());
+        if sending {
+            open.row.offered = self.cfg.schedule.rate_at(s as f64);
+        }
+        if !open.observed.is_empty() {
+            let mut h = LogHist::default();
+            open.observed.iter().for_each(|v| h.record(*v));
+            open.row.latency_ms = Some(h.latency());
+        }
+        self.series.push(open.row.clone());
+        self.out.push(Line::Second(open.row));
+        self.next_second += 1;
+    }
+
+    /// Sending ended at `at` (seconds since the run began): no offered rate after it.
+    pub fn sending_ended(&mut self, at: f64) {
+        self.send_end.get_or_insert(at);
+    }
+
+    /// Finishes everything: every open second and the last, partial window.
+    pub fn close(&mut self) {
+        while let Some((&last, _)) = self.open.last_key_value() {
+            if self.next_second > last {
+                break;
+            }
+            self.finish_second();
+        }
+        let end = self
+            .block_times
+            .last()
+            .copied()
+            .unwrap_or(self.cfg.start_time);
+        self.close_window(end);
+    }
+
+    /// Sidecar lines finished since the last call.
+    pub fn drain_lines(&mut self) -> Vec<Line> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Blocks read so far.
+    pub fn blocks_read(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Finished seconds.
+    pub fn series(&self) -> &[Second] {
+        &self.series
+    }
+
+    /// Every block read, in height order.
+    pub fn block_rows(&self) -> &[BlockRow] {
+        &self.blocks
+    }
+
+    /// Finished windows.
+    pub fn windows(&self) -> &[WindowRow] {
+        &self.windows
+    }
+
+    /// Blocks by their transaction count.
+    pub fn txs_per_block(&self) -> Vec<TxsPerBlock> {
+        self.per_block
+            .iter()
+            .map(|(&txs, &blocks)| TxsPerBlock { txs, blocks })
+            .collect()
+    }
+
+    /// Both latency measures.
+    pub fn latencies(&self) -> Latencies {
+        Latencies {
+            to_block_time: self.to_block_time.latency(),
+            to_observed: self.to_observed.latency(),
+            block_time_resolution_ms: if self.ns_clock { 0.000_001 } else { 1000.0 },
+        }
+    }
+
+    /// Committed figures from the first block read to the last holding one
+    /// of ours.
+    pub fn chain(&self) -> ChainFigures {
+        let (Some(first), Some(l)) = (self.blocks.first(), self.last_ours) else {
+            return ChainFigures::default();
+        };
+        let last = &self.blocks[l];
+        let seconds = if self.ns_clock {
+            (self.block_times[l] - self.cfg.start_time).max(1e-3)
+        } else {
+            last.timestamp
+                .saturating_sub(self.cfg.start_timestamp)
+                .max(1) as f64
+        };
+        let all_txs = self.blocks[..=l].iter().map(|b| b.txs).sum();
+        ChainFigures {
+            first_block: first.number,
+            last_block: last.number,
+            start_time: self.cfg.start_timestamp,
+            seconds,
+            all_txs,
+            committed_tps: self.totals.included as f64 / seconds,
+            committed_tps_all: all_txs as f64 / seconds,
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! A short soak of `feth load` (the `feth` binary, on a real devnet): its
+//! memory does not grow with the transactions it sends, its figures are
+//! streamed to the series file as the run goes, and Ctrl-C (SIGINT) ends the
+//! run with a summary.
+//!
+//! The memory bound. At a steady rate, what the agent holds is what is in
+//! flight (each transaction with its signed bytes, until read in a block or
+//! finally refused), the hashes included in the last `RECENT` seconds (kept
+//! to fold a resubmission), and one row per second and per block. So RSS
+//! late in the run may exceed RSS early in it by at most
+//!
+//! ```text
+//! peak in flight × BYTES_PER_IN_FLIGHT
+//!   + recent hashes (rate with 20 % slack × RECENT) × BYTES_PER_RECENT
+//!   + rows added between the two × BYTES_PER_ROW
+//! ```
+//!
+//! The per-transaction figure is about 9 × the 466 B per transaction in
+//! flight that `feth bench agent` measures (see the README), to cover the
+//! allocator's slack; a recent hash costs 32 B in a set and 40 B in a queue
+//! (with the tables' slack, under 128 B); the row figure generously covers a
+//! `Second` or a `BlockRow` with their vectors' growth (about 200 B).
+//! Keeping every transaction, as the agent did before, grows RSS by at least
+//! [`BYTES_PER_KEPT_TX`] per transaction sent: the test also checks that the
+//! bound is well below what that would give, so that it tells the two apart.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use feth::load::LoadReport;
+use serde_json::Value;
+
+use crate::common::{funded, TestNet};
+
+/// Upper bound of RSS per transaction in flight (about 9 × the measured 466 B).
+const BYTES_PER_IN_FLIGHT: u64 = 4096;
+/// Upper bound of RSS per per-second or per-block row kept.
+const BYTES_PER_ROW: u64 = 1024;
+/// Upper bound of RSS per recently included hash kept.
+const BYTES_PER_RECENT: u64 = 128;
+/// RSS per transaction that a ledger keeping every one grows by, at least:
+/// a 136-byte entry, the 110 signed bytes (a 128-byte allocation), a 40-byte
+/// entry in the map of included hashes and a 16-byte accepted nonce.
+const BYTES_PER_KEPT_TX: u64 = 320;
+
+/// Offered rate and how long the run lasts before SIGINT.
+const RATE: u64 = 150;
+const RUN: Duration = Duration::from_secs(75);
+/// Steady-state windows, seconds since the start of sending.
+const EARLY: (f64, f64) = (15.0, 25.0);
+const LATE: (f64, f64) = (62.0, 72.0);
+
+fn rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The lines of the series file so far, parsed.
+fn lines(path: &Path) -> Vec<Value> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect()
+}
+
+fn of_kind<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["kind"] == kind).collect()
+}
+
+/// The load child, killed if the test fails before it ends.
+struct Load(Option<Child>);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn start_load(net: &TestNet, keys: &Path, series: &Path) -> Load {
+    let child = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .args(["load", "--network", &net.web3(), "--keys"])
+        .arg(keys)
+        .args(["--rate", &RATE.to_string(), "--duration", "10m"])
+        .args(["--window-blocks", "20", "--json", "--quiet", "--series-out"])
+        .arg(series)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Load(Some(child))
+}
+
+fn max_in(samples: &[(f64, u64)], (from, to): (f64, f64)) -> u64 {
+    let inside: Vec<u64> = samples
+        .iter()
+        .filter(|(t, _)| (from..to).contains(t))
+        .map(|s| s.1)
+        .collect();
+    assert!(inside.len() >= 10, "too few RSS samples in {from}..{to} s");
+    inside.into_iter().max().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soak_keeps_memory_flat_streams_its_figures_and_ends_on_sigint() {
+    let net = TestNet::start().await;
+    let (_keys, dir) = funded(&net, 200, 11).await;
+    let series = dir.path().join("series.jsonl");
+    let mut load = start_load(&net, &dir.path().join("keys.txt"), &series);
+    let pid = load.0.as_ref().map(Child::id).unwrap();
+
+    // Sample RSS every 250 ms; time 0 is the series file's `start` line,
+    // written just before sending begins.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while of_kind(&lines(&series), "start").is_empty() {
+        assert!(Instant::now() < deadline, "no start line within 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let t0 = Instant::now();
+    let mut samples = Vec::new();
+    let mut seconds_seen_while_running = 0;
+    while t0.elapsed() < RUN {
+        if let Some(bytes) = rss(pid) {
+            samples.push((t0.elapsed().as_secs_f64(), bytes));
+        }
+        if t0.elapsed() > Duration::from_secs(40) && seconds_seen_while_running == 0 {
+            seconds_seen_while_running = of_kind(&lines(&series), "second").len();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // Streamed as it goes: a run killed now would leave these.
+    assert!(
+        seconds_seen_while_running >= 30,
+        "{seconds_seen_while_running} finished seconds in the file after 40 s"
+    );
+
+    // Ctrl-C: the run stops sending, waits for what is in flight, and reports.
+    // SAFETY: kill(2) on the pid of the child we started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let child = load.0.take().unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("committed TPS"), "no summary: {stderr}");
+    let report: LoadReport = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &report.totals;
+    assert!(
+        report.send_seconds < 120.0,
+        "SIGINT stopped a 10-minute run: {}",
+        report.send_seconds
+    );
+    assert_eq!(t.signed, t.included + t.rejected + t.unresolved, "{t:?}");
+    assert_eq!((t.unresolved, t.rejected), (0, 0), "{t:?}");
+    assert!(t.signed as f64 >= RATE as f64 * 60.0, "{t:?}");
+
+    // The file holds the run: the report's seconds and windows, and its end.
+    let all = lines(&series);
+    let streamed: Vec<u64> = of_kind(&all, "second")
+        .iter()
+        .map(|l| l["included"].as_u64().unwrap())
+        .collect();
+    let reported: Vec<u64> = report.series.iter().map(|s| s.included).collect();
+    assert_eq!(streamed, reported);
+    assert_eq!(of_kind(&all, "window").len(), report.windows.len());
+    assert!(report.windows.len() >= 3, "{:?}", report.windows);
+    let end = of_kind(&all, "end");
+    assert_eq!(end.len(), 1);
+    assert_eq!(end[0]["totals"]["included"].as_u64(), Some(t.included));
+
+    // Memory: the bound from what was in flight and the rows added.
+    let early = max_in(&samples, EARLY);
+    let late = max_in(&samples, LATE);
+    let peak_in_flight = report
+        .series
+        .iter()
+        .filter_map(|s| s.in_flight)
+        .max()
+        .unwrap_or(0);
+    let blocks_between = report
+        .blocks
+        .iter()
+        .filter(|b| b.timestamp as f64 >= report.environment.started_unix + EARLY.0)
+        .count() as u64;
+    let rows = (LATE.1 - EARLY.0) as u64 + blocks_between;
+    let recent = (RATE as f64 * 1.2 * feth::load::ledger::RECENT) as u64;
+    let bound =
+        peak_in_flight * BYTES_PER_IN_FLIGHT + recent * BYTES_PER_RECENT + rows * BYTES_PER_ROW;
+    let sent_between: u64 = report
+        .series
+        .iter()
+        .filter(|s| (EARLY.1..LATE.0).contains(&(s.second as f64)))
+        .map(|s| s.sent)
+        .sum();
+    let growth = late.saturating_sub(early);
+    eprintln!(
+        "RSS early {early} B, late {late} B, growth {growth} B; bound {bound} B \
+         ({peak_in_flight} in flight at most, {rows} rows); {sent_between} tx sent between"
+    );
+    assert!(growth <= bound, "RSS grew {growth} B > bound {bound} B");
+    assert!(
+        bound < sent_between * BYTES_PER_KEPT_TX,
+        "the bound ({bound} B) cannot tell flat memory from keeping the {sent_between} tx sent"
+    );
+}

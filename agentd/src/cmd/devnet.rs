@@ -23,7 +23,7 @@ enum Action {
     /// Initialise (first time) and start the devnet; wait for blocks.
     Up {
         #[command(flatten)]
-        options: DevnetArgs,
+        options: Box<DevnetArgs>,
         #[command(flatten)]
         network: NetworkArgs,
         /// Print the result as JSON.
@@ -306,7 +306,7 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 let status = network::status(&state.options.node.dir).await?;
                 return print_network(&status, json);
             }
-            let state = devnet::up(options.options()).await?;
+            let state = devnet::up((*options).options()).await?;
             let status = devnet::status(&state.options.dir).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::links::LinkShape;
 use super::toxiproxy::{self, Toxiproxy};
-use super::{config, process, tools, DevnetOptions, DevnetState};
+use super::{config, process, tools, DevnetOptions, DevnetState, Ports, PORT_COUNT};
 use crate::keys;
 
 /// Whether a node votes.
@@ -215,26 +215,28 @@ fn free_ports(n: usize) -> Result<Vec<u16>> {
         .collect()
 }
 
-/// The five ports of node `k` (see [`DevnetOptions::with_ports`]).
-fn node_ports(opts: &NetworkOptions, k: usize, free: &mut Vec<u16>) -> Result<[u16; 5]> {
+/// The ports of node `k` (see [`DevnetOptions::with_ports`]).
+fn node_ports(opts: &NetworkOptions, k: usize, free: &mut Vec<u16>) -> Result<Ports> {
     let o = &opts.node;
-    let base = [
+    let base: Ports = [
         o.rpc_port,
         o.p2p_port,
         o.abci_port,
         o.web3_port,
         o.profiler_port,
+        o.metrics_port,
+        o.cometbft_metrics_port,
     ];
     match opts.ports {
         PortPlan::Free => {
-            let mut out = [0u16; 5];
+            let mut out = [0u16; PORT_COUNT];
             for p in &mut out {
                 *p = free.pop().context("ran out of free ports")?;
             }
             Ok(out)
         }
         PortPlan::Stride(stride) => {
-            let mut out = [0u16; 5];
+            let mut out = [0u16; PORT_COUNT];
             for (p, b) in out.iter_mut().zip(base) {
                 *p = u16::try_from(k)
                     .ok()
@@ -276,11 +278,6 @@ fn check(opts: &NetworkOptions) -> Result<()> {
             opts.validators + opts.full_nodes
         );
     }
-    if let PortPlan::Stride(s) = opts.ports {
-        if s < 5 {
-            bail!("a port stride below 5 makes nodes share ports");
-        }
-    }
     Ok(())
 }
 
@@ -299,7 +296,8 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     let toxiproxy = tools::toxiproxy(true)?;
     let names = node_names(opts.validators, opts.full_nodes);
     let n = names.len();
-    let mut free = free_ports(5 * n + n * (n - 1) + 1)?;
+    let mut free = free_ports(PORT_COUNT * n + n * (n - 1) + 1)?;
+    let abcid_metrics = tools::abcid_has_flag(&abcid, "--metrics");
     let root = keys::random_key();
     let root_hex = keys::key_hex(&root);
     keys::write_secret_file(&dir.join("root.key"), root_hex.as_bytes())?;
@@ -324,6 +322,7 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
             abcid: abcid.clone(),
             cometbft_pid: None,
             abcid_pid: None,
+            abcid_metrics,
         };
         nodes.push(Node {
             name,
@@ -332,6 +331,7 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
             state,
         });
     }
+    distinct_ports(&nodes)?;
     let mut links = Vec::new();
     for from in &nodes {
         for to in nodes.iter().filter(|to| to.name != from.name) {
@@ -360,6 +360,33 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     }
     state.save()?;
     Ok(state)
+}
+
+/// Fails when two nodes would listen on one port (a stride too small for
+/// the ports given).
+fn distinct_ports(nodes: &[Node]) -> Result<()> {
+    let mut seen = std::collections::BTreeMap::new();
+    for node in nodes {
+        let o = &node.state.options;
+        let ports = [
+            o.rpc_port,
+            o.p2p_port,
+            o.abci_port,
+            o.web3_port,
+            o.profiler_port,
+            o.metrics_port,
+            o.cometbft_metrics_port,
+        ];
+        for port in ports {
+            if let Some(other) = seen.insert(port, &node.name) {
+                bail!(
+                    "nodes {other} and {} would both use port {port}: use a larger --port-stride or other ports",
+                    node.name
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes node's `config.toml`: the devnet's settings, its moniker, and its

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what feth's demo needs on a fresh Debian machine: redis-server
-# (Debian package) and the pinned CometBFT (go install into tools/bin).
+# (Debian package), the pinned CometBFT and the pinned toxiproxy server that
+# a devnet of several nodes puts between them (go install into tools/bin).
 # `setup.sh --test` also installs what only the tests use (Tendermint 0.34,
 # CometBFT 0.37 and 1.0 for the etl's all-versions tests; Debian's groovy and
 # the default Java runtime it runs on, to check that the Jenkinsfile parses;
@@ -36,6 +37,21 @@ else
   echo "setup: go install github.com/cometbft/cometbft/cmd/cometbft@$version into tools/bin"
   mkdir -p "$bin"
   GOBIN="$bin" go install "github.com/cometbft/cometbft/cmd/cometbft@$version"
+fi
+
+# toxiproxy: `go install` names the binary `server` and stamps no version
+# into it, so it is renamed and its version kept in a stamp file.
+toxi_version=v2.12.0
+if [ -x "$bin/toxiproxy-server" ] && [ "$(cat "$bin/.toxiproxy-server.version" 2>/dev/null)" = "$toxi_version" ]; then
+  echo "setup: toxiproxy $toxi_version already in tools/bin"
+else
+  echo "setup: go install github.com/Shopify/toxiproxy/v2/cmd/server@$toxi_version into tools/bin"
+  mkdir -p "$bin"
+  tmp=$(mktemp -d)
+  GOBIN="$tmp" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$toxi_version"
+  mv "$tmp/server" "$bin/toxiproxy-server"
+  rmdir "$tmp"
+  echo "$toxi_version" > "$bin/.toxiproxy-server.version"
 fi
 
 if [ "${1:-}" = "--test" ]; then

@@ -1,10 +1,14 @@
-//! `feth devnet up | down | status | install`.
+//! `feth devnet up | down | status | install`, and for a devnet of several
+//! nodes (`up --validators N --full-nodes M`): `kill | restart NODE` and
+//! `net partition | heal | slow NODE…`.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::devnet::links::{self, LinkShape};
+use crate::devnet::network::{self, NetworkOptions, NetworkState, NetworkStatus, PortPlan};
 use crate::devnet::{self, DevnetOptions, LogFormat};
 
 /// `feth devnet …`
@@ -19,7 +23,9 @@ enum Action {
     /// Initialise (first time) and start the devnet; wait for blocks.
     Up {
         #[command(flatten)]
-        options: DevnetArgs,
+        options: Box<DevnetArgs>,
+        #[command(flatten)]
+        network: NetworkArgs,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -41,6 +47,123 @@ enum Action {
     },
     /// Install the pinned CometBFT into the tools folder (needs Go).
     Install,
+    /// SIGKILL a node's CometBFT and abcid (a devnet of several nodes).
+    Kill {
+        /// The node (`v0`, `f1`, …; see `feth devnet status`).
+        node: String,
+        /// Devnet folder.
+        #[arg(long, default_value = devnet::DEFAULT_DIR)]
+        dir: PathBuf,
+    },
+    /// SIGKILL a node if it runs, start it again and wait until it sees a
+    /// new block (after block-syncing what it missed).
+    Restart {
+        /// The node (`v0`, `f1`, …).
+        node: String,
+        /// Devnet folder.
+        #[arg(long, default_value = devnet::DEFAULT_DIR)]
+        dir: PathBuf,
+    },
+    /// Faults of the links between nodes.
+    Net {
+        #[command(subcommand)]
+        action: NetAction,
+        /// Devnet folder.
+        #[arg(long, global = true, default_value = devnet::DEFAULT_DIR)]
+        dir: PathBuf,
+    },
+}
+
+/// `feth devnet net …`
+#[derive(Debug, Subcommand)]
+enum NetAction {
+    /// Cut each named node off from every other node.
+    Partition {
+        /// The nodes to cut off.
+        #[arg(required = true)]
+        nodes: Vec<String>,
+    },
+    /// Undo the partitions and slowdowns of the named nodes (all if none).
+    Heal {
+        /// The nodes to heal; all when none is named.
+        nodes: Vec<String>,
+    },
+    /// Give every link of the named nodes (all if none) another shape.
+    Slow {
+        /// The nodes to slow; all when none is named.
+        nodes: Vec<String>,
+        #[command(flatten)]
+        shape: ShapeArgs,
+    },
+}
+
+/// A link's shape on the command line.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
+    /// Delay of each direction of a link (`50ms`, `1s`).
+    #[arg(long, value_parser = parse_millis, default_value = "0")]
+    latency: u64,
+    /// Random variation of that delay, ± (`10ms`).
+    #[arg(long, value_parser = parse_millis, default_value = "0")]
+    jitter: u64,
+    /// Bandwidth cap of each direction (`10mbit`, `500kbit`); none by default.
+    #[arg(long, value_parser = parse_kbit)]
+    bandwidth: Option<u64>,
+}
+
+impl ShapeArgs {
+    fn shape(&self) -> LinkShape {
+        LinkShape {
+            latency_ms: self.latency,
+            jitter_ms: self.jitter,
+            bandwidth_kbit: self.bandwidth,
+        }
+    }
+}
+
+fn parse_millis(text: &str) -> Result<u64, String> {
+    links::parse_millis(text).map_err(|e| format!("{e:#}"))
+}
+
+fn parse_kbit(text: &str) -> Result<u64, String> {
+    links::parse_kbit(text).map_err(|e| format!("{e:#}"))
+}
+
+/// `feth devnet up`'s settings of a devnet of several nodes.
+#[derive(Debug, Clone, Args)]
+pub struct NetworkArgs {
+    /// CometBFT validators, each with its own abcid (more than 1: a network
+    /// whose links go through toxiproxy).
+    #[arg(long, default_value_t = 1)]
+    validators: usize,
+    /// Non-validating full nodes, each with its own abcid.
+    #[arg(long, default_value_t = 0)]
+    full_nodes: usize,
+    /// Node k's ports are the given ports plus k × this.
+    #[arg(long, default_value_t = network::DEFAULT_PORT_STRIDE)]
+    port_stride: u16,
+    #[command(flatten)]
+    shape: ShapeArgs,
+}
+
+impl NetworkArgs {
+    /// The network these arguments ask for, or `None` for one node.
+    fn options(&self, node: DevnetOptions) -> anyhow::Result<Option<NetworkOptions>> {
+        let shape = self.shape.shape();
+        if self.validators == 1 && self.full_nodes == 0 {
+            if !shape.is_clear() {
+                anyhow::bail!("--latency, --jitter and --bandwidth shape links between nodes: add --validators N (N > 1) or --full-nodes M");
+            }
+            return Ok(None);
+        }
+        Ok(Some(NetworkOptions {
+            node,
+            validators: self.validators,
+            full_nodes: self.full_nodes,
+            links: shape,
+            ports: PortPlan::Stride(self.port_stride),
+        }))
+    }
 }
 
 /// `feth devnet up`'s settings; [`DevnetArgs::options`] makes them plain
@@ -173,8 +296,17 @@ fn metrics_line(url: Option<&str>) -> &str {
 /// Runs a devnet command.
 pub async fn run(command: DevnetCommand) -> Result<()> {
     match command.action {
-        Action::Up { options, json } => {
-            let state = devnet::up(options.options()).await?;
+        Action::Up {
+            options,
+            network,
+            json,
+        } => {
+            if let Some(opts) = network.options(options.clone().options())? {
+                let state = network::up(opts).await?;
+                let status = network::status(&state.options.node.dir).await?;
+                return print_network(&status, json);
+            }
+            let state = devnet::up((*options).options()).await?;
             let status = devnet::status(&state.options.dir).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
@@ -196,9 +328,19 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 );
             }
         }
+        Action::Down { dir } if network::is_network(&dir) => {
+            let stopped = network::down(&dir)?;
+            println!(
+                "network in {}: stopped {stopped} process(es)",
+                dir.display()
+            );
+        }
         Action::Down { dir } => {
             let stopped = devnet::down(&dir)?;
             println!("devnet in {}: stopped {stopped} process(es)", dir.display());
+        }
+        Action::Status { dir, json } if network::is_network(&dir) => {
+            print_network(&network::status(&dir).await?, json)?;
         }
         Action::Status { dir, json } => {
             let s = devnet::status(&dir).await?;
@@ -225,6 +367,66 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 path.display()
             );
         }
+        Action::Kill { node, dir } => {
+            let killed = NetworkState::load(&dir)?.kill(&node)?;
+            println!("{node}: killed {killed} process(es) (SIGKILL)");
+        }
+        Action::Restart { node, dir } => {
+            NetworkState::load(&dir)?.restart(&node).await?;
+            println!("{node}: restarted; it sees new blocks");
+        }
+        Action::Net { action, dir } => {
+            let mut state = NetworkState::load(&dir)?;
+            match action {
+                NetAction::Partition { nodes } => state.partition(&nodes).await?,
+                NetAction::Heal { nodes } => state.heal(&nodes).await?,
+                NetAction::Slow { nodes, shape } => state.slow(&nodes, shape.shape()).await?,
+            }
+            let cut = if state.partitioned.is_empty() {
+                "none".to_string()
+            } else {
+                state.partitioned.join(", ")
+            };
+            println!("partitioned: {cut}");
+            for (node, shape) in &state.slowed {
+                println!("{node}'s links: {shape}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prints a network's condition: every node's endpoints, the root key, the
+/// links.
+fn print_network(s: &NetworkStatus, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(s)?);
+        return Ok(());
+    }
+    println!(
+        "network in {} (root key {}, mode 0600)",
+        s.dir.display(),
+        s.root_key.display()
+    );
+    println!("  links  {} (toxiproxy {})", s.links, s.toxiproxy);
+    for (node, shape) in &s.slowed {
+        println!("  {node}'s links  {shape}");
+    }
+    for n in &s.nodes {
+        let word = |b: bool| if b { "up" } else { "down" };
+        let height = n.status.height.map_or("?".to_string(), |h| h.to_string());
+        let cut = if n.partitioned { "  PARTITIONED" } else { "" };
+        println!(
+            "  {:<4} {:<9} cometbft {:<4} abcid {:<4} height {:<7} web3 {}  rpc {}  profiler {}{cut}",
+            n.name,
+            format!("{:?}", n.role).to_lowercase(),
+            word(n.status.cometbft_running),
+            word(n.status.abcid_running),
+            height,
+            n.status.web3,
+            n.status.rpc,
+            n.status.profiler,
+        );
     }
     Ok(())
 }
@@ -239,6 +441,49 @@ mod tests {
     struct Up {
         #[command(flatten)]
         args: DevnetArgs,
+    }
+
+    #[derive(Parser)]
+    struct UpNet {
+        #[command(flatten)]
+        args: DevnetArgs,
+        #[command(flatten)]
+        network: NetworkArgs,
+    }
+
+    #[test]
+    fn validators_and_link_flags_make_a_network() {
+        let up = UpNet::try_parse_from(["up"]).expect("parses");
+        assert!(up.network.options(up.args.options()).unwrap().is_none());
+        let up = UpNet::try_parse_from(["up", "--latency", "50ms"]).expect("parses");
+        let err = up.network.options(up.args.options()).unwrap_err();
+        assert!(err.to_string().contains("--validators"), "{err}");
+        let up = UpNet::try_parse_from([
+            "up",
+            "--validators",
+            "4",
+            "--full-nodes",
+            "1",
+            "--latency",
+            "50ms",
+            "--jitter",
+            "10ms",
+            "--bandwidth",
+            "10mbit",
+        ])
+        .expect("parses");
+        let net = up.network.options(up.args.options()).unwrap().unwrap();
+        assert_eq!((net.validators, net.full_nodes), (4, 1));
+        assert_eq!(net.ports, PortPlan::Stride(network::DEFAULT_PORT_STRIDE));
+        assert_eq!(
+            net.links,
+            LinkShape {
+                latency_ms: 50,
+                jitter_ms: 10,
+                bandwidth_kbit: Some(10_000)
+            }
+        );
+        assert!(UpNet::try_parse_from(["up", "--latency", "50"]).is_err());
     }
 
     #[test]

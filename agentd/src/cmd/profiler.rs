@@ -56,6 +56,26 @@ pub struct EndpointArgs {
     /// Print JSON instead of a readable summary.
     #[arg(long, global = true)]
     pub json: bool,
+    /// A node of a devnet of several nodes (`v0`, `f1`, …): its profiler,
+    /// instead of --profiler.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub node: Option<String>,
+    /// The devnet folder --node is looked up in.
+    #[arg(long, global = true, default_value = crate::devnet::DEFAULT_DIR)]
+    pub dir: PathBuf,
+}
+
+impl EndpointArgs {
+    /// The profiler URL: --node's in the devnet at --dir, else --profiler.
+    pub fn profiler_url(&self) -> anyhow::Result<String> {
+        match &self.node {
+            Some(name) => {
+                let state = crate::devnet::network::NetworkState::load(&self.dir)?;
+                Ok(state.node(name)?.state.profiler_url())
+            }
+            None => Ok(self.url.clone()),
+        }
+    }
 }
 
 /// `feth profiler`: arm a live node's block profiler, or fetch what it captured and
@@ -101,7 +121,8 @@ pub enum ProfilerCommand {
 
 /// Runs `feth profiler …`.
 pub async fn run(args: ProfilerArgs) -> anyhow::Result<()> {
-    let client = ProfilerClient::new(&args.endpoint.url, args.endpoint.token.as_deref())?;
+    let url = args.endpoint.profiler_url()?;
+    let client = ProfilerClient::new(&url, args.endpoint.token.as_deref())?;
     match (&args.command, args.enable) {
         (Some(ProfilerCommand::Status), _) => show_status(&client, args.endpoint.json).await,
         (None, true) => enable(&client, &args).await,
@@ -479,6 +500,16 @@ mod tests {
             Command::Profiler(args) => Ok(args),
             other => panic!("`feth profiler` parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn node_names_a_node_of_a_devnet_and_a_missing_one_is_a_clear_error() {
+        let args = parse(&["--enable", "--node", "v2", "--dir", "/nonexistent"]).expect("parses");
+        assert_eq!(args.endpoint.node.as_deref(), Some("v2"));
+        let err = args.endpoint.profiler_url().unwrap_err().to_string();
+        assert!(err.contains("no network in /nonexistent"), "{err}");
+        let args = parse(&[]).expect("parses");
+        assert_eq!(args.endpoint.profiler_url().unwrap(), DEFAULT_PROFILER_URL);
     }
 
     #[test]

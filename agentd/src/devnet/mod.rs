@@ -5,10 +5,16 @@
 //! `cometbft/` (CometBFT home), `abcid/` (abcid's state), `logs/`,
 //! `root.key` (the funded root's private key, mode 0600) and `devnet.json`
 //! (ports, PIDs, binaries).
+//!
+//! A devnet of several validators and full nodes, their links through
+//! toxiproxy, is [`network`]'s: one such folder per node.
 
 pub mod config;
+pub mod links;
+pub mod network;
 pub mod process;
 pub mod tools;
+pub mod toxiproxy;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

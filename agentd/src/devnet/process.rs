@@ -127,6 +127,23 @@ pub fn stop(pid: u32, name: &str, grace: Duration) -> bool {
     true
 }
 
+/// SIGKILLs `pid` (if it still runs `name`), with no SIGTERM first, and
+/// waits until it has fully exited. Returns whether a process was killed.
+pub fn kill(pid: u32, name: &str) -> bool {
+    if !is_running(pid, name) {
+        return false;
+    }
+    let Some((_, start_time)) = stat(pid) else {
+        return false;
+    };
+    signal(pid, libc::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline && !has_exited(pid, start_time) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// The last `lines` lines of a log file, for error messages.
 pub fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();

@@ -145,3 +145,70 @@ pub fn build(path: &Path) -> Result<PathBuf> {
             )
         })
 }
+
+/// The pinned toxiproxy version (installed by `scripts/setup.sh` too).
+pub const TOXIPROXY_VERSION: &str = "v2.12.0";
+
+/// The Go module path of toxiproxy's server command.
+const TOXIPROXY_MODULE: &str = "github.com/Shopify/toxiproxy/v2/cmd/server";
+
+/// The toxiproxy server to run between devnet nodes: `$FETH_TOXIPROXY` when
+/// set, else `<tools>/bin/toxiproxy-server` when its stamp file
+/// (`.toxiproxy-server.version`: a `go install`ed build reports no version
+/// of its own) names the pinned version, installed there first otherwise.
+pub fn toxiproxy(install: bool) -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("FETH_TOXIPROXY") {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!(
+                "FETH_TOXIPROXY points to {}, which is not a file",
+                path.display()
+            );
+        }
+        return Ok(path);
+    }
+    let bin = tools_dir().join("bin");
+    let path = bin.join(super::toxiproxy::SERVER_NAME);
+    let stamp = bin.join(".toxiproxy-server.version");
+    let stamped = std::fs::read_to_string(&stamp).unwrap_or_default();
+    if path.is_file() && stamped.trim() == TOXIPROXY_VERSION {
+        return Ok(path);
+    }
+    if !install {
+        bail!(
+            "toxiproxy {TOXIPROXY_VERSION} is not installed at {}; run `bash scripts/setup.sh` (needs Go)",
+            path.display()
+        );
+    }
+    std::fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
+    let tmp = tempfile::tempdir().context("cannot create a temporary folder")?;
+    let target = format!("{TOXIPROXY_MODULE}@{TOXIPROXY_VERSION}");
+    eprintln!(
+        "installing toxiproxy into {} (go install {target})",
+        bin.display()
+    );
+    let status = Command::new("go")
+        .args(["install", &target])
+        .env("GOBIN", tmp.path())
+        .status()
+        .context("cannot run `go`: install Go (https://go.dev/dl) or set FETH_TOXIPROXY to a toxiproxy-server binary")?;
+    if !status.success() {
+        bail!("`go install {target}` failed ({status}); see its output above");
+    }
+    std::fs::copy(tmp.path().join("server"), &path)
+        .with_context(|| format!("cannot copy toxiproxy's server to {}", path.display()))?;
+    std::fs::write(&stamp, format!("{TOXIPROXY_VERSION}\n"))
+        .with_context(|| format!("cannot write {}", stamp.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_installs_the_pinned_toxiproxy() {
+        let setup = include_str!("../../../scripts/setup.sh");
+        assert!(setup.contains(&format!("toxi_version={TOXIPROXY_VERSION}\n")));
+    }
+}

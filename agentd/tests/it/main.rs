@@ -11,6 +11,7 @@ mod bench_profiler;
 mod common;
 mod compare_gate;
 mod compare_run;
+mod devnet_network;
 mod etl_devnet;
 mod fund;
 mod jenkinsfile;

@@ -1,0 +1,417 @@
+//! A devnet of several nodes in one command: N CometBFT validators and M
+//! non-validating full nodes, each with its own abcid, home, ports and logs,
+//! every link between two nodes going through a toxiproxy proxy.
+//!
+//! Layout of a network folder: one single-node devnet folder per node
+//! (`v0/`, `v1/`, …, `f0/`, …: `cometbft/`, `abcid/`, `logs/`, `root.key`,
+//! `devnet.json`, so that `feth devnet status --dir DIR/v1` works too),
+//! `root.key`, `logs/toxiproxy.log` and `network.json` (nodes, links, PIDs,
+//! faults in force).
+//!
+//! Wiring: one proxy per ordered pair of nodes (dialer i → target j); node
+//! i's `p2p.persistent_peers` names node j's ID at proxy (i,j)'s address,
+//! with peer exchange off, so no node ever learns another's direct address.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::links::LinkShape;
+use super::toxiproxy::{self, Toxiproxy};
+use super::{config, process, tools, DevnetOptions, DevnetState, Ports, PORT_COUNT};
+use crate::keys;
+
+/// Whether a node votes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeRole {
+    /// In the genesis validator set, with equal power.
+    Validator,
+    /// Follows the chain without voting.
+    Full,
+}
+
+/// Where the nodes' ports come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PortPlan {
+    /// Node k uses each of the template's ports plus k × this.
+    Stride(u16),
+    /// Free loopback ports, chosen at start (tests, benchmarks).
+    Free,
+}
+
+/// How to set up a network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkOptions {
+    /// Every node's settings; `dir` is the network's folder and the ports
+    /// are node 0's (with [`PortPlan::Stride`]).
+    pub node: DevnetOptions,
+    /// Validators (at least 1).
+    pub validators: usize,
+    /// Non-validating full nodes.
+    pub full_nodes: usize,
+    /// The shape of every link.
+    pub links: LinkShape,
+    /// Where the nodes' ports come from.
+    pub ports: PortPlan,
+}
+
+/// Default distance between two nodes' ports ([`PortPlan::Stride`]).
+pub const DEFAULT_PORT_STRIDE: u16 = 10;
+
+/// One node of a network.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Node {
+    /// `v0`, `v1`, … for validators, `f0`, … for full nodes.
+    pub name: String,
+    /// Validator or full node.
+    pub role: NodeRole,
+    /// CometBFT node ID.
+    pub id: String,
+    /// Its processes, ports and files (a single-node devnet's state).
+    pub state: DevnetState,
+}
+
+/// A link: the proxy through which `from` dials `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    /// Dialing node.
+    pub from: String,
+    /// Dialed node.
+    pub to: String,
+    /// The proxy's loopback port.
+    pub port: u16,
+}
+
+impl Link {
+    /// The proxy's name in toxiproxy.
+    pub fn proxy(&self) -> String {
+        format!("{}-{}", self.from, self.to)
+    }
+
+    /// Whether it touches `node`.
+    pub fn touches(&self, node: &str) -> bool {
+        self.from == node || self.to == node
+    }
+}
+
+/// What `network.json` records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NetworkState {
+    /// The options it was created with.
+    pub options: NetworkOptions,
+    /// Validators first, then full nodes.
+    pub nodes: Vec<Node>,
+    /// Every ordered pair of nodes.
+    pub links: Vec<Link>,
+    /// The toxiproxy server binary.
+    pub toxiproxy: PathBuf,
+    /// Its API port on 127.0.0.1.
+    pub toxiproxy_port: u16,
+    /// Its PID, while running.
+    pub toxiproxy_pid: Option<u32>,
+    /// Nodes cut off from every other node (`feth devnet net partition`).
+    #[serde(default)]
+    pub partitioned: Vec<String>,
+    /// Nodes whose links have another shape (`feth devnet net slow`).
+    #[serde(default)]
+    pub slowed: BTreeMap<String, LinkShape>,
+}
+
+/// The file that marks a folder as a network's.
+pub fn state_file(dir: &Path) -> PathBuf {
+    dir.join("network.json")
+}
+
+/// Whether `dir` holds a network (rather than a single-node devnet).
+pub fn is_network(dir: &Path) -> bool {
+    state_file(dir).is_file()
+}
+
+impl NetworkState {
+    /// Reads `network.json` from `dir`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = state_file(dir);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "no network in {} (missing network.json); start one with `feth devnet up --validators N`",
+                dir.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("cannot parse {}", path.display()))
+    }
+
+    /// Writes `network.json` and every node's `devnet.json`.
+    pub fn save(&self) -> Result<()> {
+        for node in &self.nodes {
+            node.state.save()?;
+        }
+        let path = state_file(&self.options.node.dir);
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The node called `name`, or an error listing the names there are.
+    pub fn node(&self, name: &str) -> Result<&Node> {
+        let i = self.index(name)?;
+        Ok(&self.nodes[i])
+    }
+
+    pub(super) fn index(&self, name: &str) -> Result<usize> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .with_context(|| {
+                let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+                format!(
+                    "no node {name:?} in {}; its nodes are {}",
+                    self.options.node.dir.display(),
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// The toxiproxy API client.
+    pub fn proxy_client(&self) -> Result<Toxiproxy> {
+        Toxiproxy::new(self.toxiproxy_port)
+    }
+
+    /// The network's root key file.
+    pub fn root_key(&self) -> PathBuf {
+        self.options.node.dir.join("root.key")
+    }
+
+    /// Whether any of its processes runs.
+    pub fn any_running(&self) -> bool {
+        self.toxiproxy_pid
+            .is_some_and(|p| process::is_running(p, toxiproxy::SERVER_NAME))
+            || self
+                .nodes
+                .iter()
+                .any(|n| n.state.running() != (false, false))
+    }
+}
+
+/// The names of a network's nodes: `v0…` then `f0…`.
+fn node_names(validators: usize, full_nodes: usize) -> Vec<(String, NodeRole)> {
+    let v = (0..validators).map(|i| (format!("v{i}"), NodeRole::Validator));
+    let f = (0..full_nodes).map(|i| (format!("f{i}"), NodeRole::Full));
+    v.chain(f).collect()
+}
+
+/// `n` distinct free ports on 127.0.0.1.
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("cannot bind a free port on 127.0.0.1")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+/// The ports of node `k` (see [`DevnetOptions::with_ports`]).
+fn node_ports(opts: &NetworkOptions, k: usize, free: &mut Vec<u16>) -> Result<Ports> {
+    let o = &opts.node;
+    let base: Ports = [
+        o.rpc_port,
+        o.p2p_port,
+        o.abci_port,
+        o.web3_port,
+        o.profiler_port,
+        o.metrics_port,
+        o.cometbft_metrics_port,
+    ];
+    match opts.ports {
+        PortPlan::Free => {
+            let mut out = [0u16; PORT_COUNT];
+            for p in &mut out {
+                *p = free.pop().context("ran out of free ports")?;
+            }
+            Ok(out)
+        }
+        PortPlan::Stride(stride) => {
+            let mut out = [0u16; PORT_COUNT];
+            for (p, b) in out.iter_mut().zip(base) {
+                *p = u16::try_from(k)
+                    .ok()
+                    .and_then(|k| k.checked_mul(stride))
+                    .and_then(|off| b.checked_add(off))
+                    .with_context(|| {
+                        format!("node {k}'s ports run past 65535; use lower ports or fewer nodes")
+                    })?;
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The CometBFT node ID of the home `home`.
+fn node_id(cometbft: &Path, home: &Path) -> Result<String> {
+    let out = Command::new(cometbft)
+        .args(["show-node-id", "--home"])
+        .arg(home)
+        .output()
+        .with_context(|| format!("cannot run {}", cometbft.display()))?;
+    if !out.status.success() {
+        bail!(
+            "`cometbft show-node-id` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Checks the options before anything is written.
+fn check(opts: &NetworkOptions) -> Result<()> {
+    if opts.validators == 0 {
+        bail!("--validators must be at least 1");
+    }
+    if opts.validators + opts.full_nodes > 50 {
+        bail!(
+            "at most 50 nodes in a devnet ({} asked)",
+            opts.validators + opts.full_nodes
+        );
+    }
+    Ok(())
+}
+
+/// Creates a new network's folders, keys, genesis, configs and link plan
+/// (nothing started). `ports` holds enough free ports for the plan.
+pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
+    check(opts)?;
+    let dir = &opts.node.dir;
+    std::fs::create_dir_all(dir.join("logs"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let cometbft = tools::cometbft(true)?;
+    let abcid = match &opts.node.abcid {
+        Some(path) => tools::build(path)?,
+        None => tools::abcid()?,
+    };
+    let toxiproxy = tools::toxiproxy(true)?;
+    let names = node_names(opts.validators, opts.full_nodes);
+    let n = names.len();
+    let mut free = free_ports(PORT_COUNT * n + n * (n - 1) + 1)?;
+    let abcid_metrics = tools::abcid_has_flag(&abcid, "--metrics");
+    let root = keys::random_key();
+    let root_hex = keys::key_hex(&root);
+    keys::write_secret_file(&dir.join("root.key"), root_hex.as_bytes())?;
+    let mut nodes = Vec::with_capacity(n);
+    for (k, (name, role)) in names.into_iter().enumerate() {
+        let node_dir = dir.join(&name);
+        let options = DevnetOptions {
+            dir: node_dir.clone(),
+            fresh: false,
+            ..opts.node.clone()
+        }
+        .with_ports(node_ports(opts, k, &mut free)?);
+        std::fs::create_dir_all(node_dir.join("logs"))
+            .with_context(|| format!("cannot create {}", node_dir.display()))?;
+        let home = node_dir.join("cometbft");
+        super::init_cometbft(&cometbft, &home)?;
+        keys::write_secret_file(&node_dir.join("root.key"), root_hex.as_bytes())?;
+        let id = node_id(&cometbft, &home)?;
+        let state = DevnetState {
+            options,
+            cometbft: cometbft.clone(),
+            abcid: abcid.clone(),
+            cometbft_pid: None,
+            abcid_pid: None,
+            abcid_metrics,
+        };
+        nodes.push(Node {
+            name,
+            role,
+            id,
+            state,
+        });
+    }
+    distinct_ports(&nodes)?;
+    let mut links = Vec::new();
+    for from in &nodes {
+        for to in nodes.iter().filter(|to| to.name != from.name) {
+            let port = free.pop().context("ran out of free ports")?;
+            links.push(Link {
+                from: from.name.clone(),
+                to: to.name.clone(),
+                port,
+            });
+        }
+    }
+    let toxiproxy_port = free.pop().context("ran out of free ports")?;
+    genesis::write(&nodes, &opts.node, keys::address_of(&root))?;
+    let state = NetworkState {
+        options: opts.clone(),
+        nodes,
+        links,
+        toxiproxy,
+        toxiproxy_port,
+        toxiproxy_pid: None,
+        partitioned: Vec::new(),
+        slowed: BTreeMap::new(),
+    };
+    for node in &state.nodes {
+        write_node_config(&state, node)?;
+    }
+    state.save()?;
+    Ok(state)
+}
+
+/// Fails when two nodes would listen on one port (a stride too small for
+/// the ports given).
+fn distinct_ports(nodes: &[Node]) -> Result<()> {
+    let mut seen = std::collections::BTreeMap::new();
+    for node in nodes {
+        let o = &node.state.options;
+        let ports = [
+            o.rpc_port,
+            o.p2p_port,
+            o.abci_port,
+            o.web3_port,
+            o.profiler_port,
+            o.metrics_port,
+            o.cometbft_metrics_port,
+        ];
+        for port in ports {
+            if let Some(other) = seen.insert(port, &node.name) {
+                bail!(
+                    "nodes {other} and {} would both use port {port}: use a larger --port-stride or other ports",
+                    node.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes node's `config.toml`: the devnet's settings, its moniker, and its
+/// persistent peers at the proxies it dials (then the user's `--set`).
+fn write_node_config(state: &NetworkState, node: &Node) -> Result<()> {
+    let peers: Vec<String> = state
+        .links
+        .iter()
+        .filter(|l| l.from == node.name)
+        .map(|l| Ok(format!("{}@127.0.0.1:{}", state.node(&l.to)?.id, l.port)))
+        .collect::<Result<_>>()?;
+    let mut options = node.state.options.clone();
+    let network = [
+        format!("moniker=\"{}\"", node.name),
+        format!("p2p.persistent_peers=\"{}\"", peers.join(",")),
+        "p2p.allow_duplicate_ip=true".to_string(),
+        "p2p.pex=false".to_string(),
+        "p2p.addr_book_strict=false".to_string(),
+    ];
+    options.set = network.into_iter().chain(options.set).collect();
+    config::write_config(&node.state.options.dir.join("cometbft"), &options)
+}
+
+mod faults;
+mod genesis;
+mod run;
+
+pub use run::*;

@@ -23,7 +23,7 @@
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
 //!   [`txlog`]: the per-transaction lines (without `quiet-logs`).
 //! - [`patches`]: the tunings as switches (`abcid --patches`).
-//! - [`metrics`]: Prometheus metrics, served by [`metrics_http`]
+//! - [`metrics`]: Prometheus metrics, served by `feth_metrics_http`
 //!   (`abcid --metrics`).
 
 pub mod app;
@@ -36,7 +36,6 @@ pub mod genesis;
 pub mod locks;
 pub mod mempool;
 pub mod metrics;
-pub mod metrics_http;
 pub mod node;
 pub mod nonce_queue;
 pub mod patches;

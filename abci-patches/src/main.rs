@@ -10,7 +10,8 @@ use clap::{Parser, ValueEnum};
 use tendermint_abci::ServerBuilder;
 
 use abcid::nonce_queue::QueueConfig;
-use abcid::{app::AbciApp, metrics_http, node::Node, patches::Patches, rpc::RpcConfig};
+use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
+
 use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
 /// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
@@ -207,9 +208,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let metrics_server = match args.metrics {
         Some(addr) => {
             let metrics = app.metrics();
-            let render: metrics_http::Render = Arc::new(move || metrics.encode());
+            let render: feth_metrics_http::Render = Arc::new(move || metrics.encode());
             let (bound, task) = runtime
-                .block_on(metrics_http::serve(addr, render))
+                .block_on(feth_metrics_http::serve(addr, render))
                 .context("cannot start the metrics server (--metrics)")?;
             tracing::info!(addr = %bound, "Prometheus metrics at /metrics");
             Some(task)

@@ -1,5 +1,5 @@
 //! abcid's own Prometheus metrics (prometheus-client, OpenMetrics text),
-//! served by [`crate::metrics_http`] when `abcid --metrics ADDR` is given.
+//! served by `feth_metrics_http` when `abcid --metrics ADDR` is given.
 //!
 //! Every name starts with `abcid_` and is in base units:
 //!

@@ -24,7 +24,6 @@ pub mod fund;
 pub mod keys;
 pub mod kvstore;
 pub mod load;
-pub mod metrics_http;
 pub mod procstat;
 pub mod progress;
 pub mod report;

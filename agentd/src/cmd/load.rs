@@ -194,9 +194,9 @@ pub async fn run(args: LoadArgs) -> Result<()> {
             let metrics = Arc::new(LoadMetrics::new());
             let render = {
                 let m = metrics.clone();
-                Arc::new(move || m.encode()) as crate::metrics_http::Render
+                Arc::new(move || m.encode()) as feth_metrics_http::Render
             };
-            let (bound, server) = crate::metrics_http::serve(addr, render).await?;
+            let (bound, server) = feth_metrics_http::serve(addr, render).await?;
             eprintln!("metrics: http://{bound}/metrics");
             let report = load::run(
                 LoadSettings {

@@ -15,7 +15,7 @@ use feth::load::engine::LoadPlan;
 use feth::load::metrics::LoadMetrics;
 use feth::load::pick::RateSchedule;
 use feth::load::{self, LoadReport, LoadSettings};
-use feth::metrics_http;
+use feth_metrics_http as metrics_http;
 
 use crate::common::{funded, TestNet};
 use crate::prom::{histogram_count, scrape, value};

@@ -1,9 +1,8 @@
-//! A minimal HTTP listener for a Prometheus scrape (`abcid --metrics`):
-//! `GET /metrics` answers with whatever text `render` returns (a metrics
-//! crate's encoding), any other path with 404. One request per connection.
-//!
-//! The same few lines as feth's `metrics_http` (`feth load --metrics`): abcid
-//! does not depend on the feth crate, and no crate both use is about HTTP.
+//! A minimal HTTP listener for a Prometheus scrape: `GET /metrics` answers
+//! with whatever text `render` returns (a metrics crate's encoding), any
+//! other path with 404. One request per connection. `feth load --metrics`
+//! and `abcid --metrics` both serve through it (one crate, so that neither
+//! depends on the other).
 
 use std::net::SocketAddr;
 use std::sync::Arc;

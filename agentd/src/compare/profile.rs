@@ -24,17 +24,32 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest wait for the first block holding the load's transactions.
 const LOADED_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What a capture gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Captured {
+    /// The profiles, copied into this folder.
+    Profiles(PathBuf),
+    /// The node wrote no profile, for this reason (the profiler's own last
+    /// failure when it reported one): the run has no flamegraph, and the
+    /// comparison goes on without it.
+    Nothing(String),
+}
+
 /// Runs `load` (which must keep the node busy for at least `blocks` blocks
 /// after its first loaded one), arms abcid's profiler for `blocks` blocks
 /// once a block holds transactions, waits until every captured block is
-/// rendered, and copies the profiles into `out`. Returns `out`.
+/// rendered, and copies the profiles into `out`.
 pub async fn capture<T>(
     net: &DevnetState,
     blocks: u32,
     out: &Path,
     load: impl Future<Output = Result<T>>,
-) -> Result<PathBuf> {
+) -> Result<Captured> {
     let profiler = ProfilerClient::new(&net.profiler_url(), None)?;
+    let before = profiler
+        .status()
+        .await
+        .context("cannot read abcid's profiler status")?;
     let client = EthClient::new(&net.web3_url(), Duration::from_secs(10))?;
     let after = client
         .block_number()
@@ -55,12 +70,29 @@ pub async fn capture<T>(
     let (loaded, armed) = tokio::join!(load, arm);
     loaded.context("the load under the profiled blocks")?;
     armed?;
-    profiler
+    let after = profiler
         .wait_idle(IDLE_TIMEOUT)
         .await
         .context("the profiled blocks were not all rendered")?;
+    if after.captured_total == before.captured_total {
+        let why = match after.last_error {
+            Some(e) if after.failures_total > before.failures_total => format!(
+                "abcid's profiler failed at {} (height {:?}): {}",
+                e.stage, e.height, e.message
+            ),
+            _ => format!("abcid's profiler wrote no profile of the {blocks} armed blocks and reported no failure"),
+        };
+        return Ok(Captured::Nothing(why));
+    }
     copy_dir(&net.options.dir.join("flamegraphs"), out)?;
-    Ok(out.to_path_buf())
+    // A block's window is its FinalizeBlock to Commit: a small block can
+    // hold no sample at 99 Hz, and then its profile has no folded stacks.
+    if let Err(e) = load_profile_set(out, RoleFilter::All) {
+        return Ok(Captured::Nothing(format!(
+            "the {blocks} profiled blocks held no sample ({e})"
+        )));
+    }
+    Ok(Captured::Profiles(out.to_path_buf()))
 }
 
 /// Waits until a block above `after` holds a transaction (polled every

@@ -147,7 +147,19 @@ async fn one_run(
     let flamegraph = if cfg.profile_blocks > 0 {
         let out = out.join(format!("{}-round{round}", file_name(&step.name)));
         let load = probe.step(rate, PROFILE_SECS);
-        Some(profile::capture(&net.state, cfg.profile_blocks, &out, load).await?)
+        match profile::capture(&net.state, cfg.profile_blocks, &out, load).await? {
+            profile::Captured::Profiles(dir) => Some(dir),
+            profile::Captured::Nothing(why) => {
+                progress::println(
+                    bar,
+                    format!(
+                        "warning: round {round}, step {}: no flamegraph: {why}",
+                        step.name
+                    ),
+                );
+                None
+            }
+        }
     } else {
         None
     };

@@ -475,7 +475,7 @@ fn truncated_old_new_and_foreign_files_get_errors_naming_file_and_problem() {
         ),
         (
             write(d, "other.json", "{\"a\": 1}"),
-            "neither a `feth load --json` nor",
+            "is JSON but neither a `feth load --json`",
         ),
         (
             write(d, "sat.json", "{\"steps\": [], \"outcome\": {}}"),

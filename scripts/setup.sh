@@ -3,7 +3,8 @@
 # (Debian package), the pinned CometBFT and the pinned toxiproxy server that
 # a devnet of several nodes puts between them (go install into tools/bin).
 # `setup.sh --test` also installs what only the tests use (Tendermint 0.34,
-# CometBFT 0.37 and 1.0 for the etl's all-versions tests; Debian's groovy and
+# CometBFT 0.37 and 1.0 for the etl's all-versions tests; geth, a reference
+# node for the load tests; Debian's groovy and
 # the default Java runtime it runs on, to check that the Jenkinsfile parses;
 # Debian's chromium, to open `feth report`'s page headless).
 # Idempotent: does nothing that is already done.
@@ -56,4 +57,16 @@ fi
 
 if [ "${1:-}" = "--test" ]; then
   bash etl/scripts/install-extra-cometbft.sh
+  # geth: the reference node the pipelined-sender tests also run against
+  # (`geth --dev`). Its binary prints its version, but reading it costs a
+  # start-up; the stamp file says which version is installed.
+  geth_version=v1.17.10
+  if [ -x "$bin/geth" ] && [ "$(cat "$bin/.geth.version" 2>/dev/null)" = "$geth_version" ]; then
+    echo "setup: geth $geth_version already in tools/bin"
+  else
+    echo "setup: go install github.com/ethereum/go-ethereum/cmd/geth@$geth_version into tools/bin"
+    mkdir -p "$bin"
+    GOBIN="$bin" go install "github.com/ethereum/go-ethereum/cmd/geth@$geth_version"
+    echo "$geth_version" > "$bin/.geth.version"
+  fi
 fi

@@ -11,7 +11,7 @@ use clap::Args;
 
 use super::args::{emit, load_senders, NetworkArgs};
 use crate::load::engine::{
-    LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM,
+    LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
 };
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
@@ -56,6 +56,14 @@ pub struct LoadArgs {
     /// batching. CometBFT's own RPC refuses batches over 10 by default.
     #[arg(long, default_value_t = DEFAULT_BATCH)]
     batch: usize,
+    /// Transactions in flight per sender (1–1024): up to K consecutive
+    /// nonces of one sender leave in one request, in order, without waiting
+    /// for each other's answers. For nodes that queue future nonces (geth;
+    /// abcid with `--patches …,nonce-queue`); keep it within the node's
+    /// window (64 for both by default).
+    #[arg(long, default_value_t = 1, value_name = "K",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
+    per_sender: u64,
     /// How long to send: seconds, or with a unit (90s, 30m, 24h, 3d).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
@@ -159,6 +167,7 @@ impl LoadArgs {
             duration: self.duration,
             max_parallelism: self.max_parallelism.max(1),
             batch: self.batch.max(1),
+            per_sender: self.per_sender as usize,
             picker: Picker::new(self.accounts, senders),
             recipients: match self.recipients {
                 RecipientsArg::Existing => Recipients::Existing,
@@ -230,6 +239,13 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "                {:>10.1}  all transactions in those blocks",
         c.committed_tps_all
     )?;
+    if let Some(limited) = &r.agent_limited {
+        writeln!(
+            out,
+            "WARNING         the agent, not the chain, limited the offered rate: the committed TPS above is about the agent, not the chain"
+        )?;
+        writeln!(out, "                {}", limited.reason)?;
+    }
     writeln!(
         out,
         "send rate       {:>10.1}  tx/s submitted over {:.1} s (not a TPS figure)",
@@ -391,8 +407,11 @@ mod tests {
             "erc20",
             "--batch",
             "1",
+            "--per-sender",
+            "16",
         ])
         .unwrap();
+        assert_eq!(p.per_sender, 16);
         assert_eq!(p.schedule, RateSchedule::Fixed(250.0));
         assert_eq!((p.per_account, p.batch), (Some(3), 1));
         assert_eq!(p.workload, WorkloadKind::Erc20);
@@ -428,5 +447,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--rate must be a positive number"), "{e}");
+        let e = plan(&["--count", "1", "--per-sender", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--per-sender") && e.contains("1..=1024"), "{e}");
     }
 }

@@ -1,29 +1,39 @@
 //! The sending engine.
 //!
-//! - Each account sends one transaction at a time, in nonce order: nodes such
-//!   as abcid refuse nonce gaps, and the order of concurrent requests on the
-//!   wire is not guaranteed. Accounts queue their due transactions (FIFO).
+//! - Each account sends in nonce order, with up to
+//!   [`LoadPlan::per_sender`] (K) transactions in flight. A sender's
+//!   transactions leave in one JSON-RPC batch request, its consecutive
+//!   nonces in order: JSON-RPC servers (jsonrpsee, geth) run a batch's calls
+//!   one after the other, so they reach the node in nonce order without
+//!   waiting for each other's answers, while the order of concurrent
+//!   requests on the wire is not guaranteed. A sender has one request in
+//!   flight at a time; accounts queue their due transactions (FIFO). K = 1 is
+//!   one transaction at a time, for nodes that refuse nonce gaps.
 //! - `max_parallelism` workers take batches of ready accounts (see
 //!   [`super::ready`]) and submit their next transactions in one request;
 //!   accounts are spread across endpoints.
-//! - Signer threads keep each account's next transaction pre-signed, so
+//! - Signer threads keep each account's next transactions pre-signed, so
 //!   libsecp256k1 signing stays off the send path.
 //! - Open loop (`--rate`, `--ramp`): a scheduler releases transactions at
 //!   their intended send times, recorded for latency, so a slow node cannot
-//!   hide its slowness by slowing the agent (no coordinated omission).
+//!   hide its slowness by slowing the agent (no coordinated omission). The
+//!   largest backlog of due transactions one sender had is kept, to tell a
+//!   run the agent limited (see [`Engine::max_backlog`]).
 //! - Every request holds a slot (a worker) while it is in flight; a
 //!   [`SlotClock`] integrates the time during which all of them are.
-//! - Errors are handled per sender: a full mempool or rate limit backs that
-//!   sender off and resends the same transaction; `nonce too low` and
-//!   `already known` resynchronise from `pending`; `nonce too high` resends
-//!   the sender's own missing transactions (a mempool lost in a restart) or
-//!   resynchronises; a timeout or a node that cannot be reached resends the
-//!   same signed bytes (same hash) after a per-sender back-off (100 ms
-//!   doubling to 5 s), so a node down for minutes is neither hammered nor
-//!   given up on.
+//! - Errors are handled per sender and per transaction, in nonce order: a
+//!   full mempool or rate limit backs that sender off and resends, in order,
+//!   the refused transaction and every later one of the request (those the
+//!   node took answer `already known`); `nonce too low` and `already known`
+//!   resynchronise from `pending`; `nonce too high` resends the sender's own
+//!   missing transactions (a mempool lost in a restart) or resynchronises; a
+//!   timeout or a node that cannot be reached resends the same signed bytes
+//!   (same hash) after a per-sender back-off (100 ms doubling to 5 s), so a
+//!   node down for minutes is neither hammered nor given up on. A refused
+//!   transaction leaves its nonce to the sender's next transaction.
 //! - What was submitted is kept in the [`Ledger`] only while in flight.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,6 +87,11 @@ pub const DEFAULT_MAX_PARALLELISM: usize = 64;
 /// Default transactions per JSON-RPC batch (CometBFT's RPC refuses batches
 /// over 10 by default).
 pub const DEFAULT_BATCH: usize = 10;
+/// Most transactions in flight per sender (`--per-sender`): nodes queue a
+/// bounded window of future nonces (geth's `--txpool.accountqueue`, 64 by
+/// default; abcid's `nonce-queue`, 64), and a sender's in-flight
+/// transactions travel in one batch request.
+pub const MAX_PER_SENDER: usize = 1024;
 
 /// What to send, as a person asks for it: complete without the node.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,8 +104,11 @@ pub struct LoadPlan {
     pub duration: Option<Duration>,
     /// Concurrent requests.
     pub max_parallelism: usize,
-    /// Transactions (of different senders) per JSON-RPC batch request.
+    /// Senders per JSON-RPC batch request.
     pub batch: usize,
+    /// Transactions in flight per sender, consecutive nonces sent in order
+    /// (1: one at a time, for nodes that refuse nonce gaps).
+    pub per_sender: usize,
     /// Who sends.
     pub picker: Picker,
     /// Who receives.
@@ -103,7 +121,8 @@ pub struct LoadPlan {
 
 impl LoadPlan {
     /// Value transfers of 1 wei to fresh addresses from `senders` uniformly
-    /// chosen accounts, 64 requests in flight, batches of 10.
+    /// chosen accounts, 64 requests in flight, batches of 10, one
+    /// transaction in flight per sender.
     pub fn transfers(schedule: RateSchedule, senders: usize) -> Self {
         Self {
             schedule,
@@ -111,6 +130,7 @@ impl LoadPlan {
             duration: None,
             max_parallelism: DEFAULT_MAX_PARALLELISM,
             batch: DEFAULT_BATCH,
+            per_sender: 1,
             picker: Picker::new(super::pick::AccountDist::Uniform, senders),
             recipients: Recipients::Fresh,
             workload: WorkloadKind::Transfer,
@@ -152,7 +172,7 @@ pub struct Counters {
     pub resyncs: AtomicU64,
 }
 
-/// The transaction an account is (re)submitting.
+/// A transaction submitted and not yet settled.
 #[derive(Debug, Clone)]
 struct Current {
     hash: B256,
@@ -162,16 +182,25 @@ struct Current {
 
 #[derive(Debug, Default)]
 struct Acct {
+    /// The nonce after every one given to a transaction so far.
     next_nonce: u64,
-    /// Due transactions: intended send time (`None`: as soon as possible).
+    /// Nonces below `next_nonce` left free by refused transactions: the
+    /// next transactions take them first.
+    holes: BTreeSet<u64>,
+    /// Due transactions not yet submitted: intended send time (`None`: as
+    /// soon as possible).
     slots: VecDeque<Option<Instant>>,
-    /// In the pipeline: waiting to be signed, ready, or in flight.
+    /// In the pipeline: waiting to be signed, ready, in flight or backing off.
     busy: bool,
-    /// A signer thread is signing this account's next transaction.
+    /// A signer thread is signing this account's next transactions.
     signing: bool,
-    presigned: Option<(u64, SignedTx)>,
-    /// The transaction being (re)submitted.
-    current: Option<Current>,
+    /// The account waits for the signer to queue it for a worker.
+    waiting_sign: bool,
+    /// Signed ahead, by nonce.
+    presigned: BTreeMap<u64, SignedTx>,
+    /// Submitted and not yet settled, in nonce order; between requests it
+    /// holds the transactions to resend.
+    window: VecDeque<Current>,
     /// Accepted, not known to be committed: nonce → hash (pruned from the
     /// lowest nonce once the ledger no longer holds it).
     unconfirmed: BTreeMap<u64, B256>,
@@ -179,6 +208,28 @@ struct Acct {
     sent: u64,
     /// When the node last answered this account, seconds since the run began.
     answered: f64,
+}
+
+impl Acct {
+    /// The nonces the next `n` new transactions take, in order.
+    fn upcoming(&self, n: usize) -> impl Iterator<Item = u64> + '_ {
+        self.holes.iter().copied().chain(self.next_nonce..).take(n)
+    }
+
+    /// Gives the next new transaction its nonce.
+    fn allot_nonce(&mut self) -> u64 {
+        self.holes.pop_first().unwrap_or_else(|| {
+            self.next_nonce += 1;
+            self.next_nonce - 1
+        })
+    }
+
+    /// Forgets the transaction `hash` of the window.
+    fn drop_from_window(&mut self, hash: &B256) {
+        if let Some(i) = self.window.iter().position(|c| c.hash == *hash) {
+            self.window.remove(i);
+        }
+    }
 }
 
 /// State shared by the workers, signers and scheduler.
@@ -200,18 +251,19 @@ pub struct Engine {
     stop: AtomicBool,
     scheduling: AtomicBool,
     outstanding: AtomicU64,
-    sign_jobs: Mutex<Option<std::sync::mpsc::Sender<(usize, u64)>>>,
+    max_backlog: AtomicU64,
+    sign_jobs: Mutex<Option<std::sync::mpsc::Sender<usize>>>,
     fresh: AtomicU64,
 }
 
 /// What moves a busy account forward (see [`Engine::advance`]).
 enum Next {
-    /// Already on its way (being signed).
+    /// Already on its way (being signed), or nothing to do.
     Nothing,
     /// Queue it for a worker.
     Ready,
-    /// Have its transaction with this nonce signed.
-    Sign(u64),
+    /// Have its next transactions signed.
+    Sign,
 }
 
 enum Outcome {
@@ -221,6 +273,17 @@ enum Outcome {
     NonceTooLow,
     NonceTooHigh,
     Rejected(String),
+}
+
+/// Why a sender's request must be sent again.
+#[derive(Clone, Copy)]
+enum Again {
+    /// At once (its own lost transactions were resent first).
+    Now,
+    /// After a back-off: a full mempool or rate limit.
+    Busy,
+    /// After a back-off: a timeout or a node out of reach.
+    Timeout,
 }
 
 fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
@@ -295,6 +358,7 @@ impl Engine {
             stop: AtomicBool::new(false),
             scheduling: AtomicBool::new(true),
             outstanding: AtomicU64::new(0),
+            max_backlog: AtomicU64::new(0),
             sign_jobs: Mutex::new(None),
             fresh: AtomicU64::new(0),
         })
@@ -303,6 +367,19 @@ impl Engine {
     /// Workers, i.e. requests in flight at most.
     fn workers(cfg: &EngineConfig, endpoints: usize) -> usize {
         cfg.plan.max_parallelism.max(endpoints)
+    }
+
+    /// Transactions in flight per sender.
+    fn per_sender(&self) -> usize {
+        self.cfg.plan.per_sender.clamp(1, MAX_PER_SENDER)
+    }
+
+    /// The largest backlog one sender had: due transactions it could not
+    /// submit yet because its previous ones were still in flight (its K
+    /// pipelined ones included) or being signed. In open loop a backlog that
+    /// grows means the agent, not the chain, limits the offered rate.
+    pub fn max_backlog(&self) -> u64 {
+        self.max_backlog.load(Ordering::Relaxed)
     }
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
@@ -362,26 +439,57 @@ impl Engine {
         )
     }
 
-    fn request_presign(&self, a: usize, nonce: u64) -> bool {
+    fn request_presign(&self, a: usize) -> bool {
         let jobs = self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner());
-        jobs.as_ref().is_some_and(|tx| tx.send((a, nonce)).is_ok())
+        jobs.as_ref().is_some_and(|tx| tx.send(a).is_ok())
+    }
+
+    /// The nonces worth signing ahead for `acct`: those of its next due
+    /// transactions that fit in its pipeline, not yet signed.
+    fn wanted(&self, acct: &Acct) -> Vec<u64> {
+        let room = self.per_sender().saturating_sub(acct.window.len());
+        let n = acct.slots.len().clamp(1, room.max(1));
+        acct.upcoming(n)
+            .filter(|nonce| !acct.presigned.contains_key(nonce))
+            .collect()
     }
 
     /// Decides how a busy account with due work moves forward: to the ready
-    /// queue when its next transaction is signed (or being retried), else to
-    /// a signer thread, which queues it once signed. Signing thus never waits
-    /// on the send path and every transaction is signed once. The caller
-    /// carries the step out with [`Self::follow`] once the account's lock is
-    /// released, so a thread woken by the hand-off never waits on that lock.
+    /// queue when it has transactions to resend or its next one is signed,
+    /// else to a signer thread, which queues it once signed. Signing thus
+    /// never waits on the send path and every transaction is signed once.
+    /// The caller carries the step out with [`Self::follow`] once the
+    /// account's lock is released, so a thread woken by the hand-off never
+    /// waits on that lock.
     fn advance(acct: &mut Acct) -> Next {
-        let signed = matches!(&acct.presigned, Some((n, _)) if *n == acct.next_nonce);
-        if acct.current.is_some() || signed {
+        let signed = acct.upcoming(1).all(|n| acct.presigned.contains_key(&n));
+        if !acct.window.is_empty() || acct.slots.is_empty() || signed {
             Next::Ready
-        } else if acct.signing {
+        } else {
+            acct.waiting_sign = true;
+            if std::mem::replace(&mut acct.signing, true) {
+                Next::Nothing
+            } else {
+                Next::Sign
+            }
+        }
+    }
+
+    /// With more than one transaction in flight per sender: has the next
+    /// due ones signed while the account's request is in flight.
+    fn sign_ahead(&self, acct: &mut Acct) -> Next {
+        if self.per_sender() == 1 || acct.signing || acct.slots.is_empty() {
+            return Next::Nothing;
+        }
+        let room = self.per_sender().saturating_sub(acct.window.len()).max(1);
+        let signed = acct
+            .upcoming(acct.slots.len().min(room))
+            .all(|n| acct.presigned.contains_key(&n));
+        if signed {
             Next::Nothing
         } else {
             acct.signing = true;
-            Next::Sign(acct.next_nonce)
+            Next::Sign
         }
     }
 
@@ -390,19 +498,48 @@ impl Engine {
         match next {
             Next::Nothing => {}
             Next::Ready => self.push_ready(a),
-            Next::Sign(nonce) => {
-                if !self.request_presign(a, nonce) {
+            Next::Sign => {
+                if !self.request_presign(a) {
                     // No signer threads (shutting down): the worker signs inline.
-                    self.acct(a).signing = false;
-                    self.push_ready(a);
+                    let waiting = {
+                        let mut acct = self.acct(a);
+                        acct.signing = false;
+                        std::mem::take(&mut acct.waiting_sign)
+                    };
+                    if waiting {
+                        self.push_ready(a);
+                    }
                 }
             }
         }
     }
 
+    /// Signs what account `a` wants signed ahead (on a signer thread).
+    fn presign(&self, a: usize) {
+        let wanted = self.wanted(&self.acct(a));
+        // Signed without holding the account's lock.
+        let signed: Vec<(u64, SignedTx)> =
+            wanted.into_iter().map(|n| (n, self.sign(a, n))).collect();
+        let next = {
+            let mut acct = self.acct(a);
+            acct.signing = false;
+            for (nonce, tx) in signed {
+                if nonce >= acct.next_nonce || acct.holes.contains(&nonce) {
+                    acct.presigned.insert(nonce, tx);
+                }
+            }
+            if std::mem::take(&mut acct.waiting_sign) && acct.busy {
+                Self::advance(&mut acct)
+            } else {
+                Next::Nothing
+            }
+        };
+        self.follow(a, next);
+    }
+
     /// Starts `threads` signer threads.
     fn start_signers(self: &Arc<Self>, threads: usize) -> Vec<std::thread::JoinHandle<()>> {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, u64)>();
+        let (tx, rx) = std::sync::mpsc::channel::<usize>();
         *self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
         let rx = Arc::new(Mutex::new(rx));
         (0..threads)
@@ -413,25 +550,8 @@ impl Engine {
                     .name(format!("signer-{i}"))
                     .spawn(move || loop {
                         let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok((a, nonce)) = job else { return };
-                        // Signed without holding the account's lock.
-                        let wanted = me.acct(a).next_nonce == nonce;
-                        let tx = wanted.then(|| me.sign(a, nonce));
-                        let next = {
-                            let mut acct = me.acct(a);
-                            acct.signing = false;
-                            if let Some(tx) = tx {
-                                if acct.next_nonce == nonce && acct.current.is_none() {
-                                    acct.presigned = Some((nonce, tx));
-                                }
-                            }
-                            if acct.busy && !acct.slots.is_empty() {
-                                Self::advance(&mut acct)
-                            } else {
-                                Next::Nothing
-                            }
-                        };
-                        me.follow(a, next);
+                        let Ok(a) = job else { return };
+                        me.presign(a);
                     })
                     .unwrap_or_else(|e| panic!("cannot start a signer thread: {e}"))
             })
@@ -448,9 +568,11 @@ impl Engine {
                 }
             }
             acct.slots.push_back(intended);
+            self.max_backlog
+                .fetch_max(acct.slots.len() as u64, Ordering::Relaxed);
             self.outstanding.fetch_add(1, Ordering::SeqCst);
             if std::mem::replace(&mut acct.busy, true) {
-                Next::Nothing
+                self.sign_ahead(&mut acct)
             } else {
                 Self::advance(&mut acct)
             }
@@ -484,29 +606,57 @@ impl Engine {
         self.wake_workers();
     }
 
-    /// Takes account `a`'s next transaction to submit (or the one being retried).
-    fn take_tx(&self, a: usize) -> Option<Current> {
+    /// Takes account `a`'s transactions to submit into `run`, in nonce
+    /// order: those to resend, then new ones while the sender has room in
+    /// its pipeline.
+    fn take(&self, a: usize, run: &mut Vec<Current>) -> Next {
         let mut acct = self.acct(a);
-        if self.stop.load(Ordering::SeqCst) && acct.current.is_none() {
+        if self.stop.load(Ordering::SeqCst) {
             let dropped = acct.slots.len() as u64;
             acct.slots.clear();
-            acct.busy = false;
             self.outstanding.fetch_sub(dropped, Ordering::SeqCst);
-            return None;
         }
-        let Some(intended) = acct.slots.front().copied() else {
-            acct.busy = false;
-            return None;
-        };
-        if let Some(current) = &acct.current {
-            return Some(current.clone());
-        }
-        let nonce = acct.next_nonce;
-        let tx = match acct.presigned.take() {
-            Some((n, tx)) if n == nonce => tx,
-            _ => self.sign(a, nonce),
-        };
+        run.extend(acct.window.iter().cloned());
         let now = self.secs(Instant::now());
+        while acct.window.len() < self.per_sender() {
+            let Some(intended) = acct.slots.pop_front() else {
+                break;
+            };
+            let current = self.first_send(a, &mut acct, intended, now);
+            acct.window.push_back(current.clone());
+            run.push(current);
+        }
+        if acct
+            .window
+            .iter()
+            .zip(acct.window.iter().skip(1))
+            .any(|(x, y)| x.nonce > y.nonce)
+        {
+            // A refused nonce was taken again after later ones: keep nonce order.
+            acct.window.make_contiguous().sort_by_key(|c| c.nonce);
+            run.sort_by_key(|c| c.nonce);
+        }
+        if run.is_empty() {
+            acct.busy = false;
+            return Next::Nothing;
+        }
+        self.sign_ahead(&mut acct)
+    }
+
+    /// Gives account `a`'s next due transaction (intended at `intended`)
+    /// its nonce and signed bytes, and registers it.
+    fn first_send(
+        &self,
+        a: usize,
+        acct: &mut Acct,
+        intended: Option<Instant>,
+        now: f64,
+    ) -> Current {
+        let nonce = acct.allot_nonce();
+        let tx = match acct.presigned.remove(&nonce) {
+            Some(tx) => tx,
+            None => self.sign(a, nonce),
+        };
         let intended_at = intended.map_or(now, |t| self.secs(t));
         // Open loop only: the agent's own part starts once the node answered
         // the sender's previous transaction.
@@ -526,31 +676,29 @@ impl Engine {
             at: now,
             lag,
         });
-        let current = Current {
+        acct.sent += 1;
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        Current {
             hash: tx.hash,
             raw: tx.raw,
             nonce,
-        };
-        acct.current = Some(current.clone());
-        acct.sent += 1;
-        self.counters.sent.fetch_add(1, Ordering::Relaxed);
-        Some(current)
+        }
     }
 
-    /// Marks the current transaction of `a` settled (`None`: accepted, else
-    /// refused for that reason) and frees its slot.
-    fn settle(&self, a: usize, hash: B256, refused: Option<String>) {
+    /// Settles transaction `c` of `a` (`None`: accepted, else refused for
+    /// that reason): it leaves the window and frees its slot. A refused
+    /// transaction leaves its nonce to the next one.
+    fn settle(&self, a: usize, c: &Current, refused: Option<String>) {
         let now = self.secs(Instant::now());
         let mut acct = self.acct(a);
         let mut ledger = self.ledger();
         match &refused {
-            None => ledger.accept(&hash, now),
-            Some(reason) => ledger.refuse(&hash, reason, now),
+            None => ledger.accept(&c.hash, now),
+            Some(reason) => ledger.refuse(&c.hash, reason, now),
         }
-        acct.current = None;
+        acct.drop_from_window(&c.hash);
         acct.backoff = Duration::ZERO;
         acct.answered = now;
-        acct.slots.pop_front();
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
         let endless =
             self.cfg.plan.schedule == RateSchedule::Closed && self.cfg.plan.per_account.is_none();
@@ -560,9 +708,7 @@ impl Engine {
             self.outstanding.fetch_add(1, Ordering::SeqCst);
         }
         if refused.is_none() {
-            let nonce = acct.next_nonce;
-            acct.unconfirmed.insert(nonce, hash);
-            acct.next_nonce += 1;
+            acct.unconfirmed.insert(c.nonce, c.hash);
             // Those the ledger no longer holds are in blocks (or given up).
             while let Some((_, h)) = acct.unconfirmed.first_key_value() {
                 if ledger.holds(h) {
@@ -572,16 +718,22 @@ impl Engine {
             }
             self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         } else {
+            if c.nonce < acct.next_nonce {
+                acct.holes.insert(c.nonce);
+            }
             self.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Handles `nonce too high`: resends our own accepted-but-lost transactions
-    /// from the pending nonce up, or resynchronises when some are not ours.
-    async fn heal_gap(&self, a: usize, current: &Current) {
+    /// Handles `nonce too high` for `current`, the first unsettled
+    /// transaction of `a`'s window: resends our own accepted-but-lost
+    /// transactions from the pending nonce up ([`Again::Now`]: the window
+    /// goes again), or resynchronises when some are not ours (the window is
+    /// refused, its slots due again; `None`).
+    async fn heal_gap(&self, a: usize, current: &Current) -> Option<Again> {
         let address = self.keys.addresses[a];
         let Ok(pending) = self.client(a).nonce(address, true).await else {
-            return;
+            return Some(Again::Timeout);
         };
         let resend: Option<Vec<Bytes>> = {
             let acct = self.acct(a);
@@ -596,16 +748,25 @@ impl Engine {
                     self.counters.resends.fetch_add(1, Ordering::Relaxed);
                     let _ = self.client(a).send_raw(&raw).await;
                 }
+                Some(Again::Now)
             }
             None => {
                 self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
-                self.settle(a, current.hash, Some("nonce too high".to_string()));
+                let window: Vec<Current> = self.acct(a).window.iter().cloned().collect();
+                for c in &window {
+                    self.settle(a, c, Some("nonce too high".to_string()));
+                }
                 let mut acct = self.acct(a);
                 acct.next_nonce = pending;
-                acct.presigned = None;
-                // The freed slot is replaced so the account still sends its share.
-                acct.slots.push_front(None);
-                self.outstanding.fetch_add(1, Ordering::SeqCst);
+                acct.holes.clear();
+                acct.presigned.clear();
+                // The freed slots are replaced so the account still sends its share.
+                for _ in &window {
+                    acct.slots.push_front(None);
+                }
+                self.outstanding
+                    .fetch_add(window.len() as u64, Ordering::SeqCst);
+                None
             }
         }
     }
@@ -619,26 +780,39 @@ impl Engine {
             .unwrap_or(nonce + 1);
         let mut acct = self.acct(a);
         acct.next_nonce = acct.next_nonce.max(pending).max(nonce + 1);
-        acct.presigned = None;
+        // The nonces below are taken on the chain.
+        acct.holes.retain(|n| *n >= pending);
+        let (next, holes) = (acct.next_nonce, std::mem::take(&mut acct.holes));
+        acct.presigned
+            .retain(|n, _| *n >= next || holes.contains(n));
+        acct.holes = holes;
     }
 
-    /// Submits the next transaction of each account in `batch` (all on one
-    /// endpoint) in one request, then handles each answer.
+    /// Submits the next transactions of each account in `batch` (all on one
+    /// endpoint) in one request, each account's in nonce order, then
+    /// handles each account's answers.
     async fn process(self: &Arc<Self>, batch: &[usize]) {
-        let mut taken = Vec::with_capacity(batch.len());
+        let mut runs = Vec::with_capacity(batch.len());
         for &a in batch {
-            if let Some(current) = self.take_tx(a) {
-                taken.push((a, current));
+            let mut run = Vec::with_capacity(1);
+            let next = self.take(a, &mut run);
+            self.follow(a, next);
+            if !run.is_empty() {
+                runs.push((a, run));
             }
         }
-        let Some(&(first, _)) = taken.first() else {
+        let Some(&(first, _)) = runs.first() else {
             return;
         };
         let _slot = self.slots.enter();
-        let raws: Vec<&[u8]> = taken.iter().map(|(_, c)| c.raw.as_ref()).collect();
-        let results = self.client(first).send_raw_batch(&raws).await;
-        for ((a, current), result) in taken.into_iter().zip(results) {
-            self.handle(a, &current, classify(result)).await;
+        let raws: Vec<&[u8]> = runs
+            .iter()
+            .flat_map(|(_, run)| run.iter().map(|c| c.raw.as_ref()))
+            .collect();
+        let mut results = self.client(first).send_raw_batch(&raws).await.into_iter();
+        for (a, run) in runs {
+            let outcomes: Vec<Outcome> = results.by_ref().take(run.len()).map(classify).collect();
+            self.handle(a, &run, outcomes).await;
         }
     }
 
@@ -657,32 +831,59 @@ impl Engine {
         });
     }
 
-    /// Decides what follows one answer for account `a`'s current transaction.
-    async fn handle(self: &Arc<Self>, a: usize, current: &Current, outcome: Outcome) {
-        match outcome {
-            Outcome::Accepted => self.settle(a, current.hash, None),
-            Outcome::Rejected(reason) => self.settle(a, current.hash, Some(reason)),
-            Outcome::NonceTooLow => {
-                // Our own earlier submission may have been included (a
-                // timeout that was not one); the block scan decides.
-                self.settle(a, current.hash, Some("nonce too low".to_string()));
-                self.resync_low(a, current.nonce).await;
+    /// Decides what follows the answers to account `a`'s `run`, in nonce
+    /// order. Once one must be sent again, every later one stays in the
+    /// window to go again with it, in order (those the node took are
+    /// counted accepted now and answer `already known` then).
+    async fn handle(self: &Arc<Self>, a: usize, run: &[Current], outcomes: Vec<Outcome>) {
+        let mut again: Option<Again> = None;
+        for (c, outcome) in run.iter().zip(outcomes) {
+            match outcome {
+                Outcome::Accepted if again.is_none() => self.settle(a, c, None),
+                Outcome::Accepted => {
+                    let now = self.secs(Instant::now());
+                    self.ledger().accept(&c.hash, now);
+                }
+                Outcome::Rejected(reason) => self.settle(a, c, Some(reason)),
+                Outcome::NonceTooLow => {
+                    // Our own earlier submission may have been included (a
+                    // timeout that was not one); the block scan decides.
+                    self.settle(a, c, Some("nonce too low".to_string()));
+                    self.resync_low(a, c.nonce).await;
+                }
+                // Behind one to send again: it goes again after it.
+                Outcome::NonceTooHigh if again.is_some() => {}
+                Outcome::NonceTooHigh => match self.heal_gap(a, c).await {
+                    Some(next) => again = Some(next),
+                    None => break,
+                },
+                Outcome::Timeout => {
+                    self.counters.resends.fetch_add(1, Ordering::Relaxed);
+                    again = Some(match again {
+                        Some(Again::Busy) => Again::Busy,
+                        _ => Again::Timeout,
+                    });
+                }
+                Outcome::Busy => {
+                    self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
+                    again = Some(Again::Busy);
+                }
             }
-            Outcome::NonceTooHigh => self.heal_gap(a, current).await,
-            Outcome::Timeout => {
-                self.counters.resends.fetch_add(1, Ordering::Relaxed);
+        }
+        match again {
+            Some(Again::Timeout) => {
                 let (floor, ceiling) = (Duration::from_millis(100), Duration::from_secs(5));
                 return self.retry_later(a, floor, ceiling);
             }
-            Outcome::Busy => {
-                self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
+            Some(Again::Busy) => {
                 let (floor, ceiling) = (Duration::from_millis(20), Duration::from_secs(2));
                 return self.retry_later(a, floor, ceiling);
             }
+            Some(Again::Now) | None => {}
         }
         let next = {
             let mut acct = self.acct(a);
-            if acct.slots.is_empty() {
+            if acct.slots.is_empty() && acct.window.is_empty() {
                 acct.busy = false;
                 Next::Nothing
             } else {
@@ -746,8 +947,13 @@ impl Engine {
         match self.cfg.plan.schedule {
             RateSchedule::Closed => {
                 // With --count every transaction is queued now; with
-                // --duration alone each settled one queues the next.
-                let per = self.cfg.plan.per_account.unwrap_or(1);
+                // --duration alone each sender keeps its pipeline full, each
+                // settled transaction queuing the next.
+                let per = self
+                    .cfg
+                    .plan
+                    .per_account
+                    .unwrap_or(self.per_sender() as u64);
                 for a in 0..accounts {
                     for _ in 0..per {
                         self.enqueue(a, None);

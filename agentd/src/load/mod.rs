@@ -43,7 +43,7 @@ use self::engine::{Engine, EngineConfig, LoadPlan, Recipients, Workload, Workloa
 use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
-use self::report::{BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
+use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
@@ -107,6 +107,9 @@ pub struct RunConfig {
     pub senders: usize,
     /// Concurrent requests.
     pub max_parallelism: usize,
+    /// Transactions in flight per sender (absent, hence 1, in older files).
+    #[serde(default = "one")]
+    pub per_sender: usize,
     /// Rate schedule, as given.
     pub schedule: String,
     /// Transactions per account, if bounded.
@@ -152,6 +155,10 @@ fn version_one() -> u32 {
     1
 }
 
+fn one() -> usize {
+    1
+}
+
 /// The result of `feth load`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadReport {
@@ -175,6 +182,10 @@ pub struct LoadReport {
     /// Schedule lag, ms: first submission − intended send time. Open loop
     /// only: a closed loop has no schedule (`None`).
     pub schedule_lag_ms: Option<Latency>,
+    /// Set when the agent, not the chain, limited the offered rate (open
+    /// loop): the committed TPS is then about the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_limited: Option<AgentLimited>,
     /// The agent's CPU (user + system, whole process) while sending, per
     /// signed transaction, µs.
     pub agent_cpu_us_per_tx: f64,
@@ -319,6 +330,7 @@ fn run_config(endpoints: &[String], senders: usize, cfg: &EngineConfig) -> RunCo
         endpoints: endpoints.to_vec(),
         senders,
         max_parallelism: plan.max_parallelism,
+        per_sender: plan.per_sender,
         schedule: describe(plan.schedule),
         count: plan.per_account,
         duration_secs: plan.duration.map(|d| d.as_secs_f64()),
@@ -668,13 +680,20 @@ impl Running {
         let c = &self.engine.counters;
         let open_loop = self.engine.schedule() != RateSchedule::Closed;
         let totals = tally.totals.clone();
+        let schedule_lag_ms = open_loop.then(|| tally.lag_total.latency());
+        let agent_limited = report::agent_limited(
+            schedule_lag_ms.as_ref(),
+            self.engine.max_backlog(),
+            self.config.per_sender,
+        );
         LoadReport {
             version: REPORT_VERSION,
             config: self.config.clone(),
             environment: self.environment.clone(),
             send_rate: totals.signed as f64 / sent.seconds.max(1e-9),
             send_seconds: sent.seconds,
-            schedule_lag_ms: open_loop.then(|| tally.lag_total.latency()),
+            schedule_lag_ms,
+            agent_limited,
             agent_cpu_us_per_tx: sent.cpu.as_secs_f64() * 1e6 / totals.signed.max(1) as f64,
             slots_busy: sent.slots_full.as_secs_f64() / sent.seconds.max(1e-9),
             totals,

@@ -146,3 +146,93 @@ pub fn percentiles(values: &mut [f64]) -> Latency {
         max: quantile(values, 1.0),
     }
 }
+
+/// Schedule lag (first send − intended send), p99, beyond which the agent,
+/// not the chain, set the offered rate, ms.
+pub const AGENT_LAG_BOUND_MS: f64 = 1000.0;
+/// Due transactions one sender may have waiting before the agent, not the
+/// chain, set the offered rate.
+pub const AGENT_BACKLOG_BOUND: u64 = 1000;
+
+/// An open-loop run whose offered rate the agent, not the chain, limited:
+/// its committed TPS is about the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentLimited {
+    /// What showed it, in words.
+    pub reason: String,
+    /// The largest backlog of due, unsubmitted transactions one sender had.
+    pub max_backlog: u64,
+    /// Schedule lag p99, ms.
+    pub schedule_lag_ms: f64,
+}
+
+/// Whether the agent limited an open-loop run: a sender's backlog of due
+/// transactions passed [`AGENT_BACKLOG_BOUND`], or the schedule lag's p99
+/// passed [`AGENT_LAG_BOUND_MS`] (`schedule_lag` is `None` in a closed
+/// loop, which has no schedule to fall behind). `per_sender` is the run's
+/// `--per-sender`, named in the advice.
+pub fn agent_limited(
+    schedule_lag: Option<&Latency>,
+    max_backlog: u64,
+    per_sender: usize,
+) -> Option<AgentLimited> {
+    let lag = schedule_lag?;
+    let mut why = Vec::new();
+    if lag.p99 > AGENT_LAG_BOUND_MS {
+        why.push(format!(
+            "the schedule fell behind: p99 of first send − intended send {:.0} ms > {AGENT_LAG_BOUND_MS:.0} ms",
+            lag.p99
+        ));
+    }
+    if max_backlog > AGENT_BACKLOG_BOUND {
+        why.push(format!(
+            "one sender's backlog of due transactions reached {max_backlog} > {AGENT_BACKLOG_BOUND}"
+        ));
+    }
+    if why.is_empty() {
+        return None;
+    }
+    Some(AgentLimited {
+        reason: format!(
+            "{} (with --per-sender {per_sender}: raise it, for a node that queues future nonces, or --max-parallelism)",
+            why.join("; ")
+        ),
+        max_backlog,
+        schedule_lag_ms: lag.p99,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lag(p99: f64) -> Latency {
+        Latency {
+            p50: 1.0,
+            p90: 2.0,
+            p99,
+            max: p99,
+        }
+    }
+
+    #[test]
+    fn the_agent_limits_a_run_whose_schedule_or_backlog_passes_its_bound() {
+        assert_eq!(agent_limited(None, 50_000, 1), None, "closed loop");
+        assert_eq!(agent_limited(Some(&lag(999.0)), 1000, 1), None);
+        let late = agent_limited(Some(&lag(24_000.0)), 380, 1).unwrap();
+        assert_eq!((late.max_backlog, late.schedule_lag_ms), (380, 24_000.0));
+        assert!(
+            late.reason.contains("schedule fell behind"),
+            "{}",
+            late.reason
+        );
+        assert!(!late.reason.contains("backlog"), "{}", late.reason);
+        assert!(late.reason.contains("--per-sender 1"), "{}", late.reason);
+        let piled = agent_limited(Some(&lag(10.0)), 1001, 8).unwrap();
+        assert!(
+            piled.reason.contains("reached 1001 > 1000"),
+            "{}",
+            piled.reason
+        );
+    }
+}

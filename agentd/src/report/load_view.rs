@@ -101,6 +101,10 @@ fn parameters(r: &LoadReport) -> String {
         ("count per account", opt(c.count.map(|n| n.to_string()))),
         ("duration", opt(c.duration_secs.map(|d| format!("{d} s")))),
         ("requests in flight", c.max_parallelism.to_string()),
+        (
+            "transactions in flight per sender",
+            c.per_sender.to_string(),
+        ),
         ("fee", c.fee.clone()),
         ("chain id", c.chain_id.to_string()),
         ("endpoints", c.endpoints.join(", ")),
@@ -177,6 +181,12 @@ pub fn section(
     out.push_str("<h3>What was run, where</h3>\n");
     out.push_str(&parameters(r));
     out.push_str("<h3>Figures</h3>\n");
+    if let Some(limited) = &r.agent_limited {
+        out.push_str(&note(&format!(
+            "Warning: the agent, not the chain, limited the offered rate, so the committed TPS is about the agent, not the chain: {}.",
+            limited.reason
+        )));
+    }
     out.push_str(&figures(r));
     let tps = chart::lines(
         "Committed TPS and send rate per second",

@@ -64,6 +64,16 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1, value_name = "K",
           value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
     per_sender: u64,
+    /// Consecutive nonces of one sender per request (1 to --per-sender),
+    /// sent in order: JSON-RPC servers run a batch's calls one after the
+    /// other. 1 spreads a sender's transactions over parallel requests (the
+    /// node's future-nonce queue puts them back in order); --per-sender
+    /// keeps one ordered request per sender in flight. abcid answers each
+    /// call after CometBFT's CheckTx, so only parallel requests pipeline
+    /// there; geth takes either.
+    #[arg(long, default_value_t = 1, value_name = "R",
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
+    per_request: u64,
     /// How long to send: seconds, or with a unit (90s, 30m, 24h, 3d).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
@@ -168,6 +178,7 @@ impl LoadArgs {
             max_parallelism: self.max_parallelism.max(1),
             batch: self.batch.max(1),
             per_sender: self.per_sender as usize,
+            per_request: self.per_request.min(self.per_sender) as usize,
             picker: Picker::new(self.accounts, senders),
             recipients: match self.recipients {
                 RecipientsArg::Existing => Recipients::Existing,

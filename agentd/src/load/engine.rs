@@ -106,9 +106,13 @@ pub struct LoadPlan {
     pub max_parallelism: usize,
     /// Senders per JSON-RPC batch request.
     pub batch: usize,
-    /// Transactions in flight per sender, consecutive nonces sent in order
-    /// (1: one at a time, for nodes that refuse nonce gaps).
+    /// Transactions in flight per sender (1: one at a time, for nodes that
+    /// refuse nonce gaps).
     pub per_sender: usize,
+    /// Consecutive nonces of one sender per request, in order (up to
+    /// `per_sender`): 1 spreads a sender's transactions over parallel
+    /// requests, `per_sender` keeps them in one ordered request at a time.
+    pub per_request: usize,
     /// Who sends.
     pub picker: Picker,
     /// Who receives.
@@ -131,6 +135,7 @@ impl LoadPlan {
             max_parallelism: DEFAULT_MAX_PARALLELISM,
             batch: DEFAULT_BATCH,
             per_sender: 1,
+            per_request: 1,
             picker: Picker::new(super::pick::AccountDist::Uniform, senders),
             recipients: Recipients::Fresh,
             workload: WorkloadKind::Transfer,
@@ -180,6 +185,14 @@ struct Current {
     nonce: u64,
 }
 
+/// A transaction of a sender's window.
+#[derive(Debug)]
+struct Pending {
+    tx: Current,
+    /// In a request in flight (else: to resend).
+    sending: bool,
+}
+
 #[derive(Debug, Default)]
 struct Acct {
     /// The nonce after every one given to a transaction so far.
@@ -190,17 +203,18 @@ struct Acct {
     /// Due transactions not yet submitted: intended send time (`None`: as
     /// soon as possible).
     slots: VecDeque<Option<Instant>>,
-    /// In the pipeline: waiting to be signed, ready, in flight or backing off.
-    busy: bool,
+    /// On its way to a worker: waiting to be signed, ready, or backing off.
+    queued: bool,
+    /// Its requests in flight.
+    requests: u32,
     /// A signer thread is signing this account's next transactions.
     signing: bool,
     /// The account waits for the signer to queue it for a worker.
     waiting_sign: bool,
     /// Signed ahead, by nonce.
     presigned: BTreeMap<u64, SignedTx>,
-    /// Submitted and not yet settled, in nonce order; between requests it
-    /// holds the transactions to resend.
-    window: VecDeque<Current>,
+    /// Submitted and not yet settled, in nonce order: in flight, or to resend.
+    window: VecDeque<Pending>,
     /// Accepted, not known to be committed: nonce → hash (pruned from the
     /// lowest nonce once the ledger no longer holds it).
     unconfirmed: BTreeMap<u64, B256>,
@@ -226,9 +240,26 @@ impl Acct {
 
     /// Forgets the transaction `hash` of the window.
     fn drop_from_window(&mut self, hash: &B256) {
-        if let Some(i) = self.window.iter().position(|c| c.hash == *hash) {
+        if let Some(i) = self.window.iter().position(|p| p.tx.hash == *hash) {
             self.window.remove(i);
         }
+    }
+
+    /// Marks the transaction `hash` of the window to resend.
+    fn resend(&mut self, hash: &B256) {
+        if let Some(p) = self.window.iter_mut().find(|p| p.tx.hash == *hash) {
+            p.sending = false;
+        }
+    }
+
+    /// Whether some of its window is to be resent.
+    fn has_resends(&self) -> bool {
+        self.window.iter().any(|p| !p.sending)
+    }
+
+    /// Whether a transaction below `nonce` is still unsettled.
+    fn behind(&self, nonce: u64) -> bool {
+        self.window.iter().any(|p| p.tx.nonce < nonce)
     }
 }
 
@@ -256,14 +287,19 @@ pub struct Engine {
     fresh: AtomicU64,
 }
 
-/// What moves a busy account forward (see [`Engine::advance`]).
+/// What moves an account forward (see [`Engine::advance`]).
 enum Next {
     /// Already on its way (being signed), or nothing to do.
     Nothing,
     /// Queue it for a worker.
     Ready,
+    /// Queue it for the next request, without waiting for a full batch.
+    ReadyNow,
     /// Have its next transactions signed.
     Sign,
+    /// Queue it for a worker after a back-off doubling from the first
+    /// duration up to the second.
+    Later(Duration, Duration),
 }
 
 enum Outcome {
@@ -374,6 +410,17 @@ impl Engine {
         self.cfg.plan.per_sender.clamp(1, MAX_PER_SENDER)
     }
 
+    /// Transactions of one sender per request.
+    fn per_request(&self) -> usize {
+        self.cfg.plan.per_request.clamp(1, self.per_sender())
+    }
+
+    /// Whether `acct` has work a new request could carry now: transactions
+    /// to resend, or due ones and room in its pipeline.
+    fn has_work(&self, acct: &Acct) -> bool {
+        acct.has_resends() || (!acct.slots.is_empty() && acct.window.len() < self.per_sender())
+    }
+
     /// The largest backlog one sender had: due transactions it could not
     /// submit yet because its previous ones were still in flight (its K
     /// pipelined ones included) or being signed. In open loop a backlog that
@@ -454,16 +501,16 @@ impl Engine {
             .collect()
     }
 
-    /// Decides how a busy account with due work moves forward: to the ready
-    /// queue when it has transactions to resend or its next one is signed,
-    /// else to a signer thread, which queues it once signed. Signing thus
-    /// never waits on the send path and every transaction is signed once.
-    /// The caller carries the step out with [`Self::follow`] once the
+    /// Decides how an account just queued (`queued` set) moves forward: to
+    /// the ready queue when it has transactions to resend or its next one is
+    /// signed, else to a signer thread, which queues it once signed. Signing
+    /// thus never waits on the send path and every transaction is signed
+    /// once. The caller carries the step out with [`Self::follow`] once the
     /// account's lock is released, so a thread woken by the hand-off never
     /// waits on that lock.
     fn advance(acct: &mut Acct) -> Next {
         let signed = acct.upcoming(1).all(|n| acct.presigned.contains_key(&n));
-        if !acct.window.is_empty() || acct.slots.is_empty() || signed {
+        if acct.has_resends() || acct.slots.is_empty() || signed {
             Next::Ready
         } else {
             acct.waiting_sign = true;
@@ -476,7 +523,7 @@ impl Engine {
     }
 
     /// With more than one transaction in flight per sender: has the next
-    /// due ones signed while the account's request is in flight.
+    /// due ones signed while the account's requests are in flight.
     fn sign_ahead(&self, acct: &mut Acct) -> Next {
         if self.per_sender() == 1 || acct.signing || acct.slots.is_empty() {
             return Next::Nothing;
@@ -496,8 +543,9 @@ impl Engine {
     /// Carries out what [`Self::advance`] decided for account `a`.
     fn follow(&self, a: usize, next: Next) {
         match next {
-            Next::Nothing => {}
+            Next::Nothing | Next::Later(..) => {}
             Next::Ready => self.push_ready(a),
+            Next::ReadyNow => self.ready[a % self.ready.len()].push_now(a),
             Next::Sign => {
                 if !self.request_presign(a) {
                     // No signer threads (shutting down): the worker signs inline.
@@ -528,7 +576,7 @@ impl Engine {
                     acct.presigned.insert(nonce, tx);
                 }
             }
-            if std::mem::take(&mut acct.waiting_sign) && acct.busy {
+            if std::mem::take(&mut acct.waiting_sign) {
                 Self::advance(&mut acct)
             } else {
                 Next::Nothing
@@ -571,9 +619,10 @@ impl Engine {
             self.max_backlog
                 .fetch_max(acct.slots.len() as u64, Ordering::Relaxed);
             self.outstanding.fetch_add(1, Ordering::SeqCst);
-            if std::mem::replace(&mut acct.busy, true) {
+            if acct.queued || acct.window.len() >= self.per_sender() {
                 self.sign_ahead(&mut acct)
             } else {
+                acct.queued = true;
                 Self::advance(&mut acct)
             }
         };
@@ -606,41 +655,61 @@ impl Engine {
         self.wake_workers();
     }
 
-    /// Takes account `a`'s transactions to submit into `run`, in nonce
-    /// order: those to resend, then new ones while the sender has room in
-    /// its pipeline.
+    /// Takes account `a`'s transactions to submit in one request into
+    /// `run`, in nonce order, at most [`LoadPlan::per_request`]: those to
+    /// resend, then new ones while the sender has room in its pipeline. What
+    /// is left for another request queues the account again at once.
     fn take(&self, a: usize, run: &mut Vec<Current>) -> Next {
         let mut acct = self.acct(a);
+        acct.queued = false;
         if self.stop.load(Ordering::SeqCst) {
             let dropped = acct.slots.len() as u64;
             acct.slots.clear();
             self.outstanding.fetch_sub(dropped, Ordering::SeqCst);
         }
-        run.extend(acct.window.iter().cloned());
+        let per_request = self.per_request();
+        for p in acct.window.iter_mut().filter(|p| !p.sending) {
+            if run.len() == per_request {
+                break;
+            }
+            p.sending = true;
+            run.push(p.tx.clone());
+        }
         let now = self.secs(Instant::now());
-        while acct.window.len() < self.per_sender() {
+        while run.len() < per_request && acct.window.len() < self.per_sender() {
             let Some(intended) = acct.slots.pop_front() else {
                 break;
             };
-            let current = self.first_send(a, &mut acct, intended, now);
-            acct.window.push_back(current.clone());
-            run.push(current);
+            let tx = self.first_send(a, &mut acct, intended, now);
+            acct.window.push_back(Pending {
+                tx: tx.clone(),
+                sending: true,
+            });
+            run.push(tx);
         }
-        if acct
-            .window
+        let window = &acct.window;
+        if window
             .iter()
-            .zip(acct.window.iter().skip(1))
-            .any(|(x, y)| x.nonce > y.nonce)
+            .zip(window.iter().skip(1))
+            .any(|(x, y)| x.tx.nonce > y.tx.nonce)
         {
             // A refused nonce was taken again after later ones: keep nonce order.
-            acct.window.make_contiguous().sort_by_key(|c| c.nonce);
+            acct.window.make_contiguous().sort_by_key(|p| p.tx.nonce);
             run.sort_by_key(|c| c.nonce);
         }
         if run.is_empty() {
-            acct.busy = false;
             return Next::Nothing;
         }
-        self.sign_ahead(&mut acct)
+        acct.requests += 1;
+        if self.has_work(&acct) {
+            acct.queued = true;
+            match Self::advance(&mut acct) {
+                Next::Ready => Next::ReadyNow,
+                next => next,
+            }
+        } else {
+            self.sign_ahead(&mut acct)
+        }
     }
 
     /// Gives account `a`'s next due transaction (intended at `intended`)
@@ -687,10 +756,15 @@ impl Engine {
 
     /// Settles transaction `c` of `a` (`None`: accepted, else refused for
     /// that reason): it leaves the window and frees its slot. A refused
-    /// transaction leaves its nonce to the next one.
-    fn settle(&self, a: usize, c: &Current, refused: Option<String>) {
+    /// transaction leaves its nonce to the next one. Returns `false` (and
+    /// does nothing) when `c` is no longer in the window: each transaction
+    /// is settled once.
+    fn settle(&self, a: usize, c: &Current, refused: Option<String>) -> bool {
         let now = self.secs(Instant::now());
         let mut acct = self.acct(a);
+        if !acct.window.iter().any(|p| p.tx.hash == c.hash) {
+            return false;
+        }
         let mut ledger = self.ledger();
         match &refused {
             None => ledger.accept(&c.hash, now),
@@ -723,14 +797,17 @@ impl Engine {
             }
             self.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
+        true
     }
 
     /// Handles `nonce too high` for `current`, the first unsettled
     /// transaction of `a`'s window: resends our own accepted-but-lost
     /// transactions from the pending nonce up ([`Again::Now`]: the window
-    /// goes again), or resynchronises when some are not ours (the window is
-    /// refused, its slots due again; `None`).
-    async fn heal_gap(&self, a: usize, current: &Current) -> Option<Again> {
+    /// goes again), or resynchronises when some are not ours (`rest`, the
+    /// run from `current` on, and what of the window is not in flight are
+    /// refused, their slots due again; `None`).
+    async fn heal_gap(&self, a: usize, rest: &[Current]) -> Option<Again> {
+        let current = &rest[0];
         let address = self.keys.addresses[a];
         let Ok(pending) = self.client(a).nonce(address, true).await else {
             return Some(Again::Timeout);
@@ -752,20 +829,26 @@ impl Engine {
             }
             None => {
                 self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
-                let window: Vec<Current> = self.acct(a).window.iter().cloned().collect();
-                for c in &window {
-                    self.settle(a, c, Some("nonce too high".to_string()));
-                }
+                // Those in flight in other requests settle on their own answers.
+                let window: Vec<Current> = {
+                    let acct = self.acct(a);
+                    let idle = acct.window.iter().filter(|p| !p.sending);
+                    let idle = idle.map(|p| p.tx.clone());
+                    rest.iter().cloned().chain(idle).collect()
+                };
+                let settled = window
+                    .iter()
+                    .filter(|c| self.settle(a, c, Some("nonce too high".to_string())))
+                    .count();
                 let mut acct = self.acct(a);
                 acct.next_nonce = pending;
                 acct.holes.clear();
                 acct.presigned.clear();
                 // The freed slots are replaced so the account still sends its share.
-                for _ in &window {
+                for _ in 0..settled {
                     acct.slots.push_front(None);
                 }
-                self.outstanding
-                    .fetch_add(window.len() as u64, Ordering::SeqCst);
+                self.outstanding.fetch_add(settled as u64, Ordering::SeqCst);
                 None
             }
         }
@@ -832,19 +915,23 @@ impl Engine {
     }
 
     /// Decides what follows the answers to account `a`'s `run`, in nonce
-    /// order. Once one must be sent again, every later one stays in the
-    /// window to go again with it, in order (those the node took are
+    /// order. Once one must be sent again, every later one of the run stays
+    /// in the window to go again with it, in order (those the node took are
     /// counted accepted now and answer `already known` then).
     async fn handle(self: &Arc<Self>, a: usize, run: &[Current], outcomes: Vec<Outcome>) {
         let mut again: Option<Again> = None;
-        for (c, outcome) in run.iter().zip(outcomes) {
+        for (i, (c, outcome)) in run.iter().zip(outcomes).enumerate() {
             match outcome {
-                Outcome::Accepted if again.is_none() => self.settle(a, c, None),
+                Outcome::Accepted if again.is_none() => {
+                    self.settle(a, c, None);
+                }
                 Outcome::Accepted => {
                     let now = self.secs(Instant::now());
                     self.ledger().accept(&c.hash, now);
                 }
-                Outcome::Rejected(reason) => self.settle(a, c, Some(reason)),
+                Outcome::Rejected(reason) => {
+                    self.settle(a, c, Some(reason));
+                }
                 Outcome::NonceTooLow => {
                     // Our own earlier submission may have been included (a
                     // timeout that was not one); the block scan decides.
@@ -853,7 +940,11 @@ impl Engine {
                 }
                 // Behind one to send again: it goes again after it.
                 Outcome::NonceTooHigh if again.is_some() => {}
-                Outcome::NonceTooHigh => match self.heal_gap(a, c).await {
+                // Its predecessor is on its way in another request.
+                Outcome::NonceTooHigh if self.acct(a).behind(c.nonce) => {
+                    again = Some(Again::Busy);
+                }
+                Outcome::NonceTooHigh => match self.heal_gap(a, &run[i..]).await {
                     Some(next) => again = Some(next),
                     None => break,
                 },
@@ -870,27 +961,32 @@ impl Engine {
                 }
             }
         }
-        match again {
-            Some(Again::Timeout) => {
-                let (floor, ceiling) = (Duration::from_millis(100), Duration::from_secs(5));
-                return self.retry_later(a, floor, ceiling);
-            }
-            Some(Again::Busy) => {
-                let (floor, ceiling) = (Duration::from_millis(20), Duration::from_secs(2));
-                return self.retry_later(a, floor, ceiling);
-            }
-            Some(Again::Now) | None => {}
-        }
         let next = {
             let mut acct = self.acct(a);
-            if acct.slots.is_empty() && acct.window.is_empty() {
-                acct.busy = false;
+            acct.requests = acct.requests.saturating_sub(1);
+            // What was not settled goes again.
+            for c in run {
+                acct.resend(&c.hash);
+            }
+            if acct.queued || !self.has_work(&acct) {
                 Next::Nothing
             } else {
-                Self::advance(&mut acct)
+                acct.queued = true;
+                match again {
+                    Some(Again::Busy) => {
+                        Next::Later(Duration::from_millis(20), Duration::from_secs(2))
+                    }
+                    Some(Again::Timeout) => {
+                        Next::Later(Duration::from_millis(100), Duration::from_secs(5))
+                    }
+                    Some(Again::Now) | None => Self::advance(&mut acct),
+                }
             }
         };
-        self.follow(a, next);
+        match next {
+            Next::Later(floor, ceiling) => self.retry_later(a, floor, ceiling),
+            next => self.follow(a, next),
+        }
     }
 
     /// Resends, in nonce order per sender, the accepted transactions not yet

@@ -76,6 +76,22 @@ impl ReadyQueue {
         }
     }
 
+    /// Queues account `a` to leave without waiting for company: an account
+    /// with more work than one request carries (a sender with several
+    /// transactions in flight) goes out at once in the next request.
+    pub fn push_now(&self, a: usize) {
+        {
+            let mut s = self.lock();
+            if s.accounts.is_empty() {
+                s.since = Instant::now()
+                    .checked_sub(LINGER)
+                    .unwrap_or_else(Instant::now);
+            }
+            s.accounts.push_back(a);
+        }
+        self.notify.notify_one();
+    }
+
     /// Waits for the next batch and puts it in `out`; returns `false`
     /// (leaving `out` empty) once the queue is empty and `finished` says the
     /// run is over.
@@ -153,6 +169,17 @@ mod tests {
         assert!(t.elapsed() >= LINGER);
         assert!(!q.take(&mut out, || true).await);
         assert!(out.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_account_pushed_now_leaves_without_the_linger() {
+        let q = ReadyQueue::new(3);
+        q.push_now(7);
+        let mut out = Vec::new();
+        let t = Instant::now();
+        assert!(q.take(&mut out, || false).await);
+        assert_eq!(out, [7]);
+        assert!(t.elapsed() < LINGER, "{:?}", t.elapsed());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,15 +7,19 @@
 //!   committed TPS.
 //! - [`rpc`]: how fast abcid answers `eth_getLogs` over a long chain and
 //!   `eth_getBlockReceipts` of a full block, idle and under load.
+//! - [`zipf`]: a Zipf sender mix at a fixed rate with pipelined nonces
+//!   (`--per-sender`) on abcid's `nonce-queue`: committed against offered.
 
 pub mod agent;
 pub mod fund;
 pub mod profiler;
 pub mod rpc;
 pub mod stats;
+pub mod zipf;
 
 pub use agent::{agent, raw_sign_rate, AgentBench};
 pub use fund::{fund, FundBench, FundBenchPlan};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
 pub use rpc::{rpc, RpcBench, RpcBenchPlan};
 pub use stats::RatioEstimate;
+pub use zipf::{zipf, ZipfBench, ZipfBenchPlan};

@@ -1,5 +1,5 @@
 //! `feth bench agent` (and the sink it runs against), `feth bench fund`,
-//! `feth bench profiler` and `feth bench rpc`.
+//! `feth bench profiler`, `feth bench rpc` and `feth bench zipf`.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use super::args::emit;
 use super::fund::Via;
-use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER};
 use crate::{bench, fund};
 
 /// `feth bench …`
@@ -34,6 +34,10 @@ enum What {
     /// How fast abcid answers eth_getLogs over a long ERC-20 chain and eth_getBlockReceipts
     /// of a full block, idle against under load (ABBA), on a devnet of its own.
     Rpc(RpcBenchArgs),
+    /// A Zipf sender mix at a fixed rate with pipelined nonces (--per-sender) on a devnet of
+    /// its own with abcid's nonce-queue: committed TPS over the sending window against the
+    /// offered rate, p99 inclusion latency in blocks, drain tail.
+    Zipf(ZipfBenchArgs),
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
@@ -199,6 +203,66 @@ struct RpcBenchArgs {
     json: bool,
 }
 
+/// `feth bench zipf`.
+#[derive(Debug, Args)]
+struct ZipfBenchArgs {
+    /// Funded senders.
+    #[arg(long, default_value_t = 1_000)]
+    senders: usize,
+    /// Offered rate, tx/s.
+    #[arg(long, default_value_t = 1_000.0)]
+    rate: f64,
+    /// Seconds of sending.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Sender mix: `zipf:S,V` (Zipf-Mandelbrot) or `uniform`.
+    #[arg(long, default_value = "zipf:1.1,2")]
+    accounts: String,
+    /// Transactions in flight per sender.
+    #[arg(long, default_value_t = 16,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
+    per_sender: u64,
+    /// Consecutive nonces of one sender per request.
+    #[arg(long, default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
+    per_request: u64,
+    /// The devnet's CometBFT `timeout_commit`.
+    #[arg(long, default_value = "500ms")]
+    timeout_commit: String,
+    /// abcid's patches on the devnet.
+    #[arg(long, default_value = "all,nonce-queue")]
+    patches: String,
+    /// The devnet's block gas limit.
+    #[arg(long, default_value_t = crate::devnet::DEFAULT_BLOCK_GAS_LIMIT)]
+    block_gas_limit: u64,
+    /// Print the figures as JSON on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ZipfBenchArgs {
+    /// The benchmark's plain plan.
+    fn plan(&self) -> Result<bench::ZipfBenchPlan> {
+        if !(self.rate > 0.0 && self.duration > 0.0) {
+            bail!("--rate and --duration must be positive");
+        }
+        if self.senders == 0 {
+            bail!("--senders must be at least 1");
+        }
+        Ok(bench::ZipfBenchPlan {
+            senders: self.senders,
+            rate: self.rate,
+            duration_secs: self.duration,
+            accounts: self.accounts.clone(),
+            per_sender: self.per_sender as usize,
+            per_request: self.per_request.min(self.per_sender) as usize,
+            timeout_commit: self.timeout_commit.clone(),
+            patches: self.patches.clone(),
+            block_gas_limit: self.block_gas_limit,
+        })
+    }
+}
+
 impl RpcBenchArgs {
     /// The benchmark's plain plan.
     fn plan(self) -> bench::RpcBenchPlan {
@@ -255,6 +319,10 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             let json = args.json;
             let r = bench::rpc(args.plan()).await?;
             emit(json, &r, |out| print_rpc_bench(out, &r))
+        }
+        What::Zipf(args) => {
+            let r = bench::zipf(args.plan()?).await?;
+            emit(args.json, &r, |out| print_zipf_bench(out, &r))
         }
         What::Fund(args) => {
             let json = args.json;
@@ -446,6 +514,54 @@ fn verdict_at_least(r: &bench::RatioEstimate, floor: f64) -> &'static str {
     } else {
         "NOT met"
     }
+}
+
+fn print_zipf_bench(out: &mut dyn Write, r: &bench::ZipfBench) -> std::io::Result<()> {
+    let p = &r.plan;
+    writeln!(
+        out,
+        "committed    {:.1} tx/s over the {:.0} s sending window, {:.1} % of the {:.0} tx/s offered",
+        r.committed_tps,
+        p.duration_secs,
+        r.committed_share * 100.0,
+        p.rate
+    )?;
+    writeln!(
+        out,
+        "latency      p99 {:.0} ms = {:.2} blocks of {:.0} ms (intended send → block header time)",
+        r.p99_ms, r.p99_blocks, r.block_ms
+    )?;
+    writeln!(
+        out,
+        "drain tail   {} transaction(s) committed after the window, the last {:.0} s after it",
+        r.drain_txs, r.drain_secs
+    )?;
+    let [signed, included, rejected, unresolved] = r.totals;
+    writeln!(
+        out,
+        "totals       {signed} signed = {included} included + {rejected} rejected + {unresolved} unresolved; hottest sender's share {:.1} %",
+        r.hottest_share * 100.0
+    )?;
+    if let Some(limited) = &r.agent_limited {
+        writeln!(
+            out,
+            "WARNING      the agent, not the chain, limited the offered rate: {}",
+            limited.reason
+        )?;
+    }
+    writeln!(
+        out,
+        "conditions   {} senders, --accounts {}, --per-sender {}, --per-request {}; {}; timeout_commit {}, block gas limit {}, {} CPUs shared by agent and node, {}",
+        p.senders,
+        p.accounts,
+        p.per_sender,
+        p.per_request,
+        r.client_version,
+        p.timeout_commit,
+        p.block_gas_limit,
+        r.cpus,
+        if r.on_tmpfs { "devnet on tmpfs" } else { "devnet on disk" }
+    )
 }
 
 fn print_fund_bench(out: &mut dyn Write, r: &bench::FundBench) -> std::io::Result<()> {

@@ -185,6 +185,39 @@ struct Current {
     nonce: u64,
 }
 
+/// Transactions signed ahead, by nonce (few: at most one request's worth).
+/// Emptied, it gives its memory back, so an idle account costs none.
+#[derive(Debug, Default)]
+struct Presigned(Vec<(u64, SignedTx)>);
+
+impl Presigned {
+    fn contains(&self, nonce: u64) -> bool {
+        self.0.iter().any(|(n, _)| *n == nonce)
+    }
+
+    fn insert(&mut self, nonce: u64, tx: SignedTx) {
+        self.0.retain(|(n, _)| *n != nonce);
+        self.0.push((nonce, tx));
+    }
+
+    fn take(&mut self, nonce: u64) -> Option<SignedTx> {
+        let i = self.0.iter().position(|(n, _)| *n == nonce)?;
+        let (_, tx) = self.0.swap_remove(i);
+        if self.0.is_empty() {
+            self.0 = Vec::new();
+        }
+        Some(tx)
+    }
+
+    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        self.0.retain(|(n, _)| keep(*n));
+    }
+
+    fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+}
+
 /// A transaction of a sender's window.
 #[derive(Debug)]
 struct Pending {
@@ -212,7 +245,7 @@ struct Acct {
     /// The account waits for the signer to queue it for a worker.
     waiting_sign: bool,
     /// Signed ahead, by nonce.
-    presigned: BTreeMap<u64, SignedTx>,
+    presigned: Presigned,
     /// Submitted and not yet settled, in nonce order: in flight, or to resend.
     window: VecDeque<Pending>,
     /// Accepted, not known to be committed: nonce → hash (pruned from the
@@ -238,10 +271,14 @@ impl Acct {
         })
     }
 
-    /// Forgets the transaction `hash` of the window.
+    /// Forgets the transaction `hash` of the window (an emptied window
+    /// gives its memory back: most accounts are idle most of the time).
     fn drop_from_window(&mut self, hash: &B256) {
         if let Some(i) = self.window.iter().position(|p| p.tx.hash == *hash) {
             self.window.remove(i);
+        }
+        if self.window.is_empty() {
+            self.window = VecDeque::new();
         }
     }
 
@@ -497,7 +534,7 @@ impl Engine {
         let room = self.per_sender().saturating_sub(acct.window.len());
         let n = acct.slots.len().clamp(1, room.max(1));
         acct.upcoming(n)
-            .filter(|nonce| !acct.presigned.contains_key(nonce))
+            .filter(|nonce| !acct.presigned.contains(*nonce))
             .collect()
     }
 
@@ -509,7 +546,7 @@ impl Engine {
     /// account's lock is released, so a thread woken by the hand-off never
     /// waits on that lock.
     fn advance(acct: &mut Acct) -> Next {
-        let signed = acct.upcoming(1).all(|n| acct.presigned.contains_key(&n));
+        let signed = acct.upcoming(1).all(|n| acct.presigned.contains(n));
         if acct.has_resends() || acct.slots.is_empty() || signed {
             Next::Ready
         } else {
@@ -531,7 +568,7 @@ impl Engine {
         let room = self.per_sender().saturating_sub(acct.window.len()).max(1);
         let signed = acct
             .upcoming(acct.slots.len().min(room))
-            .all(|n| acct.presigned.contains_key(&n));
+            .all(|n| acct.presigned.contains(n));
         if signed {
             Next::Nothing
         } else {
@@ -722,7 +759,7 @@ impl Engine {
         now: f64,
     ) -> Current {
         let nonce = acct.allot_nonce();
-        let tx = match acct.presigned.remove(&nonce) {
+        let tx = match acct.presigned.take(nonce) {
             Some(tx) => tx,
             None => self.sign(a, nonce),
         };
@@ -866,8 +903,7 @@ impl Engine {
         // The nonces below are taken on the chain.
         acct.holes.retain(|n| *n >= pending);
         let (next, holes) = (acct.next_nonce, std::mem::take(&mut acct.holes));
-        acct.presigned
-            .retain(|n, _| *n >= next || holes.contains(n));
+        acct.presigned.retain(|n| n >= next || holes.contains(&n));
         acct.holes = holes;
     }
 

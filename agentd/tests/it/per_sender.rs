@@ -152,6 +152,7 @@ async fn geth_sender() -> (GethDev, KeySet, u64, tempfile::TempDir) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs geth: bash scripts/setup.sh --test"]
 async fn one_pipelined_sender_sustains_1000_tx_s_on_geth_dev_in_parallel_requests() {
     let (geth, keys, before, _dir) = geth_sender().await;
     let sender = keys.addresses[0];
@@ -161,6 +162,7 @@ async fn one_pipelined_sender_sustains_1000_tx_s_on_geth_dev_in_parallel_request
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs geth: bash scripts/setup.sh --test"]
 async fn one_pipelined_sender_sustains_1000_tx_s_on_geth_dev_in_one_ordered_batch() {
     let (geth, keys, before, _dir) = geth_sender().await;
     let sender = keys.addresses[0];
@@ -168,4 +170,100 @@ async fn one_pipelined_sender_sustains_1000_tx_s_on_geth_dev_in_one_ordered_batc
     let report = one_sender(geth.url(), keys, K).await;
     let rate = committed_rate(&geth.client(), sender, before, &report).await;
     assert!(rate >= BAR, "one sender committed {rate:.0} tx/s < {BAR}");
+}
+
+/// Closed loop: `count` transactions from each of `keys` with `k` in flight
+/// per sender, all `k` in one ordered request.
+fn ordered(net: &TestNet, senders: usize, count: u64, k: usize) -> LoadSettings {
+    let mut plan = LoadPlan::transfers(RateSchedule::Closed, senders);
+    plan.per_account = Some(count);
+    plan.per_sender = k;
+    plan.per_request = k;
+    let mut settings = LoadSettings::new(&net.web3(), plan);
+    settings.wait = Duration::from_secs(60);
+    settings
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_mempool_mid_run_backs_off_and_resends_the_rest_in_order() {
+    // 20 transactions fill CometBFT's mempool: ordered runs of 8 nonces from
+    // 4 senders are refused part-way and go again from the refused one on.
+    let net = TestNet::start_with(|o| {
+        o.patches = "all,nonce-queue".to_string();
+        o.mempool_size = 20;
+        o.timeout_commit = "500ms".to_string();
+    })
+    .await;
+    let (keys, _dir) = crate::common::funded(&net, 4, 23).await;
+    let client = net.client();
+    let mut before = Vec::new();
+    for a in &keys.addresses {
+        before.push(client.nonce(*a, false).await.unwrap());
+    }
+    let report = load::run(ordered(&net, 4, 25, 8), keys.clone())
+        .await
+        .unwrap();
+    let t = &report.totals;
+    assert!(report.backoffs > 0, "a 20-transaction mempool must fill up");
+    assert_eq!(
+        (t.signed, t.included, t.rejected, t.unresolved),
+        (100, 100, 0, 0),
+        "{t:?}"
+    );
+    for (a, n) in keys.addresses.iter().zip(before) {
+        let txs = ours(
+            &client,
+            *a,
+            report.chain.first_block,
+            report.chain.last_block,
+        )
+        .await;
+        let nonces: Vec<u64> = txs.iter().map(|x| x.2).collect();
+        assert_eq!(
+            nonces,
+            (n..n + 25).collect::<Vec<_>>(),
+            "{a}: every nonce once, in order"
+        );
+        assert_eq!(client.nonce(*a, false).await.unwrap(), n + 25);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_transaction_in_flight_per_hot_sender_is_reported_as_the_agents_limit() {
+    let net = TestNet::start_with(|o| o.patches = "all,nonce-queue".to_string()).await;
+    let (keys, _dir) = crate::common::funded(&net, 1, 24).await;
+    let run = |k: usize| {
+        let mut plan = LoadPlan::transfers(RateSchedule::Fixed(100.0), 1);
+        plan.duration = Some(Duration::from_secs(2));
+        plan.per_sender = k;
+        let mut settings = LoadSettings::new(&net.web3(), plan);
+        settings.wait = Duration::from_secs(60);
+        load::run(settings, keys.clone())
+    };
+    // One at a time, a ~30 ms round trip each: about 33 tx/s of the 100 offered.
+    let one = run(1).await.unwrap();
+    let limited = one
+        .agent_limited
+        .as_ref()
+        .expect("the agent limited the run");
+    assert!(limited.schedule_lag_ms > 1000.0, "{limited:?}");
+    assert!(limited.reason.contains("--per-sender 1"), "{limited:?}");
+    assert_eq!(one.totals.included, 200, "{:?}", one.totals);
+    // Sixteen in flight keep up: the chain, not the agent, sets the pace.
+    let pipelined = run(16).await.unwrap();
+    assert_eq!(
+        pipelined.agent_limited, None,
+        "{:?}",
+        pipelined.schedule_lag_ms
+    );
+    assert_eq!(pipelined.totals.included, 200, "{:?}", pipelined.totals);
+    let json = serde_json::to_value(&one).unwrap();
+    assert!(
+        json["agent_limited"]["max_backlog"].as_u64().unwrap() > 1,
+        "{json:?}"
+    );
+    assert!(serde_json::to_value(&pipelined)
+        .unwrap()
+        .get("agent_limited")
+        .is_none());
 }

@@ -252,3 +252,65 @@ async fn erc20_workload_deploys_hands_out_and_transfers() {
     // The deployer: 20 prepare transactions (deploy + 19 hand-outs) + its 10.
     assert_eq!(client.nonce(deployer, false).await.unwrap(), 30);
 }
+
+/// Transfers of more tokens than a sender still holds revert (receipt
+/// status 0): they are included, counted apart as reverted, in the totals
+/// and per second, as the chain's receipts say; latency is read from
+/// CometBFT's ns header times, which the devnet's abcid names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erc20_transfers_past_the_balance_revert_and_are_counted_apart() {
+    let net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, 5, 6).await;
+    let mut s = settings(&net, RateSchedule::Closed, Some(4), None, 5);
+    s.plan.workload = WorkloadKind::Erc20;
+    // Each sender holds 10^9 tokens: two transfers of 4·10^8 go through,
+    // the next two revert.
+    s.plan.value = U256::from(400_000_000u64);
+    let report = load::run(s, keys.clone()).await.unwrap();
+    assert_agrees_with_chain(&net.client(), &keys, &report).await;
+    let t = &report.totals;
+    assert_eq!((t.included, t.reverted, t.rejected), (20, 10, 0), "{t:?}");
+    let per_second: u64 = report.series.iter().map(|s| s.reverted).sum();
+    assert_eq!(per_second, 10);
+    let window_reverted = reverted_in_window(&net.client(), &keys, &report).await;
+    assert_eq!(window_reverted, 10, "the chain's receipts");
+    let token = keys.addresses[0].create(0);
+    for holder in &keys.addresses {
+        let balance = feth::load::erc20::balance_of(&net.client(), token, *holder)
+            .await
+            .unwrap();
+        assert_eq!(balance, U256::from(200_000_000u64), "{holder}");
+    }
+    // Header times in ns, from the CometBFT RPC abcid names.
+    assert!(
+        report.latency_ms.block_time_resolution_ms < 1.0,
+        "{}",
+        report.block_clock
+    );
+    assert!(
+        report.latency_ms.to_block_time.p50 > 0.0,
+        "{:?}",
+        report.latency_ms
+    );
+}
+
+/// Our transactions in the run's window whose receipt has status 0.
+async fn reverted_in_window(client: &EthClient, keys: &KeySet, r: &LoadReport) -> u64 {
+    let ours: std::collections::HashSet<_> = keys.addresses.iter().copied().collect();
+    let mut n = 0;
+    for h in r.chain.first_block..=r.chain.last_block {
+        let receipts: Vec<serde_json::Value> = client
+            .call(
+                "eth_getBlockReceipts",
+                serde_json::json!([format!("0x{h:x}")]),
+            )
+            .await
+            .unwrap();
+        for receipt in receipts {
+            let from: alloy_primitives::Address =
+                receipt["from"].as_str().unwrap().parse().unwrap();
+            n += u64::from(ours.contains(&from) && receipt["status"] == "0x0");
+        }
+    }
+    n
+}

@@ -230,6 +230,61 @@ async fn abcid_restarted_mid_run_every_tx_is_accounted_for() {
     );
 }
 
+/// A node down for more than a minute mid-run: the agent neither stops nor
+/// hammers it (each sender backs off to one try per 5 s: at most about 20
+/// resends each over the outage, where one per 100 ms would be 650), and
+/// once it is back every transaction is accounted for from the chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_down_for_over_a_minute_is_waited_for_not_hammered() {
+    const SENDERS: u64 = 50;
+    const OUTAGE: Duration = Duration::from_secs(65);
+    let mut net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, SENDERS as usize, 7).await;
+    let mut s = settings(
+        &net,
+        RateSchedule::Fixed(100.0),
+        None,
+        Some(80),
+        SENDERS as usize,
+    );
+    s.wait = Duration::from_secs(120);
+    let load = {
+        let keys = keys.clone();
+        tokio::spawn(async move { load::run(s, keys).await })
+    };
+    let watcher = net.client();
+    let watched = keys.clone();
+    wait_until(
+        "the load's first transactions are committed",
+        Duration::from_secs(30),
+        || {
+            let (w, k) = (&watcher, &watched);
+            async move { committed_by(w, k).await >= SENDERS }
+        },
+    )
+    .await;
+    net.kill_abcid();
+    // The fault itself: the node stays down this long.
+    tokio::time::sleep(OUTAGE).await;
+    assert!(!load.is_finished(), "the load gave up during the outage");
+    net.devnet.restart().await.unwrap();
+    let report = load.await.unwrap().unwrap();
+    assert_agrees_with_chain(&net.client(), &keys, &report).await;
+    let t = &report.totals;
+    assert_eq!((t.unresolved, t.rejected), (0, 0), "{t:?}");
+    assert_eq!(t.included, committed_by(&net.client(), &keys).await);
+    assert!(
+        t.signed >= 100 * 78,
+        "the schedule's transactions were all sent: {t:?}"
+    );
+    let per_sender = report.resends / SENDERS;
+    assert!(
+        report.resends > 0 && per_sender <= 30,
+        "{} resends over a {OUTAGE:?} outage ({per_sender} per sender)",
+        report.resends
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erc20_workload_deploys_hands_out_and_transfers() {
     let net = TestNet::start().await;

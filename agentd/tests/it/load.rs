@@ -191,28 +191,39 @@ async fn a_tiny_mempool_backs_off_per_sender_and_loses_nothing() {
     assert_eq!(committed_by(&net.client(), &keys).await, 400);
 }
 
+/// Starts a load in a task and returns once `landed` of its transactions
+/// are committed.
+async fn start_landing(
+    net: &TestNet,
+    s: LoadSettings,
+    keys: &KeySet,
+    landed: u64,
+) -> tokio::task::JoinHandle<anyhow::Result<LoadReport>> {
+    let load = {
+        let keys = keys.clone();
+        tokio::spawn(async move { load::run(s, keys).await })
+    };
+    let watcher = net.client();
+    wait_until(
+        "the load's first transactions are committed",
+        Duration::from_secs(30),
+        || {
+            let w = &watcher;
+            async move { committed_by(w, keys).await >= landed }
+        },
+    )
+    .await;
+    load
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abcid_restarted_mid_run_every_tx_is_accounted_for() {
     let mut net = TestNet::start().await;
     let (keys, _dir) = funded(&net, 50, 4).await;
     let mut s = settings(&net, RateSchedule::Fixed(100.0), None, Some(20), 50);
     s.wait = Duration::from_secs(90);
-    let load = {
-        let keys = keys.clone();
-        tokio::spawn(async move { load::run(s, keys).await })
-    };
     // Kill once the run's transactions are landing (it sends for 20 s).
-    let watcher = net.client();
-    let watched = keys.clone();
-    wait_until(
-        "the load's first transactions are committed",
-        Duration::from_secs(30),
-        || {
-            let (w, k) = (&watcher, &watched);
-            async move { committed_by(w, k).await >= 50 }
-        },
-    )
-    .await;
+    let load = start_landing(&net, s, &keys, 50).await;
     net.kill_abcid();
     net.devnet.restart().await.unwrap();
     let report = load.await.unwrap().unwrap();
@@ -248,21 +259,7 @@ async fn a_node_down_for_over_a_minute_is_waited_for_not_hammered() {
         SENDERS as usize,
     );
     s.wait = Duration::from_secs(120);
-    let load = {
-        let keys = keys.clone();
-        tokio::spawn(async move { load::run(s, keys).await })
-    };
-    let watcher = net.client();
-    let watched = keys.clone();
-    wait_until(
-        "the load's first transactions are committed",
-        Duration::from_secs(30),
-        || {
-            let (w, k) = (&watcher, &watched);
-            async move { committed_by(w, k).await >= SENDERS }
-        },
-    )
-    .await;
+    let load = start_landing(&net, s, &keys, SENDERS).await;
     net.kill_abcid();
     // The fault itself: the node stays down this long.
     tokio::time::sleep(OUTAGE).await;

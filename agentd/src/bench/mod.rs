@@ -11,6 +11,7 @@
 //!   (`--per-sender`) on abcid's `nonce-queue`: committed against offered.
 
 pub mod agent;
+pub mod background;
 pub mod fund;
 pub mod profiler;
 pub mod rpc;

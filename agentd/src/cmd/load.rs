@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use alloy_primitives::U256;
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::args::{emit, load_senders, NetworkArgs};
@@ -15,9 +16,10 @@ use crate::load::engine::{
 };
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::refill::RefillConfig;
 use crate::load::tally::TxsPerBlock;
 use crate::load::{self, LoadReport, LoadSettings};
-use crate::units;
+use crate::{keys, units};
 
 /// `--workload`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -93,7 +95,9 @@ pub struct LoadArgs {
     /// (the first account deploys a token and hands it to the others).
     #[arg(long, value_enum, default_value_t = WorkloadArg::Transfer)]
     workload: WorkloadArg,
-    /// Value of each transfer (wei, or with a unit).
+    /// Value of each transfer: wei (or with a unit) for value transfers,
+    /// token units for ERC-20 transfers (each sender holds 10^9; a transfer
+    /// past its balance reverts and is counted as reverted).
     #[arg(long, default_value = "1")]
     value: String,
     /// Per-request timeout, seconds.
@@ -126,6 +130,50 @@ pub struct LoadArgs {
     /// FILE as the run goes, so a run that is killed still leaves them.
     #[arg(long, value_name = "FILE")]
     series_out: Option<PathBuf>,
+    /// Top up senders that run low during the run, paid by this root key
+    /// file (mode 0600; not one of the senders).
+    #[arg(long, value_name = "FILE", requires = "refill_amount")]
+    refill_key: Option<PathBuf>,
+    /// Balance a low sender is topped up to: wei, or with a unit (`0.5eth`).
+    #[arg(long, value_name = "AMOUNT", requires = "refill_key")]
+    refill_amount: Option<String>,
+    /// A sender is low below this balance (default: a quarter of
+    /// --refill-amount).
+    #[arg(long, value_name = "AMOUNT", requires = "refill_key")]
+    refill_balance: Option<String>,
+    /// How often low senders are looked for.
+    #[arg(long, value_parser = parse_duration, default_value = "2s", requires = "refill_key")]
+    refill_interval: Duration,
+}
+
+impl LoadArgs {
+    /// The refill settings, when `--refill-key` is given.
+    fn refill(&self) -> Result<Option<RefillConfig>> {
+        let (Some(key), Some(amount)) = (&self.refill_key, &self.refill_amount) else {
+            return Ok(None);
+        };
+        let amount = units::parse_amount(amount).context("--refill-amount")?;
+        let below = match &self.refill_balance {
+            Some(b) => units::parse_amount(b).context("--refill-balance")?,
+            None => amount / U256::from(4u64),
+        };
+        if below >= amount {
+            bail!("--refill-balance must be below --refill-amount (a sender is topped up to the amount once below the balance)");
+        }
+        if self.refill_interval.is_zero() {
+            bail!("--refill-interval must be more than 0");
+        }
+        let root = keys::read_key_file(key)?;
+        let mut journal = self.keys.as_os_str().to_os_string();
+        journal.push(".refill.json");
+        Ok(Some(RefillConfig {
+            root,
+            amount,
+            below,
+            interval: self.refill_interval,
+            journal: PathBuf::from(journal),
+        }))
+    }
 }
 
 /// A duration: seconds, or a number with a unit `s`, `m`, `h` or `d`.
@@ -196,6 +244,12 @@ impl LoadArgs {
 /// Runs `feth load`.
 pub async fn run(args: LoadArgs) -> Result<()> {
     let keys = load_senders(&args.keys, args.senders)?;
+    let a_day = Duration::from_secs(load::rows::KEEP_SECONDS as u64);
+    if args.duration.is_some_and(|d| d > a_day) && args.series_out.is_none() {
+        eprintln!(
+            "warning: the report keeps the latest day of per-second rows; give --series-out FILE to keep them all"
+        );
+    }
     let settings = LoadSettings {
         endpoints: args.network.urls.clone(),
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),
@@ -207,6 +261,7 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         comet_rpc: args.comet_rpc.clone(),
         window_blocks: args.window_blocks,
         series_out: args.series_out.clone(),
+        refill: args.refill()?,
     };
     let report = match args.metrics {
         None => load::run(settings, keys).await?,
@@ -297,7 +352,23 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "recovery        {} back-offs, {} resends, {} nonce resyncs",
         r.backoffs, r.resends, r.resyncs
     )?;
-    print_blocks(out, r)
+    if let Some(f) = &r.refill {
+        writeln!(
+            out,
+            "refill          {} top-up(s) in {} round(s) ({:.1} s paying), {} wei paid, {} balance(s) read, {} failed round(s)",
+            f.topped_up, f.rounds, f.seconds, f.value_wei, f.balances_read, f.failed_rounds
+        )?;
+    }
+    print_blocks(out, r)?;
+    let d = &r.dropped;
+    if !d.is_none() {
+        writeln!(
+            out,
+            "kept            the report holds the latest rows only: {} older second(s), {} block(s) and {} window(s) are in the series file (--series-out); totals cover the whole run",
+            d.seconds, d.blocks, d.windows
+        )?;
+    }
+    Ok(())
 }
 
 fn print_latency(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
@@ -306,7 +377,7 @@ fn print_latency(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
     if resolution < 1.0 {
         writeln!(
             out,
-            "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block header time (CometBFT, ns)",
+            "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → commit (the next CometBFT header's time, ns)",
             b.p50, b.p90, b.p99, b.max
         )?;
     } else {

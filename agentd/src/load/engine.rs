@@ -31,6 +31,10 @@
 //!   (same hash) after a per-sender back-off (100 ms doubling to 5 s), so a
 //!   node down for minutes is neither hammered nor given up on. A refused
 //!   transaction leaves its nonce to the sender's next transaction.
+//! - With refills on ([`EngineConfig::refill`]), `insufficient funds` backs
+//!   the sender off (250 ms doubling to 5 s) and resends the same
+//!   transaction once [`super::refill`] has topped it up; otherwise it is a
+//!   rejection.
 //! - What was submitted is kept in the [`Ledger`] only while in flight.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -65,7 +69,8 @@ pub enum Recipients {
 pub enum Workload {
     /// A plain value transfer.
     Transfer,
-    /// `transfer(recipient, 1)` on an ERC-20 token.
+    /// `transfer(recipient, value)` on an ERC-20 token (the plan's value in
+    /// token units).
     Erc20 {
         /// The token.
         token: Address,
@@ -78,7 +83,7 @@ pub enum Workload {
 pub enum WorkloadKind {
     /// Value transfers.
     Transfer,
-    /// ERC-20 `transfer(recipient, 1)` calls.
+    /// ERC-20 `transfer(recipient, value)` calls.
     Erc20,
 }
 
@@ -119,7 +124,7 @@ pub struct LoadPlan {
     pub recipients: Recipients,
     /// What each transaction does.
     pub workload: WorkloadKind,
-    /// Value per transfer, wei.
+    /// Value per transfer: wei, or token units for ERC-20 transfers.
     pub value: U256,
 }
 
@@ -158,6 +163,9 @@ pub struct EngineConfig {
     pub fee: Fee,
     /// EIP-155 chain id.
     pub chain_id: u64,
+    /// Senders refused for insufficient funds wait to be topped up (see
+    /// [`super::refill`]) instead of having the transaction rejected.
+    pub refill: bool,
 }
 
 /// Live counters for the progress line.
@@ -253,6 +261,8 @@ struct Acct {
     unconfirmed: BTreeMap<u64, B256>,
     backoff: Duration,
     sent: u64,
+    /// Refused for insufficient funds since the refill task last asked.
+    starved: bool,
     /// When the node last answered this account, seconds since the run began.
     answered: f64,
 }
@@ -342,14 +352,16 @@ enum Next {
 enum Outcome {
     Accepted,
     Busy,
+    InsufficientFunds(String),
     Timeout,
     NonceTooLow,
     NonceTooHigh,
     Rejected(String),
 }
 
-/// Why a sender's request must be sent again.
-#[derive(Clone, Copy)]
+/// Why a sender's request must be sent again, the longest back-off last
+/// (of several in one request, the longest wins).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Again {
     /// At once (its own lost transactions were resent first).
     Now,
@@ -357,6 +369,8 @@ enum Again {
     Busy,
     /// After a back-off: a timeout or a node out of reach.
     Timeout,
+    /// After a back-off: insufficient funds, until a refill tops it up.
+    Starved,
 }
 
 fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
@@ -375,6 +389,8 @@ fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
                 Outcome::NonceTooLow
             } else if m.contains("nonce too high") {
                 Outcome::NonceTooHigh
+            } else if m.contains("insufficient funds") {
+                Outcome::InsufficientFunds(reason(&message))
             } else {
                 Outcome::Rejected(reason(&message))
             }
@@ -435,6 +451,28 @@ impl Engine {
             sign_jobs: Mutex::new(None),
             fresh: AtomicU64::new(0),
         })
+    }
+
+    /// First submissions of account `a` so far.
+    pub fn sent_by(&self, a: usize) -> u64 {
+        self.acct(a).sent
+    }
+
+    /// The accounts refused for insufficient funds since the last call.
+    pub fn take_starved(&self) -> Vec<usize> {
+        (0..self.accts.len())
+            .filter(|&a| std::mem::take(&mut self.acct(a).starved))
+            .collect()
+    }
+
+    /// The most one transaction can cost its sender: gas limit times the
+    /// fee cap, plus the value.
+    pub fn max_cost_per_tx(&self) -> U256 {
+        let value = match self.cfg.workload {
+            Workload::Transfer => self.cfg.plan.value,
+            Workload::Erc20 { .. } => U256::ZERO,
+        };
+        crate::fees::max_cost(self.cfg.fee, self.cfg.gas_limit) + value
     }
 
     /// Workers, i.e. requests in flight at most.
@@ -506,7 +544,7 @@ impl Engine {
             Workload::Erc20 { token } => (
                 token,
                 U256::ZERO,
-                super::erc20::transfer_call(to, U256::from(1u64)),
+                super::erc20::transfer_call(to, self.cfg.plan.value),
             ),
         };
         sign::sign(
@@ -986,14 +1024,19 @@ impl Engine {
                 },
                 Outcome::Timeout => {
                     self.counters.resends.fetch_add(1, Ordering::Relaxed);
-                    again = Some(match again {
-                        Some(Again::Busy) => Again::Busy,
-                        _ => Again::Timeout,
-                    });
+                    again = Some(again.map_or(Again::Timeout, |g| g.max(Again::Timeout)));
                 }
                 Outcome::Busy => {
                     self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
-                    again = Some(Again::Busy);
+                    again = Some(again.map_or(Again::Busy, |g| g.max(Again::Busy)));
+                }
+                Outcome::InsufficientFunds(_) if self.cfg.refill => {
+                    self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
+                    self.acct(a).starved = true;
+                    again = Some(Again::Starved);
+                }
+                Outcome::InsufficientFunds(reason) => {
+                    self.settle(a, c, Some(reason));
                 }
             }
         }
@@ -1014,6 +1057,9 @@ impl Engine {
                     }
                     Some(Again::Timeout) => {
                         Next::Later(Duration::from_millis(100), Duration::from_secs(5))
+                    }
+                    Some(Again::Starved) => {
+                        Next::Later(Duration::from_millis(250), Duration::from_secs(5))
                     }
                     Some(Again::Now) | None => Self::advance(&mut acct),
                 }

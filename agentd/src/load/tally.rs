@@ -2,7 +2,8 @@
 //! the transactions sent: totals, latency histograms, one row per second
 //! (finished once it can no longer change, then handed to the sidecar),
 //! one row per block, windows of `--window-blocks` blocks and the
-//! transactions-per-block histogram.
+//! transactions-per-block histogram. The committed figures are running sums;
+//! of the rows, only the latest are kept in memory ([`super::rows`]).
 //!
 //! A second `s` is finished once the agent's clock is 2 s past it (nothing
 //! more is sent or accepted in it) and a block stamped after it was read
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::hist::LogHist;
 use super::pick::RateSchedule;
 use super::report::{BlockRow, ChainFigures, Latencies, Second, Totals};
+use super::rows::{Dropped, Latest, KEEP_BLOCKS, KEEP_SECONDS, KEEP_WINDOWS};
 
 /// Seconds the agent's clock must be past a second before it is finished.
 const SETTLE_SECONDS: f64 = 2.0;
@@ -61,6 +63,8 @@ pub enum Line {
     Second(Second),
     /// A finished window of blocks.
     Window(WindowRow),
+    /// A block read from the chain.
+    Block(BlockRow),
 }
 
 /// What one of our included transactions contributes.
@@ -118,6 +122,16 @@ struct OpenSecond {
     observed: Vec<f64>,
 }
 
+/// The last block read that held one of ours.
+#[derive(Debug, Clone, Copy)]
+struct LastOurs {
+    number: u64,
+    timestamp: u64,
+    time: f64,
+    /// All transactions in the blocks read up to it.
+    all_txs: u64,
+}
+
 #[derive(Debug, Clone)]
 struct OpenWindow {
     row: WindowRow,
@@ -132,7 +146,10 @@ pub struct Tally {
     pub totals: Totals,
     /// Accepted by a node.
     pub accepted: u64,
-    /// Intended send → block header time, ms.
+    /// Intended send → the including block's commit time, ms: the next
+    /// block's header time when header times are CometBFT's (BFT time: a
+    /// header carries the median time of the precommits of the block before
+    /// it), else the block's own timestamp.
     pub to_block_time: LogHist,
     /// Intended send → block seen, ms.
     pub to_observed: LogHist,
@@ -145,16 +162,23 @@ pub struct Tally {
     pub lag_own: LogHist,
     /// Whether some block's header time was known in ns.
     pub ns_clock: bool,
+    /// Intended send times of ours in the last block read whose commit time
+    /// is the next header's.
+    awaiting_commit: Vec<f64>,
     open: BTreeMap<u64, OpenSecond>,
     next_second: u64,
     /// Latest block's header time, seconds since the run began.
     block_clock: f64,
-    series: Vec<Second>,
-    blocks: Vec<BlockRow>,
-    block_times: Vec<f64>,
-    last_ours: Option<usize>,
+    series: Latest<Second>,
+    blocks: Latest<BlockRow>,
+    first_block: Option<u64>,
+    /// Header time of the last block read, seconds since the epoch.
+    last_time: Option<f64>,
+    /// All transactions in the blocks read.
+    all_txs: u64,
+    last_ours: Option<LastOurs>,
     window: Option<OpenWindow>,
-    windows: Vec<WindowRow>,
+    windows: Latest<WindowRow>,
     per_block: BTreeMap<u64, u64>,
     out: Vec<Line>,
     send_end: Option<f64>,
@@ -177,14 +201,17 @@ impl Tally {
             lag_total: LogHist::default(),
             lag_own: LogHist::default(),
             ns_clock: false,
+            awaiting_commit: Vec::new(),
             open: BTreeMap::new(),
             next_second: 0,
-            series: Vec::new(),
-            blocks: Vec::new(),
-            block_times: Vec::new(),
+            series: Latest::new(KEEP_SECONDS),
+            blocks: Latest::new(KEEP_BLOCKS),
+            first_block: None,
+            last_time: None,
+            all_txs: 0,
             last_ours: None,
             window: None,
-            windows: Vec::new(),
+            windows: Latest::new(KEEP_WINDOWS),
             per_block: BTreeMap::new(),
             out: Vec::new(),
             send_end: None,
@@ -236,9 +263,16 @@ impl Tally {
         let at = b.time() - self.cfg.run_start_unix;
         self.block_clock = self.block_clock.max(at);
         let reverted = ours.iter().filter(|i| i.reverted).count() as u64;
+        self.commit_latencies(at);
+        for i in ours {
+            if b.time_ns.is_some() {
+                self.awaiting_commit.push(i.intended);
+            } else {
+                self.to_block_time.record((at - i.intended) * 1000.0);
+            }
+        }
         let mut observed = Vec::with_capacity(ours.len());
         for i in ours {
-            self.to_block_time.record((at - i.intended) * 1000.0);
             let seen = (b.seen - i.intended) * 1000.0;
             self.to_observed.record(seen);
             observed.push(seen.max(0.0));
@@ -249,33 +283,46 @@ impl Tally {
         open.observed.extend(observed);
         self.totals.included += ours.len() as u64;
         self.totals.reverted += reverted;
+        self.first_block.get_or_insert(b.number);
+        self.all_txs += b.txs;
         if !ours.is_empty() {
-            self.last_ours = Some(self.blocks.len());
+            self.last_ours = Some(LastOurs {
+                number: b.number,
+                timestamp: b.timestamp,
+                time: b.time(),
+                all_txs: self.all_txs,
+            });
         }
         *self.per_block.entry(b.txs).or_default() += 1;
-        self.blocks.push(BlockRow {
+        let row = BlockRow {
             number: b.number,
             timestamp: b.timestamp,
             txs: b.txs,
             ours: ours.len() as u64,
-        });
-        self.block_times.push(b.time());
-        self.window_add(b, ours.len() as u64, reverted);
+        };
+        self.blocks.push(row.clone());
+        self.out.push(Line::Block(row));
+        let previous = self.last_time.replace(b.time());
+        self.window_add(b, previous, ours.len() as u64, reverted);
     }
 
-    fn window_add(&mut self, b: &BlockFacts, ours: u64, reverted: u64) {
+    /// Adds block `b` to the open window; `previous` is the header time of
+    /// the block before it, if one was read.
+    /// Records the latencies of the transactions awaiting their commit time,
+    /// `at` (seconds since the run began).
+    fn commit_latencies(&mut self, at: f64) {
+        for intended in std::mem::take(&mut self.awaiting_commit) {
+            self.to_block_time.record((at - intended) * 1000.0);
+        }
+    }
+
+    fn window_add(&mut self, b: &BlockFacts, previous: Option<f64>, ours: u64, reverted: u64) {
         let Some(size) = self.cfg.window_blocks else {
             return;
         };
         let since = match &self.window {
             Some(w) => w.since,
-            None => self
-                .block_times
-                .iter()
-                .rev()
-                .nth(1)
-                .copied()
-                .unwrap_or(self.cfg.start_time),
+            None => previous.unwrap_or(self.cfg.start_time),
         };
         let w = self.window.get_or_insert_with(|| OpenWindow {
             row: WindowRow {
@@ -345,11 +392,9 @@ impl Tally {
             }
             self.finish_second();
         }
-        let end = self
-            .block_times
-            .last()
-            .copied()
-            .unwrap_or(self.cfg.start_time);
+        let end = self.last_time.unwrap_or(self.cfg.start_time);
+        // The last block's own header time: a lower bound of its commit time.
+        self.commit_latencies(end - self.cfg.run_start_unix);
         self.close_window(end);
     }
 
@@ -359,23 +404,32 @@ impl Tally {
     }
 
     /// Blocks read so far.
-    pub fn blocks_read(&self) -> usize {
-        self.blocks.len()
+    pub fn blocks_read(&self) -> u64 {
+        self.blocks.pushed()
     }
 
-    /// Finished seconds.
-    pub fn series(&self) -> &[Second] {
-        &self.series
+    /// The latest finished seconds (see [`Self::dropped`]).
+    pub fn series(&self) -> Vec<Second> {
+        self.series.to_vec()
     }
 
-    /// Every block read, in height order.
-    pub fn block_rows(&self) -> &[BlockRow] {
-        &self.blocks
+    /// The latest blocks read, in height order.
+    pub fn block_rows(&self) -> Vec<BlockRow> {
+        self.blocks.to_vec()
     }
 
-    /// Finished windows.
-    pub fn windows(&self) -> &[WindowRow] {
-        &self.windows
+    /// The latest finished windows.
+    pub fn windows(&self) -> Vec<WindowRow> {
+        self.windows.to_vec()
+    }
+
+    /// The oldest rows left out of memory.
+    pub fn dropped(&self) -> Dropped {
+        Dropped {
+            seconds: self.series.dropped(),
+            blocks: self.blocks.dropped(),
+            windows: self.windows.dropped(),
+        }
     }
 
     /// Blocks by their transaction count.
@@ -398,20 +452,19 @@ impl Tally {
     /// Committed figures from the first block read to the last holding one
     /// of ours.
     pub fn chain(&self) -> ChainFigures {
-        let (Some(first), Some(l)) = (self.blocks.first(), self.last_ours) else {
+        let (Some(first), Some(last)) = (self.first_block, self.last_ours) else {
             return ChainFigures::default();
         };
-        let last = &self.blocks[l];
         let seconds = if self.ns_clock {
-            (self.block_times[l] - self.cfg.start_time).max(1e-3)
+            (last.time - self.cfg.start_time).max(1e-3)
         } else {
             last.timestamp
                 .saturating_sub(self.cfg.start_timestamp)
                 .max(1) as f64
         };
-        let all_txs = self.blocks[..=l].iter().map(|b| b.txs).sum();
+        let all_txs = last.all_txs;
         ChainFigures {
-            first_block: first.number,
+            first_block: first,
             last_block: last.number,
             start_time: self.cfg.start_timestamp,
             seconds,
@@ -419,5 +472,61 @@ impl Tally {
             committed_tps: self.totals.included as f64 / seconds,
             committed_tps_all: all_txs as f64 / seconds,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally() -> Tally {
+        Tally::new(TallyConfig {
+            run_start_unix: 1000.0,
+            schedule: RateSchedule::Closed,
+            window_blocks: None,
+            start_time: 1000.0,
+            start_timestamp: 1000,
+        })
+    }
+
+    fn block(number: u64, time: f64, ns: bool) -> BlockFacts {
+        BlockFacts {
+            number,
+            timestamp: time as u64,
+            time_ns: ns.then_some((time * 1e9) as i64),
+            txs: 1,
+            seen: time - 1000.0 + 0.1,
+        }
+    }
+
+    fn ours(intended: f64) -> [Inclusion; 1] {
+        [Inclusion {
+            intended,
+            reverted: false,
+        }]
+    }
+
+    #[test]
+    fn a_cometbft_block_is_committed_at_the_next_header_time() {
+        let mut t = tally();
+        // Sent at 1.2 s; its block's BFT header time (1.0 s) precedes it,
+        // the next header (1.5 s) is the commit.
+        t.block(&block(1, 1001.0, true), &ours(1.2));
+        assert_eq!(t.to_block_time.latency().max, 0.0);
+        t.block(&block(2, 1001.5, true), &[]);
+        let l = t.to_block_time.latency();
+        assert!((l.p50 - 300.0).abs() < 3.0, "{l:?}");
+        // The last block's own time stands in at the close.
+        t.block(&block(3, 1002.0, true), &ours(1.7));
+        t.close();
+        assert!((t.to_block_time.latency().max - 300.0).abs() < 3.0);
+    }
+
+    #[test]
+    fn a_web3_timestamp_is_the_blocks_own() {
+        let mut t = tally();
+        t.block(&block(1, 1002.0, false), &ours(0.5));
+        let l = t.to_block_time.latency();
+        assert!((l.p50 - 1500.0).abs() < 8.0, "{l:?}");
     }
 }

@@ -24,6 +24,7 @@ mod per_sender;
 mod pipeline;
 mod profiler_devnet;
 mod prom;
+mod refill;
 mod report;
 mod saturate;
 mod soak;

@@ -200,9 +200,19 @@ async fn a_full_mempool_mid_run_backs_off_and_resends_the_rest_in_order() {
     for a in &keys.addresses {
         before.push(client.nonce(*a, false).await.unwrap());
     }
+    let t0 = std::time::Instant::now();
     let report = load::run(ordered(&net, 4, 25, 8), keys.clone())
         .await
         .unwrap();
+    eprintln!(
+        "full mempool run: {:.1} s, {} back-offs, {} resends, {} resyncs, send {:.1} s, latency {:?}",
+        t0.elapsed().as_secs_f64(),
+        report.backoffs,
+        report.resends,
+        report.resyncs,
+        report.send_seconds,
+        report.latency_ms.to_observed
+    );
     let t = &report.totals;
     assert!(report.backoffs > 0, "a 20-transaction mempool must fill up");
     assert_eq!(

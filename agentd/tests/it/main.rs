@@ -17,6 +17,7 @@ mod fund;
 mod jenkinsfile;
 mod kvstore;
 mod load;
+mod many_agents;
 mod node_metrics;
 mod nonce_queue;
 mod pipeline;

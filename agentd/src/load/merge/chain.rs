@@ -11,8 +11,8 @@ use crate::eth::EthClient;
 pub struct ChainBlock {
     /// Height.
     pub number: u64,
-    /// Header time, seconds since the epoch (ns-precise from CometBFT).
-    pub time: f64,
+    /// Header time, ns since the epoch (whole seconds from web3).
+    pub time_ns: i64,
     /// Transactions in it (all senders).
     pub txs: u64,
 }
@@ -43,7 +43,7 @@ pub async fn read(
                 };
                 Ok(ChainBlock {
                     number: h,
-                    time: ns as f64 / 1e9,
+                    time_ns: ns,
                     txs,
                 })
             })
@@ -57,7 +57,7 @@ pub async fn read(
             .with_context(|| format!("{} has no block {h}", client.url()))?;
         blocks.push(ChainBlock {
             number: h,
-            time: b.timestamp.to::<u64>() as f64,
+            time_ns: b.timestamp.to::<i64>().saturating_mul(1_000_000_000),
             txs: b.transactions.len() as u64,
         });
     }

@@ -188,13 +188,13 @@ pub fn combine(
         bail!("no block to merge over");
     };
     let window = &blocks[1..];
-    let seconds = (end.time - start.time).max(1e-3);
+    let seconds = between(start, end);
     let totals = sum_totals(inputs);
     let all_txs: u64 = window.iter().map(|b| b.txs).sum();
     let chain = ChainFigures {
         first_block: start.number + 1,
         last_block: end.number,
-        start_time: start.time as u64,
+        start_time: u64::try_from(start.time_ns / 1_000_000_000).unwrap_or(0),
         seconds,
         all_txs,
         committed_tps: totals.included as f64 / seconds,
@@ -275,13 +275,13 @@ fn windows(
     let (Some(size), Some(start)) = (size, blocks.first()) else {
         return Vec::new();
     };
-    let mut since = start.time;
+    let mut since = start;
     blocks[1..]
         .chunks(size.max(1) as usize)
         .map(|chunk| {
-            let end = chunk[chunk.len() - 1];
-            let seconds = (end.time - since).max(1e-3);
-            since = end.time;
+            let end = &chunk[chunk.len() - 1];
+            let seconds = between(since, end);
+            since = end;
             let txs = chunk.iter().map(|b| b.txs).sum::<u64>();
             let mine = chunk
                 .iter()
@@ -298,6 +298,11 @@ fn windows(
             }
         })
         .collect()
+}
+
+/// Seconds between two blocks' headers (at least 1 ms).
+fn between(a: &ChainBlock, b: &ChainBlock) -> f64 {
+    ((b.time_ns - a.time_ns) as f64 / 1e9).max(1e-3)
 }
 
 fn sum_totals(inputs: &[Input]) -> Totals {

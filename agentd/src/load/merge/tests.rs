@@ -105,7 +105,7 @@ fn chain() -> Vec<ChainBlock> {
     (9..=13)
         .map(|n| ChainBlock {
             number: n,
-            time: 1000.0 + 2.0 * (n - 9) as f64,
+            time_ns: 1_000_000_000_000 + 2_000_000_000 * (n - 9) as i64,
             txs: 10,
         })
         .collect()

@@ -12,6 +12,7 @@ mod common;
 mod compare_gate;
 mod compare_run;
 mod devnet_network;
+mod devnet_nodes;
 mod etl_devnet;
 mod fund;
 mod jenkinsfile;

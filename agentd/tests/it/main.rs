@@ -11,6 +11,7 @@ mod bench_profiler;
 mod common;
 mod compare_gate;
 mod compare_run;
+mod deploy_manifests;
 mod devnet_network;
 mod devnet_nodes;
 mod etl_devnet;

@@ -1,8 +1,11 @@
 //! `feth bench agent`: how fast the agent prepares and submits signed
 //! transfers, against the raw libsecp256k1 signing rate measured in the same
 //! run, both per CPU-second; and what its memory grows by per transaction in
-//! flight and per completed transaction (peak RSS over a run, each run in a
-//! fresh process so that one run's freed memory does not hide the other's).
+//! flight (peak RSS of a run whose transactions all stay in flight) and per
+//! completed transaction (RSS growth between two late windows of a run at a
+//! fixed rate, long after the hashes kept for [`RECENT`] seconds after
+//! inclusion reached their steady number). Each run is in a fresh process,
+//! so that one run's freed memory does not hide the other's.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use serde::Serialize;
 
 use crate::accounts::{KeySet, KeySource};
 use crate::load::engine::LoadPlan;
+use crate::load::ledger::RECENT;
 use crate::load::pick::RateSchedule;
 use crate::load::{self, LoadSettings};
 use crate::procstat::{process_cpu, rss_bytes, thread_cpu};
@@ -47,7 +51,9 @@ pub struct AgentBench {
     pub completed_run: AgentRun,
     /// The run whose transactions all stayed in flight.
     pub in_flight_run: AgentRun,
-    /// Peak RSS growth over the run per completed transaction, bytes.
+    /// The run at a fixed rate whose transactions all completed.
+    pub steady_run: SteadyRun,
+    /// RSS growth per completed transaction in the steady run, bytes.
     pub rss_per_completed_tx: f64,
     /// Peak RSS growth over the run per transaction in flight, bytes.
     pub rss_per_in_flight_tx: f64,
@@ -81,13 +87,38 @@ impl AgentRun {
     }
 }
 
-/// Both runs' figures, with the raw signing rate.
+/// A run at a fixed rate against a sink that includes every transaction,
+/// in its own process: RSS in an early and a late window of its second half.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct SteadyRun {
+    /// Offered rate, tx/s.
+    pub rate: f64,
+    /// Seconds of sending.
+    pub seconds: f64,
+    /// Transactions included.
+    pub completed: u64,
+    /// Transactions included between the two windows.
+    pub completed_between: u64,
+    /// Highest RSS in the early window (its second half's first tenth), bytes.
+    pub rss_early: u64,
+    /// Highest RSS in the late window (its last tenth), bytes.
+    pub rss_late: u64,
+}
+
+impl SteadyRun {
+    /// RSS growth between the windows per transaction completed between them.
+    pub fn per_completed_tx(&self) -> f64 {
+        self.rss_late.saturating_sub(self.rss_early) as f64 / self.completed_between.max(1) as f64
+    }
+}
+
+/// The three runs' figures, with the raw signing rate.
 pub fn summarize(
     raw: f64,
     accounts: usize,
     batch: usize,
-    completed: AgentRun,
-    in_flight: AgentRun,
+    [completed, in_flight]: [AgentRun; 2],
+    steady: SteadyRun,
 ) -> AgentBench {
     let n = completed.txs;
     let per_cpu = n as f64 / completed.cpu_seconds.max(1e-9);
@@ -101,7 +132,8 @@ pub fn summarize(
         ratio: per_cpu / raw,
         accounts,
         batch,
-        rss_per_completed_tx: completed.growth() / completed.completed.max(1) as f64,
+        rss_per_completed_tx: steady.per_completed_tx(),
+        steady_run: steady,
         rss_per_in_flight_tx: in_flight.growth() / in_flight.peak_in_flight.max(1) as f64,
         completed_run: completed,
         in_flight_run: in_flight,
@@ -220,6 +252,83 @@ pub async fn agent(
         rss_start,
         rss_loaded,
         rss_peak,
+    })
+}
+
+/// Samples RSS every 100 ms, with the time since it began, until dropped.
+struct RssSamples {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<(f64, u64)>>>,
+}
+
+impl RssSamples {
+    fn start() -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut samples = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                samples.push((start.elapsed().as_secs_f64(), rss_bytes()));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            samples
+        });
+        Self {
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> Vec<(f64, u64)> {
+        self.done.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The highest RSS sampled within `[from, to)` seconds.
+fn peak_within(samples: &[(f64, u64)], from: f64, to: f64) -> u64 {
+    samples
+        .iter()
+        .filter(|(t, _)| (from..to).contains(t))
+        .map(|s| s.1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Runs the agent at `rate` tx/s for `seconds` (at least `3 × RECENT`)
+/// against the sink at `sink_url`, which includes every transaction, from
+/// `accounts` accounts.
+pub async fn steady(sink_url: &str, accounts: usize, rate: f64, seconds: f64) -> Result<SteadyRun> {
+    let seconds = seconds.max(3.0 * RECENT);
+    let mut keys = KeySet::new(KeySource::Seed(alloy_primitives::B256::repeat_byte(8)));
+    keys.extend_to(accounts);
+    let mut plan = LoadPlan::transfers(RateSchedule::Fixed(rate), accounts);
+    plan.duration = Some(Duration::from_secs_f64(seconds));
+    let mut settings = LoadSettings::new(sink_url, plan);
+    settings.wait = Duration::from_secs(30);
+    let samples = RssSamples::start();
+    let report = load::run(settings, keys).await;
+    let samples = samples.finish();
+    let report = report.context("steady agent run against the sink")?;
+    let early = (0.5 * seconds, 0.6 * seconds);
+    let late = (0.9 * seconds, seconds);
+    let completed_between = report
+        .series
+        .iter()
+        .filter(|s| (early.1..late.0).contains(&(s.second as f64)))
+        .map(|s| s.included)
+        .sum();
+    Ok(SteadyRun {
+        rate,
+        seconds,
+        completed: report.totals.included,
+        completed_between,
+        rss_early: peak_within(&samples, early.0, early.1),
+        rss_late: peak_within(&samples, late.0, late.1),
     })
 }
 

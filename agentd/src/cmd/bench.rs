@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::{Args, Subcommand};
 
 use super::args::emit;
@@ -56,6 +56,15 @@ enum What {
         #[command(flatten)]
         args: AgentBenchArgs,
     },
+    /// The steady agent run against an including sink (used by `bench agent`).
+    #[command(hide = true)]
+    AgentSteady {
+        /// The sink's URL.
+        #[arg(long)]
+        sink: String,
+        #[command(flatten)]
+        args: AgentBenchArgs,
+    },
 }
 
 /// `feth bench agent`.
@@ -73,6 +82,13 @@ struct AgentBenchArgs {
     /// Transactions per JSON-RPC batch.
     #[arg(long, default_value_t = DEFAULT_BATCH)]
     batch: usize,
+    /// Rate of the steady run that measures memory per completed
+    /// transaction, tx/s.
+    #[arg(long, default_value_t = 5_000.0)]
+    steady_rate: f64,
+    /// Seconds of the steady run (at least 30).
+    #[arg(long, default_value_t = 40.0)]
+    steady_seconds: f64,
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
@@ -86,6 +102,8 @@ impl AgentBenchArgs {
             format!("--txs={}", self.txs.max(1)),
             format!("--max-parallelism={}", self.max_parallelism.max(1)),
             format!("--batch={}", self.batch.max(1)),
+            format!("--steady-rate={}", self.steady_rate),
+            format!("--steady-seconds={}", self.steady_seconds),
         ]
     }
 }
@@ -246,6 +264,21 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             println!("{}", serde_json::to_string(&r)?);
             Ok(())
         }
+        What::AgentSteady { sink, args } => {
+            ensure!(
+                args.steady_rate > 0.0 && args.steady_rate.is_finite(),
+                "--steady-rate must be a positive number of tx/s"
+            );
+            let r = bench::agent::steady(
+                &sink,
+                args.accounts.max(1),
+                args.steady_rate,
+                args.steady_seconds,
+            )
+            .await?;
+            println!("{}", serde_json::to_string(&r)?);
+            Ok(())
+        }
         What::Profiler(args) => {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
@@ -263,28 +296,34 @@ pub async fn run(command: BenchCommand) -> Result<()> {
         }
         What::Agent(args) => {
             let raw = bench::raw_sign_rate(20_000);
-            let completed = agent_run(&args, true).await?;
-            let in_flight = agent_run(&args, false).await?;
+            let completed = agent_run(&args, "agent-run", true).await?;
+            let in_flight = agent_run(&args, "agent-run", false).await?;
+            let steady = agent_run(&args, "agent-steady", true).await?;
             let r = bench::agent::summarize(
                 raw,
                 args.accounts.max(1),
                 args.batch.max(1),
-                completed,
-                in_flight,
+                [completed, in_flight],
+                steady,
             );
             emit(args.json, &r, |out| print_agent_bench(out, &r))
         }
     }
 }
 
-/// One agent run in a fresh child process against a fresh sink (which makes
-/// blocks of what it accepts when `include`).
-async fn agent_run(args: &AgentBenchArgs, include: bool) -> Result<bench::agent::AgentRun> {
+/// One agent run (`bench <what>`, printing its figures as JSON) in a fresh
+/// child process against a fresh sink (which makes blocks of what it
+/// accepts when `include`).
+async fn agent_run<T: serde::de::DeserializeOwned>(
+    args: &AgentBenchArgs,
+    what: &str,
+    include: bool,
+) -> Result<T> {
     let (url, _sink) = start_sink(include).await?;
     let exe = std::env::current_exe().context("cannot locate feth")?;
     let mut command = tokio::process::Command::new(exe);
-    command.args(["bench", "agent-run", "--sink", &url]);
-    if include {
+    command.args(["bench", what, "--sink", &url]);
+    if include && what == "agent-run" {
         command.arg("--include");
     }
     let out = command
@@ -352,12 +391,23 @@ fn print_agent_bench(out: &mut dyn Write, r: &bench::AgentBench) -> std::io::Res
         mib(c.rss_loaded),
         r.accounts,
     )?;
+    let st = &r.steady_run;
     writeln!(
         out,
-        "  per completed tx         {:>10.1} B  (peak growth {:.1} MiB over {} included tx)",
+        "  per completed tx         {:>10.1} B  (RSS {:.1} → {:.1} MiB over {} tx included at {:.0} tx/s, in the second half of a {:.0} s run)",
         r.rss_per_completed_tx,
+        mib(st.rss_early),
+        mib(st.rss_late),
+        st.completed_between,
+        st.rate,
+        st.seconds
+    )?;
+    writeln!(
+        out,
+        "  closed-loop run          {:>10.1} MiB peak growth over {} included tx (holds the hashes of the last {:.0} s)",
         mib(c.rss_peak.saturating_sub(c.rss_loaded)),
-        c.completed
+        c.completed,
+        crate::load::ledger::RECENT
     )?;
     writeln!(
         out,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
@@ -15,10 +16,11 @@ use crate::load::engine::{
 };
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::refill::RefillConfig;
 use crate::load::shard::Shard;
 use crate::load::tally::TxsPerBlock;
 use crate::load::{self, LoadReport, LoadSettings};
-use crate::units;
+use crate::{keys, units};
 
 /// `--workload`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -123,6 +125,50 @@ pub struct LoadArgs {
     /// FILE as the run goes, so a run that is killed still leaves them.
     #[arg(long, value_name = "FILE")]
     series_out: Option<PathBuf>,
+    /// Top up senders that run low during the run, paid by this root key
+    /// file (mode 0600; not one of the senders).
+    #[arg(long, value_name = "FILE", requires = "refill_amount")]
+    refill_key: Option<PathBuf>,
+    /// Balance a low sender is topped up to: wei, or with a unit (`0.5eth`).
+    #[arg(long, value_name = "AMOUNT", requires = "refill_key")]
+    refill_amount: Option<String>,
+    /// A sender is low below this balance (default: a quarter of
+    /// --refill-amount).
+    #[arg(long, value_name = "AMOUNT", requires = "refill_key")]
+    refill_balance: Option<String>,
+    /// How often low senders are looked for.
+    #[arg(long, value_parser = units::parse_duration, default_value = "2s", requires = "refill_key")]
+    refill_interval: Duration,
+}
+
+impl LoadArgs {
+    /// The refill settings, when `--refill-key` is given.
+    fn refill(&self) -> Result<Option<RefillConfig>> {
+        let (Some(key), Some(amount)) = (&self.refill_key, &self.refill_amount) else {
+            return Ok(None);
+        };
+        let amount = units::parse_amount(amount).context("--refill-amount")?;
+        let below = match &self.refill_balance {
+            Some(b) => units::parse_amount(b).context("--refill-balance")?,
+            None => amount / U256::from(4u64),
+        };
+        if below >= amount {
+            bail!("--refill-balance must be below --refill-amount (a sender is topped up to the amount once below the balance)");
+        }
+        if self.refill_interval.is_zero() {
+            bail!("--refill-interval must be more than 0");
+        }
+        let root = keys::read_key_file(key)?;
+        let mut journal = self.keys.as_os_str().to_os_string();
+        journal.push(".refill.json");
+        Ok(Some(RefillConfig {
+            root,
+            amount,
+            below,
+            interval: self.refill_interval,
+            journal: PathBuf::from(journal),
+        }))
+    }
 }
 
 fn positive(name: &str, v: f64) -> Result<f64> {
@@ -174,6 +220,12 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         .map(|t| load::start_at::parse(t, std::time::SystemTime::now()))
         .transpose()?;
     let (keys, shard) = load_shard(&args.keys, args.shard, args.senders)?;
+    let a_day = Duration::from_secs(load::rows::KEEP_SECONDS as u64);
+    if args.duration.is_some_and(|d| d > a_day) && args.series_out.is_none() {
+        eprintln!(
+            "warning: the report keeps the latest day of per-second rows; give --series-out FILE to keep them all"
+        );
+    }
     let settings = LoadSettings {
         endpoints: args.network.urls.clone(),
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),
@@ -187,6 +239,7 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         series_out: args.series_out.clone(),
         start_at,
         shard,
+        refill: args.refill()?,
     };
     let report = match args.metrics {
         None => load::run(settings, keys).await?,
@@ -283,7 +336,23 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "recovery        {} back-offs, {} resends, {} nonce resyncs",
         r.backoffs, r.resends, r.resyncs
     )?;
-    print_blocks(out, r)
+    if let Some(f) = &r.refill {
+        writeln!(
+            out,
+            "refill          {} top-up(s) in {} round(s) ({:.1} s paying), {} wei paid, {} balance(s) read, {} failed round(s)",
+            f.topped_up, f.rounds, f.seconds, f.value_wei, f.balances_read, f.failed_rounds
+        )?;
+    }
+    print_blocks(out, r)?;
+    let d = &r.dropped;
+    if !d.is_none() {
+        writeln!(
+            out,
+            "kept            the report holds the latest rows only: {} older second(s), {} block(s) and {} window(s) are in the series file (--series-out); totals cover the whole run",
+            d.seconds, d.blocks, d.windows
+        )?;
+    }
+    Ok(())
 }
 
 fn print_latency(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {

@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::{Address, Bytes, B256, U256};
 use anyhow::{bail, Context, Result};
-use futures::stream::{self, StreamExt};
 use secp256k1::SecretKey;
 use serde::Serialize;
 
@@ -135,29 +134,36 @@ pub async fn read_accounts(
     progress: bool,
 ) -> Result<Vec<(U256, u64)>> {
     let pb = send::bar(progress, addresses.len() as u64, "reading");
-    let chunks: Vec<Result<Vec<(U256, u64)>>> = stream::iter(addresses.chunks(READ_BATCH))
-        .map(|chunk| {
-            let pb = &pb;
-            async move {
-                let (balances, nonces) =
-                    futures::join!(client.balances(chunk), client.nonces(chunk, false));
-                pb.inc(chunk.len() as u64);
-                balances
-                    .into_iter()
-                    .zip(nonces)
-                    .map(|(b, n)| Ok((b?, n?)))
-                    .collect::<Result<Vec<_>>>()
-            }
-        })
-        .buffered(4)
-        .collect()
-        .await;
-    pb.finish_and_clear();
     let mut out = Vec::with_capacity(addresses.len());
-    for chunk in chunks {
-        out.extend(chunk.context("cannot read account balances and nonces")?);
+    // Four batches at a time, each a named future collected before it is
+    // awaited (no stream holding a closure), so that the read stays `Send`
+    // whatever the caller's lifetimes (it runs in a spawned task mid-load).
+    for group in addresses.chunks(READ_BATCH * 4) {
+        let reads: Vec<_> = group
+            .chunks(READ_BATCH)
+            .map(|chunk| read_chunk(client, chunk, &pb))
+            .collect();
+        for chunk in futures::future::join_all(reads).await {
+            out.extend(chunk.context("cannot read account balances and nonces")?);
+        }
     }
+    pb.finish_and_clear();
     Ok(out)
+}
+
+/// Reads `(balance, nonce)` of `chunk` in two batch requests.
+async fn read_chunk(
+    client: &EthClient,
+    chunk: &[Address],
+    pb: &indicatif::ProgressBar,
+) -> Result<Vec<(U256, u64)>> {
+    let (balances, nonces) = futures::join!(client.balances(chunk), client.nonces(chunk, false));
+    pb.inc(chunk.len() as u64);
+    balances
+        .into_iter()
+        .zip(nonces)
+        .map(|(b, n)| Ok((b?, n?)))
+        .collect()
 }
 
 /// Funds `accounts` from `root` as `plan` says; `journal_file` makes it resumable.

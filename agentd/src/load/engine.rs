@@ -21,6 +21,10 @@
 //!   same signed bytes (same hash) after a per-sender back-off (100 ms
 //!   doubling to 5 s), so a node down for minutes is neither hammered nor
 //!   given up on.
+//! - With refills on ([`EngineConfig::refill`]), `insufficient funds` backs
+//!   the sender off (250 ms doubling to 5 s) and resends the same
+//!   transaction once [`super::refill`] has topped it up; otherwise it is a
+//!   rejection.
 //! - What was submitted is kept in the [`Ledger`] only while in flight.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -133,6 +137,9 @@ pub struct EngineConfig {
     pub fee: Fee,
     /// EIP-155 chain id.
     pub chain_id: u64,
+    /// Senders refused for insufficient funds wait to be topped up (see
+    /// [`super::refill`]) instead of having the transaction rejected.
+    pub refill: bool,
 }
 
 /// Live counters for the progress line.
@@ -177,6 +184,8 @@ struct Acct {
     unconfirmed: BTreeMap<u64, B256>,
     backoff: Duration,
     sent: u64,
+    /// Refused for insufficient funds since the refill task last asked.
+    starved: bool,
     /// When the node last answered this account, seconds since the run began.
     answered: f64,
 }
@@ -217,6 +226,7 @@ enum Next {
 enum Outcome {
     Accepted,
     Busy,
+    InsufficientFunds(String),
     Timeout,
     NonceTooLow,
     NonceTooHigh,
@@ -239,6 +249,8 @@ fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
                 Outcome::NonceTooLow
             } else if m.contains("nonce too high") {
                 Outcome::NonceTooHigh
+            } else if m.contains("insufficient funds") {
+                Outcome::InsufficientFunds(reason(&message))
             } else {
                 Outcome::Rejected(reason(&message))
             }
@@ -298,6 +310,28 @@ impl Engine {
             sign_jobs: Mutex::new(None),
             fresh: AtomicU64::new(0),
         })
+    }
+
+    /// First submissions of account `a` so far.
+    pub fn sent_by(&self, a: usize) -> u64 {
+        self.acct(a).sent
+    }
+
+    /// The accounts refused for insufficient funds since the last call.
+    pub fn take_starved(&self) -> Vec<usize> {
+        (0..self.accts.len())
+            .filter(|&a| std::mem::take(&mut self.acct(a).starved))
+            .collect()
+    }
+
+    /// The most one transaction can cost its sender: gas limit times the
+    /// fee cap, plus the value.
+    pub fn max_cost_per_tx(&self) -> U256 {
+        let value = match self.cfg.workload {
+            Workload::Transfer => self.cfg.plan.value,
+            Workload::Erc20 { .. } => U256::ZERO,
+        };
+        crate::fees::max_cost(self.cfg.fee, self.cfg.gas_limit) + value
     }
 
     /// Workers, i.e. requests in flight at most.
@@ -681,6 +715,13 @@ impl Engine {
                 let (floor, ceiling) = (Duration::from_millis(20), Duration::from_secs(2));
                 return self.retry_later(a, floor, ceiling);
             }
+            Outcome::InsufficientFunds(_) if self.cfg.refill => {
+                self.counters.backoffs.fetch_add(1, Ordering::Relaxed);
+                self.acct(a).starved = true;
+                let (floor, ceiling) = (Duration::from_millis(250), Duration::from_secs(5));
+                return self.retry_later(a, floor, ceiling);
+            }
+            Outcome::InsufficientFunds(reason) => self.settle(a, current.hash, Some(reason)),
         }
         let next = {
             let mut acct = self.acct(a);

@@ -25,7 +25,9 @@ pub mod merge;
 pub mod metrics;
 pub mod pick;
 pub mod ready;
+pub mod refill;
 pub mod report;
+pub mod rows;
 pub mod scan;
 pub mod shard;
 pub mod sidecar;
@@ -90,6 +92,8 @@ pub struct LoadSettings {
     pub start_at: Option<SystemTime>,
     /// The shard of the keys file the keys are (`--shard`), for the report.
     pub shard: Option<ShardOf>,
+    /// Top up senders that run low during the run.
+    pub refill: Option<refill::RefillConfig>,
 }
 
 impl LoadSettings {
@@ -108,6 +112,7 @@ impl LoadSettings {
             series_out: None,
             start_at: None,
             shard: None,
+            refill: None,
         }
     }
 }
@@ -207,14 +212,24 @@ pub struct LoadReport {
     pub resends: u64,
     /// Nonce resynchronisations.
     pub resyncs: u64,
-    /// Per-second series.
+    /// Per-second series (the latest day of it: see `dropped`).
     pub series: Vec<Second>,
-    /// Every block of the window, in height order (empty in version 1 files).
+    /// The window's blocks in height order, the latest 100,000 of them
+    /// (empty in version 1 files).
     #[serde(default)]
     pub blocks: Vec<BlockRow>,
     /// Windows of `--window-blocks` blocks (empty without it).
     #[serde(default)]
     pub windows: Vec<WindowRow>,
+    /// The oldest rows of `series`, `blocks` and `windows` left out because
+    /// the run outlasted what a report keeps in memory; the series file
+    /// (`--series-out`) has them all. The totals and chain figures cover
+    /// the whole run.
+    #[serde(default, skip_serializing_if = "rows::Dropped::is_none")]
+    pub dropped: rows::Dropped,
+    /// What topping up senders during the run did (`--refill-key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refill: Option<refill::RefillReport>,
     /// Blocks of the run by their transaction count (all senders).
     #[serde(default)]
     pub txs_per_block: Vec<TxsPerBlock>,
@@ -226,6 +241,9 @@ pub struct LoadReport {
     /// merge into exact percentiles (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_hist: Option<LatencyHists>,
+    /// Transactions a node accepted (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<u64>,
 }
 
 /// The histograms of both latency measures (see [`Latencies`]).
@@ -324,6 +342,7 @@ async fn engine_config(
     client: &EthClient,
     keys: &KeySet,
     chain_id: u64,
+    refill: bool,
 ) -> Result<EngineConfig> {
     let fee = crate::fees::detect(client).await?;
     let (workload, gas_limit) = match plan.workload {
@@ -343,6 +362,7 @@ async fn engine_config(
         gas_limit,
         fee,
         chain_id,
+        refill,
     })
 }
 
@@ -545,6 +565,11 @@ pub struct Running {
     environment: Environment,
     block_clock: String,
     wait: Duration,
+    /// The refill task and what stops it.
+    refill: Option<(
+        tokio::sync::watch::Sender<bool>,
+        JoinHandle<refill::RefillReport>,
+    )>,
 }
 
 /// What the sending task measured.
@@ -581,7 +606,14 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     let (clients, chain_id) = connect(&settings.endpoints, settings.timeout).await?;
     let (comet, block_clock) =
         crate::blocks::discover_comet(&clients[0], settings.comet_rpc.as_deref()).await?;
-    let cfg = engine_config(settings.plan.clone(), &clients[0], &keys, chain_id).await?;
+    if let Some(r) = &settings.refill {
+        let root = crate::keys::address_of(&r.root);
+        if keys.addresses.contains(&root) {
+            bail!("the refill root {root} is one of the senders; give --refill-key a key outside the keys file");
+        }
+    }
+    let refill = settings.refill.is_some();
+    let cfg = engine_config(settings.plan.clone(), &clients[0], &keys, chain_id, refill).await?;
     let nonces = pending_nonces(&clients, &keys, cfg.plan.batch).await?;
     // What the node calls itself, for the report; a node without the method is nameless.
     let node = clients[0]
@@ -622,7 +654,18 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         let s = scanner.clone();
         tokio::spawn(async move { s.run_until(Duration::from_millis(100), stop_rx).await })
     };
+    let addresses = settings.refill.is_some().then(|| keys.addresses.clone());
+    let refill_client = clients[0].clone();
     let engine = Engine::new(cfg, clients, Arc::new(keys), &nonces, engine_start, ledger);
+    let refill = match (settings.refill, addresses) {
+        (Some(cfg), Some(addresses)) => {
+            let refiller =
+                refill::Refiller::new(cfg, refill_client, engine.clone(), addresses).await?;
+            let (stop, stop_rx) = tokio::sync::watch::channel(false);
+            Some((stop, tokio::spawn(refiller.run(stop_rx))))
+        }
+        _ => None,
+    };
     let pb = progress_bar(settings.progress);
     let hurry = Arc::new(AtomicBool::new(false));
     let outputs = Arc::new(Outputs {
@@ -656,6 +699,7 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         environment,
         block_clock,
         wait: settings.wait,
+        refill,
     })
 }
 
@@ -680,6 +724,13 @@ impl Running {
             .tally
             .sending_ended(sent.seconds);
         wait_for_inclusion(&self.engine, &self.pb, self.wait, &self.hurry).await;
+        let refilled = match self.refill.take() {
+            Some((stop, task)) => {
+                let _ = stop.send(true);
+                Some(task.await.context("the refill task panicked")?)
+            }
+            None => None,
+        };
         let _ = self.stop_scan.send(true);
         let _ = (&mut self.scan_task).await;
         self.outputs_task.abort();
@@ -689,7 +740,8 @@ impl Running {
         self.outputs.update(engine, now);
         let mut ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
         ledger.close();
-        let report = self.report(&ledger.tally, &sent);
+        let mut report = self.report(&ledger.tally, &sent);
+        report.refill = refilled;
         if let Some(m) = &self.outputs.metrics {
             m.set_offered(0.0);
             m.sync(&ledger.tally, metrics::retries(&engine.counters));
@@ -728,15 +780,18 @@ impl Running {
             backoffs: c.backoffs.load(Ordering::Relaxed),
             resends: c.resends.load(Ordering::Relaxed),
             resyncs: c.resyncs.load(Ordering::Relaxed),
-            series: tally.series().to_vec(),
-            blocks: tally.block_rows().to_vec(),
-            windows: tally.windows().to_vec(),
+            series: tally.series(),
+            blocks: tally.block_rows(),
+            windows: tally.windows(),
+            dropped: tally.dropped(),
+            refill: None,
             txs_per_block: tally.txs_per_block(),
             block_clock: self.block_clock.clone(),
             latency_hist: Some(LatencyHists {
                 to_block_time: tally.to_block_time.clone(),
                 to_observed: tally.to_observed.clone(),
             }),
+            accepted: Some(tally.accepted),
         }
     }
 }
@@ -749,6 +804,9 @@ impl Drop for Running {
         self.interrupt.abort();
         self.outputs_task.abort();
         self.scan_task.abort();
+        if let Some((_, task)) = &self.refill {
+            task.abort();
+        }
         self.pb.finish_and_clear();
     }
 }

@@ -2,7 +2,8 @@
 //! the transactions sent: totals, latency histograms, one row per second
 //! (finished once it can no longer change, then handed to the sidecar),
 //! one row per block, windows of `--window-blocks` blocks and the
-//! transactions-per-block histogram.
+//! transactions-per-block histogram. The committed figures are running sums;
+//! of the rows, only the latest are kept in memory ([`super::rows`]).
 //!
 //! A second `s` is finished once the agent's clock is 2 s past it (nothing
 //! more is sent or accepted in it) and a block stamped after it was read
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::hist::LogHist;
 use super::pick::RateSchedule;
 use super::report::{BlockRow, ChainFigures, Latencies, Second, Totals};
+use super::rows::{Dropped, Latest, KEEP_BLOCKS, KEEP_SECONDS, KEEP_WINDOWS};
 
 /// Seconds the agent's clock must be past a second before it is finished.
 const SETTLE_SECONDS: f64 = 2.0;
@@ -61,6 +63,8 @@ pub enum Line {
     Second(Second),
     /// A finished window of blocks.
     Window(WindowRow),
+    /// A block read from the chain.
+    Block(BlockRow),
 }
 
 /// What one of our included transactions contributes.
@@ -118,6 +122,16 @@ struct OpenSecond {
     observed: Vec<f64>,
 }
 
+/// The last block read that held one of ours.
+#[derive(Debug, Clone, Copy)]
+struct LastOurs {
+    number: u64,
+    timestamp: u64,
+    time: f64,
+    /// All transactions in the blocks read up to it.
+    all_txs: u64,
+}
+
 #[derive(Debug, Clone)]
 struct OpenWindow {
     row: WindowRow,
@@ -149,12 +163,16 @@ pub struct Tally {
     next_second: u64,
     /// Latest block's header time, seconds since the run began.
     block_clock: f64,
-    series: Vec<Second>,
-    blocks: Vec<BlockRow>,
-    block_times: Vec<f64>,
-    last_ours: Option<usize>,
+    series: Latest<Second>,
+    blocks: Latest<BlockRow>,
+    first_block: Option<u64>,
+    /// Header time of the last block read, seconds since the epoch.
+    last_time: Option<f64>,
+    /// All transactions in the blocks read.
+    all_txs: u64,
+    last_ours: Option<LastOurs>,
     window: Option<OpenWindow>,
-    windows: Vec<WindowRow>,
+    windows: Latest<WindowRow>,
     per_block: BTreeMap<u64, u64>,
     out: Vec<Line>,
     send_end: Option<f64>,
@@ -179,12 +197,14 @@ impl Tally {
             ns_clock: false,
             open: BTreeMap::new(),
             next_second: 0,
-            series: Vec::new(),
-            blocks: Vec::new(),
-            block_times: Vec::new(),
+            series: Latest::new(KEEP_SECONDS),
+            blocks: Latest::new(KEEP_BLOCKS),
+            first_block: None,
+            last_time: None,
+            all_txs: 0,
             last_ours: None,
             window: None,
-            windows: Vec::new(),
+            windows: Latest::new(KEEP_WINDOWS),
             per_block: BTreeMap::new(),
             out: Vec::new(),
             send_end: None,
@@ -249,33 +269,38 @@ impl Tally {
         open.observed.extend(observed);
         self.totals.included += ours.len() as u64;
         self.totals.reverted += reverted;
+        self.first_block.get_or_insert(b.number);
+        self.all_txs += b.txs;
         if !ours.is_empty() {
-            self.last_ours = Some(self.blocks.len());
+            self.last_ours = Some(LastOurs {
+                number: b.number,
+                timestamp: b.timestamp,
+                time: b.time(),
+                all_txs: self.all_txs,
+            });
         }
         *self.per_block.entry(b.txs).or_default() += 1;
-        self.blocks.push(BlockRow {
+        let row = BlockRow {
             number: b.number,
             timestamp: b.timestamp,
             txs: b.txs,
             ours: ours.len() as u64,
-        });
-        self.block_times.push(b.time());
-        self.window_add(b, ours.len() as u64, reverted);
+        };
+        self.blocks.push(row.clone());
+        self.out.push(Line::Block(row));
+        let previous = self.last_time.replace(b.time());
+        self.window_add(b, previous, ours.len() as u64, reverted);
     }
 
-    fn window_add(&mut self, b: &BlockFacts, ours: u64, reverted: u64) {
+    /// Adds block `b` to the open window; `previous` is the header time of
+    /// the block before it, if one was read.
+    fn window_add(&mut self, b: &BlockFacts, previous: Option<f64>, ours: u64, reverted: u64) {
         let Some(size) = self.cfg.window_blocks else {
             return;
         };
         let since = match &self.window {
             Some(w) => w.since,
-            None => self
-                .block_times
-                .iter()
-                .rev()
-                .nth(1)
-                .copied()
-                .unwrap_or(self.cfg.start_time),
+            None => previous.unwrap_or(self.cfg.start_time),
         };
         let w = self.window.get_or_insert_with(|| OpenWindow {
             row: WindowRow {
@@ -345,11 +370,7 @@ impl Tally {
             }
             self.finish_second();
         }
-        let end = self
-            .block_times
-            .last()
-            .copied()
-            .unwrap_or(self.cfg.start_time);
+        let end = self.last_time.unwrap_or(self.cfg.start_time);
         self.close_window(end);
     }
 
@@ -359,23 +380,32 @@ impl Tally {
     }
 
     /// Blocks read so far.
-    pub fn blocks_read(&self) -> usize {
-        self.blocks.len()
+    pub fn blocks_read(&self) -> u64 {
+        self.blocks.pushed()
     }
 
-    /// Finished seconds.
-    pub fn series(&self) -> &[Second] {
-        &self.series
+    /// The latest finished seconds (see [`Self::dropped`]).
+    pub fn series(&self) -> Vec<Second> {
+        self.series.to_vec()
     }
 
-    /// Every block read, in height order.
-    pub fn block_rows(&self) -> &[BlockRow] {
-        &self.blocks
+    /// The latest blocks read, in height order.
+    pub fn block_rows(&self) -> Vec<BlockRow> {
+        self.blocks.to_vec()
     }
 
-    /// Finished windows.
-    pub fn windows(&self) -> &[WindowRow] {
-        &self.windows
+    /// The latest finished windows.
+    pub fn windows(&self) -> Vec<WindowRow> {
+        self.windows.to_vec()
+    }
+
+    /// The oldest rows left out of memory.
+    pub fn dropped(&self) -> Dropped {
+        Dropped {
+            seconds: self.series.dropped(),
+            blocks: self.blocks.dropped(),
+            windows: self.windows.dropped(),
+        }
     }
 
     /// Blocks by their transaction count.
@@ -398,20 +428,19 @@ impl Tally {
     /// Committed figures from the first block read to the last holding one
     /// of ours.
     pub fn chain(&self) -> ChainFigures {
-        let (Some(first), Some(l)) = (self.blocks.first(), self.last_ours) else {
+        let (Some(first), Some(last)) = (self.first_block, self.last_ours) else {
             return ChainFigures::default();
         };
-        let last = &self.blocks[l];
         let seconds = if self.ns_clock {
-            (self.block_times[l] - self.cfg.start_time).max(1e-3)
+            (last.time - self.cfg.start_time).max(1e-3)
         } else {
             last.timestamp
                 .saturating_sub(self.cfg.start_timestamp)
                 .max(1) as f64
         };
-        let all_txs = self.blocks[..=l].iter().map(|b| b.txs).sum();
+        let all_txs = last.all_txs;
         ChainFigures {
-            first_block: first.number,
+            first_block: first,
             last_block: last.number,
             start_time: self.cfg.start_timestamp,
             seconds,

@@ -261,6 +261,7 @@ impl EvmProbe {
             series_out: None,
             start_at: None,
             shard: None,
+            refill: None,
         }
     }
 

@@ -25,6 +25,7 @@ mod nonce_queue;
 mod pipeline;
 mod profiler_devnet;
 mod prom;
+mod refill;
 mod report;
 mod saturate;
 mod soak;

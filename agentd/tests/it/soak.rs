@@ -1,16 +1,13 @@
 //! A short soak of `feth load` (the `feth` binary, on a real devnet): its
 //! figures are streamed to the series file as the run goes, Ctrl-C (SIGINT)
 //! ends the run with a summary whose accounting adds up, and the agent's RSS,
-//! sampled from outside every 250 ms, is printed with its growth per
-//! transaction sent.
-//!
-//! The RSS growth is printed, not asserted. The ledger now keeps only what is
-//! in flight (plus the hashes of the last `RECENT` seconds), but RSS still
-//! grows by about 100–250 B per transaction sent over a run of this length,
-//! for a reason not found yet (allocator fragmentation is suspected, not
-//! shown): an assertion that memory stays flat failed in two full-suite runs
-//! out of three, so it would claim what the agent does not do. Issue 15 stays
-//! open on it.
+//! sampled from outside every 250 ms, stays flat between two steady windows
+//! of the run: it may grow by a fixed allowance (allocator and buffer
+//! warm-up, about 0.2 MB measured alone) and by what the transactions in
+//! flight grew by (a busy machine slows the chain), not with the
+//! transactions sent. A ledger that kept each sent transaction's bytes
+//! (about 250 B) would grow by about 2.7 MB over the 11,000 sent between
+//! the windows.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -23,11 +20,16 @@ use serde_json::Value;
 use crate::common::{funded, TestNet};
 
 /// Offered rate and how long the run lasts before SIGINT.
-const RATE: u64 = 150;
+const RATE: u64 = 300;
 const RUN: Duration = Duration::from_secs(75);
 /// Steady-state windows, seconds since the start of sending.
 const EARLY: (f64, f64) = (15.0, 25.0);
 const LATE: (f64, f64) = (62.0, 72.0);
+/// RSS growth allowed between the windows whatever was sent, bytes.
+const ALLOWANCE: u64 = 1_500_000;
+/// RSS allowed per transaction more in flight in the late window, bytes
+/// (`feth bench agent` measures about 470).
+const PER_IN_FLIGHT: u64 = 1_000;
 
 fn rss(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -93,8 +95,19 @@ fn max_in(samples: &[(f64, u64)], (from, to): (f64, f64)) -> u64 {
     inside.into_iter().max().unwrap_or(0)
 }
 
+/// The most transactions in flight the agent sampled in a window's seconds.
+fn in_flight_in(report: &LoadReport, (from, to): (f64, f64)) -> u64 {
+    report
+        .series
+        .iter()
+        .filter(|s| (from..to).contains(&(s.second as f64)))
+        .filter_map(|s| s.in_flight)
+        .max()
+        .unwrap_or(0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_soak_streams_its_figures_ends_on_sigint_and_prints_its_rss() {
+async fn a_soak_streams_its_figures_ends_on_sigint_and_its_memory_stays_flat() {
     let net = TestNet::start().await;
     let (_keys, dir) = funded(&net, 200, 11).await;
     let series = dir.path().join("series.jsonl");
@@ -161,8 +174,8 @@ async fn a_soak_streams_its_figures_ends_on_sigint_and_prints_its_rss() {
     assert_eq!(end.len(), 1);
     assert_eq!(end[0]["totals"]["included"].as_u64(), Some(t.included));
 
-    // Memory, printed: RSS growth between two steady windows, per
-    // transaction sent between them.
+    // Memory: RSS growth between two steady windows, against what was sent
+    // between them and what the transactions in flight grew by.
     let early = max_in(&samples, EARLY);
     let late = max_in(&samples, LATE);
     let sent_between: u64 = report
@@ -176,8 +189,14 @@ async fn a_soak_streams_its_figures_ends_on_sigint_and_prints_its_rss() {
         "the load sent nothing between the windows"
     );
     let growth = late.saturating_sub(early);
+    let more_in_flight = in_flight_in(&report, LATE).saturating_sub(in_flight_in(&report, EARLY));
+    let bound = ALLOWANCE + PER_IN_FLIGHT * more_in_flight;
     eprintln!(
-        "RSS early {early} B, late {late} B, growth {growth} B: {:.0} B per transaction sent ({sent_between})",
+        "RSS early {early} B, late {late} B, growth {growth} B ({:.0} B per transaction sent, {sent_between}); {more_in_flight} more in flight; bound {bound} B",
         growth as f64 / sent_between as f64
+    );
+    assert!(
+        growth <= bound,
+        "RSS grew {growth} B while {sent_between} transactions were sent and {more_in_flight} more were in flight (bound {bound} B)"
     );
 }

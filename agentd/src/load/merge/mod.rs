@@ -183,6 +183,17 @@ pub fn combine(
     window_blocks: Option<u64>,
     block_clock: String,
 ) -> Result<MergedReport> {
+    if let (Some(_), Some(i)) = (
+        window_blocks,
+        inputs.iter().find(|i| i.report.dropped.blocks > 0),
+    ) {
+        bail!(
+            "{} kept only its latest {} blocks (the run outlasted what a report holds): \
+             per-window figures need every block's count; merge without --window-blocks",
+            i.name,
+            i.report.blocks.len()
+        );
+    }
     let ours = ours_per_block(inputs, blocks)?;
     let (Some(start), Some(end)) = (blocks.first(), blocks.last()) else {
         bail!("no block to merge over");
@@ -322,8 +333,11 @@ fn sum_totals(inputs: &[Input]) -> Totals {
     t
 }
 
+/// Accepted by a node: the report's count, or (older files) its seconds'.
 fn accepted(i: &Input) -> u64 {
-    i.report.series.iter().map(|s| s.accepted).sum()
+    let r = &i.report;
+    r.accepted
+        .unwrap_or_else(|| r.series.iter().map(|s| s.accepted).sum())
 }
 
 fn agent_row(i: &Input) -> Result<AgentRow> {

@@ -81,10 +81,7 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
         backoffs: 0,
         resends: 0,
         resyncs: 0,
-        series: vec![Second {
-            accepted: included + 1,
-            ..Second::default()
-        }],
+        series: vec![Second::default()],
         blocks,
         windows: Vec::new(),
         txs_per_block: Vec::new(),
@@ -93,6 +90,9 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
             to_block_time: hist.clone(),
             to_observed: hist,
         }),
+        dropped: Default::default(),
+        refill: None,
+        accepted: Some(included + 1),
     };
     Input {
         name: format!("shard{index}.json"),
@@ -231,4 +231,11 @@ fn a_block_the_chain_disagrees_on_is_another_chain() {
     let mut idle = run(0, 2, &[], 1.0);
     idle.report.totals.included = 0;
     assert!(span(&[idle]).unwrap_err().to_string().contains("no window"));
+    let mut long = run(0, 2, &[4, 4], 1.0);
+    long.report.dropped.blocks = 3;
+    let e = combine(&[long.clone()], &chain, Some(2), String::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("merge without --window-blocks"), "{e}");
+    combine(&[long], &self::chain(), None, String::new()).unwrap();
 }

@@ -141,3 +141,83 @@ fn print_summary(out: &mut dyn Write, m: &MergedReport) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::merge::{AgentRow, MergedWindow};
+    use crate::load::report::{ChainFigures, Latencies, Totals};
+    use crate::load::shard::{KeyRange, Shard};
+
+    #[test]
+    fn the_summary_shows_the_chain_figures_and_every_agent() {
+        let agent = |index: usize| AgentRow {
+            file: format!("shard-{index}.json"),
+            host: format!("agent{index}"),
+            shard: Some(Shard { index, count: 3 }),
+            keys: KeyRange {
+                first: index * 10,
+                count: 10,
+            },
+            endpoints: vec![],
+            sent: 100,
+            accepted: 99,
+            included: 98,
+            rejected: 1,
+            unresolved: 1,
+            blocks: (10, 20),
+            latency_ms: Latencies::default(),
+        };
+        let m = MergedReport {
+            version: 1,
+            agents: 2,
+            shards: vec![
+                Some(Shard { index: 0, count: 3 }),
+                Some(Shard { index: 2, count: 3 }),
+            ],
+            missing_shards: vec![1],
+            chain_id: 9000,
+            chain: ChainFigures {
+                first_block: 10,
+                last_block: 20,
+                seconds: 4.0,
+                all_txs: 196,
+                committed_tps: 49.0,
+                committed_tps_all: 49.0,
+                ..ChainFigures::default()
+            },
+            block_time_ms: 363.6,
+            block_clock: "CometBFT header times".into(),
+            totals: Totals {
+                signed: 200,
+                included: 196,
+                ..Totals::default()
+            },
+            accepted: 198,
+            latency_ms: Latencies::default(),
+            windows: vec![MergedWindow {
+                from: 10,
+                to: 20,
+                txs: 196,
+                ours: 196,
+                seconds: 4.0,
+                tps: 49.0,
+                tps_all: 49.0,
+            }],
+            per_agent: vec![agent(0), agent(2)],
+        };
+        let mut out = Vec::new();
+        print_summary(&mut out, &m).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for want in [
+            "shards 0/3, 2/3",
+            "missing shard(s) [1]",
+            "49.0  the agents', read from blocks 10..20 over 4.0 s",
+            "200 sent, 198 accepted, 196 included",
+            "keys 20–29",
+            "10–20",
+        ] {
+            assert!(text.contains(want), "{want:?} missing from:\n{text}");
+        }
+    }
+}

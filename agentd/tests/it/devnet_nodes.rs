@@ -142,10 +142,14 @@ async fn the_profiler_arms_one_node_by_name_and_its_flamegraphs_land() {
     // pure-Rust library, so loaded blocks hold samples (see profiler_devnet).
     let t = Nodes::start(2, 0, |o| o.node.patches = "none".to_string()).await;
     let keys = t.funded(50).await;
+    // Sends until the profiling is over (at most 90 s), so the armed
+    // blocks are loaded however long the wait for a full block takes.
     let mut plan = LoadPlan::transfers(RateSchedule::Fixed(300.0), 50);
-    plan.duration = Some(Duration::from_secs(12));
+    plan.duration = Some(Duration::from_secs(90));
     let mut settings = LoadSettings::new(&t.web3("v1"), plan);
     settings.wait = Duration::from_secs(30);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    settings.stop = Some(stopped);
     let load = tokio::spawn(load::run(settings, keys));
     let v1 = t.client("v1");
     wait_until(
@@ -188,6 +192,7 @@ async fn the_profiler_arms_one_node_by_name_and_its_flamegraphs_land() {
         "--timeout-secs",
         "60",
     ]);
+    stop.send(true).unwrap();
     load.await.unwrap().unwrap();
 
     let url = |n: &str| t.net.state.node(n).unwrap().state.profiler_url();

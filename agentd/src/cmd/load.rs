@@ -89,7 +89,9 @@ pub struct LoadArgs {
     /// (the first account deploys a token and hands it to the others).
     #[arg(long, value_enum, default_value_t = WorkloadArg::Transfer)]
     workload: WorkloadArg,
-    /// Value of each transfer (wei, or with a unit).
+    /// Value of each transfer: wei (or with a unit) for value transfers,
+    /// token units for ERC-20 transfers (each sender holds 10^9; a transfer
+    /// past its balance reverts and is counted as reverted).
     #[arg(long, default_value = "1")]
     value: String,
     /// Per-request timeout, seconds.
@@ -361,7 +363,7 @@ fn print_latency(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
     if resolution < 1.0 {
         writeln!(
             out,
-            "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block header time (CometBFT, ns)",
+            "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → commit (the next CometBFT header's time, ns)",
             b.p50, b.p90, b.p99, b.max
         )?;
     } else {

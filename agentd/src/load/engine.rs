@@ -59,7 +59,8 @@ pub enum Recipients {
 pub enum Workload {
     /// A plain value transfer.
     Transfer,
-    /// `transfer(recipient, 1)` on an ERC-20 token.
+    /// `transfer(recipient, value)` on an ERC-20 token (the plan's value in
+    /// token units).
     Erc20 {
         /// The token.
         token: Address,
@@ -72,7 +73,7 @@ pub enum Workload {
 pub enum WorkloadKind {
     /// Value transfers.
     Transfer,
-    /// ERC-20 `transfer(recipient, 1)` calls.
+    /// ERC-20 `transfer(recipient, value)` calls.
     Erc20,
 }
 
@@ -101,7 +102,7 @@ pub struct LoadPlan {
     pub recipients: Recipients,
     /// What each transaction does.
     pub workload: WorkloadKind,
-    /// Value per transfer, wei.
+    /// Value per transfer: wei, or token units for ERC-20 transfers.
     pub value: U256,
 }
 
@@ -381,7 +382,7 @@ impl Engine {
             Workload::Erc20 { token } => (
                 token,
                 U256::ZERO,
-                super::erc20::transfer_call(to, U256::from(1u64)),
+                super::erc20::transfer_call(to, self.cfg.plan.value),
             ),
         };
         sign::sign(

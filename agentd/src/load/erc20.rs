@@ -1,6 +1,6 @@
 //! The ERC-20 workload: a token (`contracts/FethToken.sol`, compiled with
 //! `contracts/build.mjs`) deployed by the first sender, who hands tokens to
-//! every other sender; the load then calls `transfer(recipient, 1)`.
+//! every other sender; the load then calls `transfer(recipient, value)`.
 
 use std::time::Duration;
 

@@ -23,9 +23,12 @@ pub struct Latency {
 /// Both latency measures.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Latencies {
-    /// Intended send time → block header time: CometBFT's (ns) when its RPC
-    /// is known, else the web3 timestamp (whole seconds: each figure is then
-    /// a lower bound, the true delay up to 1 s more).
+    /// Intended send time → the including block's commit: when CometBFT's
+    /// RPC is known, the next block's header time in ns (BFT time: a header
+    /// carries the median time of the precommits for the block before it, so
+    /// a block's own header time precedes transactions in it); else the web3
+    /// timestamp (whole seconds: each figure is then a lower bound, the true
+    /// delay up to 1 s more).
     pub to_block_time: Latency,
     /// Intended send time → the agent first read the including block
     /// (polled every 100 ms).

@@ -222,3 +222,142 @@ impl Scanner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The receipt fallback against a stand-in node (one module's unit
+    //! test): a node without `eth_getBlockReceipts` is asked for each of
+    //! ours by `eth_getTransactionReceipt`, and the method is not asked for
+    //! again.
+
+    use std::sync::atomic::AtomicUsize;
+
+    use alloy_primitives::Bytes;
+    use serde_json::Value;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+    use super::*;
+    use crate::load::ledger::{Live, Submission, TxStatus};
+    use crate::load::pick::RateSchedule;
+    use crate::load::tally::{Tally, TallyConfig};
+
+    /// Blocks 1 and 2 hold `h(1), h(2)` and `h(3)`; `h(2)` reverted.
+    fn answer(call: &Value, block_receipts_asked: &AtomicUsize) -> Value {
+        let h = |i: u8| B256::repeat_byte(i);
+        let result = match call["method"].as_str().unwrap_or_default() {
+            "eth_blockNumber" => json!("0x2"),
+            "eth_getBlockByNumber" => {
+                let txs = match call["params"][0].as_str() {
+                    Some("0x1") => vec![h(1), h(2)],
+                    _ => vec![h(3)],
+                };
+                json!({"number": call["params"][0], "timestamp": "0x10", "transactions": txs, "gasUsed": "0x0"})
+            }
+            "eth_getBlockReceipts" => {
+                block_receipts_asked.fetch_add(1, Ordering::SeqCst);
+                let error = json!({"code": -32601, "message": "the method eth_getBlockReceipts does not exist/is not available"});
+                return json!({"jsonrpc": "2.0", "id": call["id"], "error": error});
+            }
+            "eth_getTransactionReceipt" => {
+                let hash: B256 = serde_json::from_value(call["params"][0].clone()).unwrap();
+                let status = if hash == h(2) { "0x0" } else { "0x1" };
+                json!({"transactionHash": hash, "status": status, "blockNumber": "0x1", "gasUsed": "0x5208"})
+            }
+            other => panic!("unexpected call {other}"),
+        };
+        json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
+    }
+
+    /// Serves HTTP/1.1 JSON-RPC on a loopback port until the test ends.
+    async fn stand_in(asked: Arc<AtomicUsize>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let asked = asked.clone();
+                tokio::spawn(async move {
+                    let (read, mut write) = stream.into_split();
+                    let mut reader = BufReader::new(read);
+                    loop {
+                        let mut length = 0;
+                        let mut line = String::new();
+                        while reader.read_line(&mut line).await.unwrap_or(0) > 0 {
+                            let l = line.trim_end().to_ascii_lowercase();
+                            if l.is_empty() {
+                                break;
+                            }
+                            if let Some(v) = l.strip_prefix("content-length:") {
+                                length = v.trim().parse().unwrap();
+                            }
+                            line.clear();
+                        }
+                        if length == 0 {
+                            return;
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).await.unwrap();
+                        let request: Value = serde_json::from_slice(&body).unwrap();
+                        let reply = match request {
+                            Value::Array(calls) => {
+                                Value::Array(calls.iter().map(|c| answer(c, &asked)).collect())
+                            }
+                            call => answer(&call, &asked),
+                        }
+                        .to_string();
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            reply.len()
+                        );
+                        write.write_all(head.as_bytes()).await.unwrap();
+                        write.write_all(reply.as_bytes()).await.unwrap();
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    fn submit(ledger: &mut Ledger, i: u8) {
+        ledger.register(Submission {
+            hash: B256::repeat_byte(i),
+            live: Live {
+                account: 0,
+                nonce: u64::from(i),
+                raw: Bytes::from(vec![i]),
+                intended: 0.0,
+                status: TxStatus::Accepted,
+            },
+            at: 0.0,
+            lag: None,
+        });
+    }
+
+    #[tokio::test]
+    async fn a_node_without_block_receipts_is_asked_per_transaction() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let url = stand_in(asked.clone()).await;
+        let client = Arc::new(EthClient::new(&url, Duration::from_secs(5)).unwrap());
+        let mut ledger = Ledger::new(
+            Tally::new(TallyConfig {
+                run_start_unix: 0.0,
+                schedule: RateSchedule::Closed,
+                window_blocks: None,
+                start_time: 0.0,
+                start_timestamp: 0,
+            }),
+            None,
+        );
+        for i in 1..=3 {
+            submit(&mut ledger, i);
+        }
+        let ledger = Arc::new(Mutex::new(ledger));
+        let scanner = Scanner::new(client, None, 0, Instant::now(), ledger.clone());
+        scanner.poll().await.unwrap();
+        assert_eq!(scanner.next_height(), 3);
+        let l = ledger.lock().unwrap();
+        let t = &l.tally.totals;
+        assert_eq!((t.included, t.reverted), (3, 1), "{t:?}");
+        // Asked once, for block 1; block 2 went straight to receipts.
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+    }
+}

@@ -146,7 +146,10 @@ pub struct Tally {
     pub totals: Totals,
     /// Accepted by a node.
     pub accepted: u64,
-    /// Intended send → block header time, ms.
+    /// Intended send → the including block's commit time, ms: the next
+    /// block's header time when header times are CometBFT's (BFT time: a
+    /// header carries the median time of the precommits of the block before
+    /// it), else the block's own timestamp.
     pub to_block_time: LogHist,
     /// Intended send → block seen, ms.
     pub to_observed: LogHist,
@@ -159,6 +162,9 @@ pub struct Tally {
     pub lag_own: LogHist,
     /// Whether some block's header time was known in ns.
     pub ns_clock: bool,
+    /// Intended send times of ours in the last block read whose commit time
+    /// is the next header's.
+    awaiting_commit: Vec<f64>,
     open: BTreeMap<u64, OpenSecond>,
     next_second: u64,
     /// Latest block's header time, seconds since the run began.
@@ -195,6 +201,7 @@ impl Tally {
             lag_total: LogHist::default(),
             lag_own: LogHist::default(),
             ns_clock: false,
+            awaiting_commit: Vec::new(),
             open: BTreeMap::new(),
             next_second: 0,
             series: Latest::new(KEEP_SECONDS),
@@ -256,9 +263,16 @@ impl Tally {
         let at = b.time() - self.cfg.run_start_unix;
         self.block_clock = self.block_clock.max(at);
         let reverted = ours.iter().filter(|i| i.reverted).count() as u64;
+        self.commit_latencies(at);
+        for i in ours {
+            if b.time_ns.is_some() {
+                self.awaiting_commit.push(i.intended);
+            } else {
+                self.to_block_time.record((at - i.intended) * 1000.0);
+            }
+        }
         let mut observed = Vec::with_capacity(ours.len());
         for i in ours {
-            self.to_block_time.record((at - i.intended) * 1000.0);
             let seen = (b.seen - i.intended) * 1000.0;
             self.to_observed.record(seen);
             observed.push(seen.max(0.0));
@@ -294,6 +308,14 @@ impl Tally {
 
     /// Adds block `b` to the open window; `previous` is the header time of
     /// the block before it, if one was read.
+    /// Records the latencies of the transactions awaiting their commit time,
+    /// `at` (seconds since the run began).
+    fn commit_latencies(&mut self, at: f64) {
+        for intended in std::mem::take(&mut self.awaiting_commit) {
+            self.to_block_time.record((at - intended) * 1000.0);
+        }
+    }
+
     fn window_add(&mut self, b: &BlockFacts, previous: Option<f64>, ours: u64, reverted: u64) {
         let Some(size) = self.cfg.window_blocks else {
             return;
@@ -371,6 +393,8 @@ impl Tally {
             self.finish_second();
         }
         let end = self.last_time.unwrap_or(self.cfg.start_time);
+        // The last block's own header time: a lower bound of its commit time.
+        self.commit_latencies(end - self.cfg.run_start_unix);
         self.close_window(end);
     }
 
@@ -448,5 +472,61 @@ impl Tally {
             committed_tps: self.totals.included as f64 / seconds,
             committed_tps_all: all_txs as f64 / seconds,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally() -> Tally {
+        Tally::new(TallyConfig {
+            run_start_unix: 1000.0,
+            schedule: RateSchedule::Closed,
+            window_blocks: None,
+            start_time: 1000.0,
+            start_timestamp: 1000,
+        })
+    }
+
+    fn block(number: u64, time: f64, ns: bool) -> BlockFacts {
+        BlockFacts {
+            number,
+            timestamp: time as u64,
+            time_ns: ns.then_some((time * 1e9) as i64),
+            txs: 1,
+            seen: time - 1000.0 + 0.1,
+        }
+    }
+
+    fn ours(intended: f64) -> [Inclusion; 1] {
+        [Inclusion {
+            intended,
+            reverted: false,
+        }]
+    }
+
+    #[test]
+    fn a_cometbft_block_is_committed_at_the_next_header_time() {
+        let mut t = tally();
+        // Sent at 1.2 s; its block's BFT header time (1.0 s) precedes it,
+        // the next header (1.5 s) is the commit.
+        t.block(&block(1, 1001.0, true), &ours(1.2));
+        assert_eq!(t.to_block_time.latency().max, 0.0);
+        t.block(&block(2, 1001.5, true), &[]);
+        let l = t.to_block_time.latency();
+        assert!((l.p50 - 300.0).abs() < 3.0, "{l:?}");
+        // The last block's own time stands in at the close.
+        t.block(&block(3, 1002.0, true), &ours(1.7));
+        t.close();
+        assert!((t.to_block_time.latency().max - 300.0).abs() < 3.0);
+    }
+
+    #[test]
+    fn a_web3_timestamp_is_the_blocks_own() {
+        let mut t = tally();
+        t.block(&block(1, 1002.0, false), &ours(0.5));
+        let l = t.to_block_time.latency();
+        assert!((l.p50 - 1500.0).abs() < 8.0, "{l:?}");
     }
 }

@@ -191,28 +191,39 @@ async fn a_tiny_mempool_backs_off_per_sender_and_loses_nothing() {
     assert_eq!(committed_by(&net.client(), &keys).await, 400);
 }
 
+/// Starts a load in a task and returns once `landed` of its transactions
+/// are committed.
+async fn start_landing(
+    net: &TestNet,
+    s: LoadSettings,
+    keys: &KeySet,
+    landed: u64,
+) -> tokio::task::JoinHandle<anyhow::Result<LoadReport>> {
+    let load = {
+        let keys = keys.clone();
+        tokio::spawn(async move { load::run(s, keys).await })
+    };
+    let watcher = net.client();
+    wait_until(
+        "the load's first transactions are committed",
+        Duration::from_secs(30),
+        || {
+            let w = &watcher;
+            async move { committed_by(w, keys).await >= landed }
+        },
+    )
+    .await;
+    load
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abcid_restarted_mid_run_every_tx_is_accounted_for() {
     let mut net = TestNet::start().await;
     let (keys, _dir) = funded(&net, 50, 4).await;
     let mut s = settings(&net, RateSchedule::Fixed(100.0), None, Some(20), 50);
     s.wait = Duration::from_secs(90);
-    let load = {
-        let keys = keys.clone();
-        tokio::spawn(async move { load::run(s, keys).await })
-    };
     // Kill once the run's transactions are landing (it sends for 20 s).
-    let watcher = net.client();
-    let watched = keys.clone();
-    wait_until(
-        "the load's first transactions are committed",
-        Duration::from_secs(30),
-        || {
-            let (w, k) = (&watcher, &watched);
-            async move { committed_by(w, k).await >= 50 }
-        },
-    )
-    .await;
+    let load = start_landing(&net, s, &keys, 50).await;
     net.kill_abcid();
     net.devnet.restart().await.unwrap();
     let report = load.await.unwrap().unwrap();
@@ -227,6 +238,47 @@ async fn abcid_restarted_mid_run_every_tx_is_accounted_for() {
         t.included,
         committed_by(&net.client(), &keys).await,
         "{t:?}"
+    );
+}
+
+/// A node down for more than a minute mid-run: the agent neither stops nor
+/// hammers it (each sender backs off to one try per 5 s: at most about 20
+/// resends each over the outage, where one per 100 ms would be 650), and
+/// once it is back every transaction is accounted for from the chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_down_for_over_a_minute_is_waited_for_not_hammered() {
+    const SENDERS: u64 = 50;
+    const OUTAGE: Duration = Duration::from_secs(65);
+    let mut net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, SENDERS as usize, 7).await;
+    let mut s = settings(
+        &net,
+        RateSchedule::Fixed(100.0),
+        None,
+        Some(80),
+        SENDERS as usize,
+    );
+    s.wait = Duration::from_secs(120);
+    let load = start_landing(&net, s, &keys, SENDERS).await;
+    net.kill_abcid();
+    // The fault itself: the node stays down this long.
+    tokio::time::sleep(OUTAGE).await;
+    assert!(!load.is_finished(), "the load gave up during the outage");
+    net.devnet.restart().await.unwrap();
+    let report = load.await.unwrap().unwrap();
+    assert_agrees_with_chain(&net.client(), &keys, &report).await;
+    let t = &report.totals;
+    assert_eq!((t.unresolved, t.rejected), (0, 0), "{t:?}");
+    assert_eq!(t.included, committed_by(&net.client(), &keys).await);
+    assert!(
+        t.signed >= 100 * 78,
+        "the schedule's transactions were all sent: {t:?}"
+    );
+    let per_sender = report.resends / SENDERS;
+    assert!(
+        report.resends > 0 && per_sender <= 30,
+        "{} resends over a {OUTAGE:?} outage ({per_sender} per sender)",
+        report.resends
     );
 }
 
@@ -251,4 +303,66 @@ async fn erc20_workload_deploys_hands_out_and_transfers() {
     }
     // The deployer: 20 prepare transactions (deploy + 19 hand-outs) + its 10.
     assert_eq!(client.nonce(deployer, false).await.unwrap(), 30);
+}
+
+/// Transfers of more tokens than a sender still holds revert (receipt
+/// status 0): they are included, counted apart as reverted, in the totals
+/// and per second, as the chain's receipts say; latency is read from
+/// CometBFT's ns header times, which the devnet's abcid names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erc20_transfers_past_the_balance_revert_and_are_counted_apart() {
+    let net = TestNet::start().await;
+    let (keys, _dir) = funded(&net, 5, 6).await;
+    let mut s = settings(&net, RateSchedule::Closed, Some(4), None, 5);
+    s.plan.workload = WorkloadKind::Erc20;
+    // Each sender holds 10^9 tokens: two transfers of 4·10^8 go through,
+    // the next two revert.
+    s.plan.value = U256::from(400_000_000u64);
+    let report = load::run(s, keys.clone()).await.unwrap();
+    assert_agrees_with_chain(&net.client(), &keys, &report).await;
+    let t = &report.totals;
+    assert_eq!((t.included, t.reverted, t.rejected), (20, 10, 0), "{t:?}");
+    let per_second: u64 = report.series.iter().map(|s| s.reverted).sum();
+    assert_eq!(per_second, 10);
+    let window_reverted = reverted_in_window(&net.client(), &keys, &report).await;
+    assert_eq!(window_reverted, 10, "the chain's receipts");
+    let token = keys.addresses[0].create(0);
+    for holder in &keys.addresses {
+        let balance = feth::load::erc20::balance_of(&net.client(), token, *holder)
+            .await
+            .unwrap();
+        assert_eq!(balance, U256::from(200_000_000u64), "{holder}");
+    }
+    // Header times in ns, from the CometBFT RPC abcid names.
+    assert!(
+        report.latency_ms.block_time_resolution_ms < 1.0,
+        "{}",
+        report.block_clock
+    );
+    assert!(
+        report.latency_ms.to_block_time.p50 > 0.0,
+        "{:?}",
+        report.latency_ms
+    );
+}
+
+/// Our transactions in the run's window whose receipt has status 0.
+async fn reverted_in_window(client: &EthClient, keys: &KeySet, r: &LoadReport) -> u64 {
+    let ours: std::collections::HashSet<_> = keys.addresses.iter().copied().collect();
+    let mut n = 0;
+    for h in r.chain.first_block..=r.chain.last_block {
+        let receipts: Vec<serde_json::Value> = client
+            .call(
+                "eth_getBlockReceipts",
+                serde_json::json!([format!("0x{h:x}")]),
+            )
+            .await
+            .unwrap();
+        for receipt in receipts {
+            let from: alloy_primitives::Address =
+                receipt["from"].as_str().unwrap().parse().unwrap();
+            n += u64::from(ours.contains(&from) && receipt["status"] == "0x0");
+        }
+    }
+    n
 }

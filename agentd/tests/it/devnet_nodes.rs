@@ -102,6 +102,17 @@ async fn etl_ingests_every_node_of_a_devnet_in_one_command() {
         .await;
     }
     let (v0, f0) = (t.height("v0").await, t.height("f0").await);
+    // A node's RPC reports a block once stored; it logs it once applied,
+    // which a block-syncing node does just after. Once it stores the next
+    // one, the block reached now is in its log.
+    for (node, reached) in [("v0", v0), ("f0", f0)] {
+        wait_until(
+            &format!("{node} passes {reached}"),
+            Duration::from_secs(30),
+            || async { t.height(node).await > reached },
+        )
+        .await;
+    }
     let out = feth(&[
         "etl",
         "--devnet",
@@ -124,8 +135,7 @@ async fn etl_ingests_every_node_of_a_devnet_in_one_command() {
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
     let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["f0", "v0"], "each node under its own name");
-    // Each node's log holds every height it had reached when asked (its
-    // log line comes before its RPC reports the height).
+    // Each node's log holds every height it had reached when asked.
     for (n, reached) in [(&nodes[0], f0), (&nodes[1], v0)] {
         assert!(
             n.heights >= reached,

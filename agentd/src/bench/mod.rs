@@ -9,6 +9,7 @@
 //!   `eth_getBlockReceipts` of a full block, idle and under load.
 
 pub mod agent;
+pub mod background;
 pub mod fund;
 pub mod profiler;
 pub mod rpc;

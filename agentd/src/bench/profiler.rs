@@ -30,16 +30,13 @@ use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::{ConsensusCost, ProfilerClient, SessionState};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
+use super::background::BackgroundLoad;
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::blocks::{comet_window, next_block};
 use crate::devnet::{self, Devnet};
-use crate::load::engine::{LoadPlan, Recipients};
-use crate::load::pick::RateSchedule;
-use crate::load::{self, LoadReport, LoadSettings};
+use crate::load::engine::WorkloadKind;
 use crate::procstat;
 use crate::progress;
 
@@ -279,7 +276,7 @@ async fn live_pairs(
 ) -> Result<(Vec<Window>, ConsensusCost)> {
     let profiler = ProfilerClient::new(&net.state.profiler_url(), None)?;
     let rpc = Rpc::new(&net.state.rpc_url(), 20, 2)?;
-    let load = Load::start(net, keys);
+    let load = BackgroundLoad::start(net, keys, WorkloadKind::Transfer, Duration::from_secs(30));
     tokio::time::sleep(WARM_UP).await;
     let before = profiler.status().await?.consensus_cost;
     let mut windows = Vec::with_capacity(2 * plan.pairs);
@@ -331,7 +328,7 @@ async fn restarted_round(
     net.state.options.no_profiler = mode == ProfilerMode::Off;
     net.restart().await.context("restarting the devnet")?;
     let rpc = Rpc::new(&net.state.rpc_url(), 20, 2)?;
-    let load = Load::start(net, keys);
+    let load = BackgroundLoad::start(net, keys, WorkloadKind::Transfer, Duration::from_secs(30));
     tokio::time::sleep(WARM_UP).await;
     let height = next_block(&rpc, rpc.status().await?.latest_height).await?;
     let window = measure(net, &rpc, mode, height, plan.round_secs).await;
@@ -352,32 +349,6 @@ fn report(bar: &ProgressBar, node: &str, w: &Window) {
         w.last_height
     );
     progress::println(bar, line);
-}
-
-/// Closed-loop transfers between the funded accounts until told to stop.
-struct Load {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<Result<LoadReport>>,
-}
-
-impl Load {
-    fn start(net: &Devnet, keys: &KeySet) -> Self {
-        let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
-        plan.recipients = Recipients::Existing;
-        let mut settings = LoadSettings::new(&net.state.web3_url(), plan);
-        settings.wait = Duration::from_secs(30);
-        let (stop, asked) = watch::channel(false);
-        settings.stop = Some(asked);
-        let task = tokio::spawn(load::run(settings, keys.clone()));
-        Self { stop, task }
-    }
-
-    async fn finish(self) -> Result<()> {
-        let _ = self.stop.send(true);
-        let report = self.task.await.context("the load task panicked")??;
-        anyhow::ensure!(report.totals.included > 0, "nothing was included");
-        Ok(())
-    }
 }
 
 /// Measures the blocks committed during the `seconds` after block `first`, which has just

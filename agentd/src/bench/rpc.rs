@@ -28,17 +28,15 @@ use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
+use super::background::BackgroundLoad;
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::devnet::{self, Devnet};
 use crate::eth::EthClient;
-use crate::load::engine::{LoadPlan, Recipients, Workload, WorkloadKind};
-use crate::load::pick::RateSchedule;
+use crate::load::engine::{Workload, WorkloadKind};
+use crate::load::erc20;
 use crate::load::report::{percentiles, Latency};
-use crate::load::{self, erc20, LoadReport, LoadSettings};
 use crate::progress;
 use crate::sign::{self, TxRequest};
 
@@ -248,33 +246,6 @@ fn web3(net: &Devnet) -> Result<EthClient> {
     EthClient::new(&net.state.web3_url(), Duration::from_secs(120))
 }
 
-/// A closed-loop ERC-20 load between the funded accounts until told to stop.
-struct Load {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<Result<LoadReport>>,
-}
-
-impl Load {
-    fn start(net: &Devnet, keys: &KeySet) -> Self {
-        let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
-        plan.workload = WorkloadKind::Erc20;
-        plan.recipients = Recipients::Existing;
-        let mut settings = LoadSettings::new(&net.state.web3_url(), plan);
-        settings.wait = Duration::from_secs(60);
-        let (stop, asked) = watch::channel(false);
-        settings.stop = Some(asked);
-        let task = tokio::spawn(load::run(settings, keys.clone()));
-        Self { stop, task }
-    }
-
-    async fn finish(self) -> Result<LoadReport> {
-        let _ = self.stop.send(true);
-        let report = self.task.await.context("the load task panicked")??;
-        ensure!(report.totals.included > 0, "the load included nothing");
-        Ok(report)
-    }
-}
-
 /// Runs the ERC-20 load until the chain is `plan.blocks` high; returns the
 /// token and the last block of the built chain.
 async fn build_chain(
@@ -285,11 +256,11 @@ async fn build_chain(
 ) -> Result<(Address, u64)> {
     bar.set_message("blocks of ERC-20 load");
     let client = web3(net)?;
-    let load = Load::start(net, keys);
+    let load = BackgroundLoad::start(net, keys, WorkloadKind::Erc20, Duration::from_secs(60));
     loop {
         let height = client.block_number().await?;
         bar.set_position(height.min(plan.blocks));
-        if height >= plan.blocks || load.task.is_finished() {
+        if height >= plan.blocks || load.is_finished() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -549,7 +520,8 @@ async fn window(
     calls: usize,
     mode: Mode,
 ) -> Result<Measured> {
-    let load = (mode == Mode::Loaded).then(|| Load::start(net, keys));
+    let load = (mode == Mode::Loaded)
+        .then(|| BackgroundLoad::start(net, keys, WorkloadKind::Erc20, Duration::from_secs(60)));
     if load.is_some() {
         tokio::time::sleep(WARM_UP).await;
     }

@@ -3,6 +3,7 @@
 //! reader (the page's test) can turn the drawn points back into data.
 
 use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -84,6 +85,35 @@ fn area(svg: &mut String) -> Result<DrawingArea<SVGBackend<'_>, Shift>> {
     Ok(root)
 }
 
+/// The plotting context every chart draws into: f64 axes on an SVG.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A chart titled `title` over the axis ranges `x` and `y` on `root`.
+fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    x: (f64, f64),
+    y: (f64, f64),
+) -> Result<Plot<'a, 'b>> {
+    ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x.0..x.1, y.0..y.1)
+        .map_err(err)
+}
+
+/// Writes the drawn chart out; returns its plotting area in pixels.
+fn present(
+    chart: &Plot<'_, '_>,
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+) -> Result<(i32, i32, i32, i32)> {
+    let (px, py) = chart.plotting_area().get_pixel_range();
+    root.present().map_err(err)?;
+    Ok((px.start, px.end, py.start, py.end))
+}
+
 /// Lines of `series` against a shared x axis, with vertical marks at `marks`.
 pub fn lines(
     title: &str,
@@ -101,13 +131,7 @@ pub fn lines(
     let pixels;
     {
         let root = area(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x.0..x.1, y.0..y.1)
-            .map_err(err)?;
+        let mut chart = frame(&root, title, x, y)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
@@ -147,9 +171,7 @@ pub fn lines(
                 .draw()
                 .map_err(err)?;
         }
-        let (px, py) = chart.plotting_area().get_pixel_range();
-        pixels = (px.start, px.end, py.start, py.end);
-        root.present().map_err(err)?;
+        pixels = present(&chart, &root)?;
     }
     Ok(Chart {
         svg,
@@ -170,13 +192,7 @@ pub fn bars(title: &str, y_desc: &str, labels: &[String], values: &[f64]) -> Res
     let c = PALETTE[0];
     {
         let root = area(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x.0..x.1, y.0..y.1)
-            .map_err(err)?;
+        let mut chart = frame(&root, title, x, y)?;
         let names = labels.to_vec();
         chart
             .configure_mesh()
@@ -202,9 +218,7 @@ pub fn bars(title: &str, y_desc: &str, labels: &[String], values: &[f64]) -> Res
                 )
             }))
             .map_err(err)?;
-        let (px, py) = chart.plotting_area().get_pixel_range();
-        pixels = (px.start, px.end, py.start, py.end);
-        root.present().map_err(err)?;
+        pixels = present(&chart, &root)?;
     }
     Ok(Chart {
         svg,
@@ -226,13 +240,7 @@ pub fn histogram(title: &str, x_desc: &str, values: &[u64], width: u64) -> Resul
     let c = PALETTE[0];
     {
         let root = area(&mut svg)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x.0..x.1, y.0..y.1)
-            .map_err(err)?;
+        let mut chart = frame(&root, title, x, y)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
@@ -248,9 +256,7 @@ pub fn histogram(title: &str, x_desc: &str, values: &[u64], width: u64) -> Resul
                 )
             }))
             .map_err(err)?;
-        let (px, py) = chart.plotting_area().get_pixel_range();
-        pixels = (px.start, px.end, py.start, py.end);
-        root.present().map_err(err)?;
+        pixels = present(&chart, &root)?;
     }
     Ok(Chart {
         svg,

@@ -6,16 +6,15 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use crate::common::{funded, wait_until, TestNet};
+use crate::common::{funded, wait_until, wallet, TestNet};
 use alloy_consensus::Transaction as _;
 use alloy_eips::eip2718::Decodable2718;
-use alloy_network::{EthereumWallet, TransactionBuilder};
+use alloy_network::TransactionBuilder;
 use alloy_primitives::{keccak256, Address, Bloom, B256, U256};
 use alloy_provider::{Provider, ProviderBuilder, WsConnect};
 use alloy_rpc_types_eth::{
     BlockId, BlockNumberOrTag, Filter, Header, Log, TransactionReceipt, TransactionRequest,
 };
-use alloy_signer_local::PrivateKeySigner;
 use feth::accounts::KeySet;
 use feth::eth::{EthClient, RpcError};
 use feth::load::engine::{LoadPlan, Recipients, WorkloadKind};
@@ -427,14 +426,6 @@ async fn erc20_transfer_events_are_found_by_logs_receipts_and_subscriptions() {
     }
 }
 
-/// A funded account's alloy wallet provider over HTTP.
-fn wallet(net: &TestNet, keys: &KeySet, i: usize) -> impl Provider {
-    let signer = PrivateKeySigner::from_bytes(&keys.keys[i].secret_bytes().into()).unwrap();
-    ProviderBuilder::new()
-        .wallet(EthereumWallet::from(signer))
-        .connect_http(net.web3().parse().unwrap())
-}
-
 /// What a standard client library calls, decoded by alloy: logs, block
 /// receipts, polled filters, subscriptions, transactions by index, access
 /// lists, uncles, the blob base fee, the pool.
@@ -476,7 +467,7 @@ async fn a_standard_client_reads_logs_filters_and_subscriptions() {
     );
 
     // Alice sends Bob 1, 2 and 3 tokens.
-    let a = wallet(&net, &keys, 1);
+    let a = wallet(&net, &keys.keys[1]);
     let mut receipts = Vec::new();
     for v in 1..=3u64 {
         let tx = TransactionRequest::default()

@@ -1,22 +1,18 @@
 //! abcid behind a real CometBFT, driven by alloy's standard provider: the
 //! balances, nonces, receipts and blocks a standard client reads.
 
-use crate::common::TestNet;
-use alloy_network::{EthereumWallet, TransactionBuilder};
+use crate::common::{wallet, TestNet};
+use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, Bytes, U256};
-use alloy_provider::{Provider, ProviderBuilder};
+use alloy_provider::Provider;
 use alloy_rpc_types_eth::{BlockNumberOrTag, TransactionRequest};
-use alloy_signer_local::PrivateKeySigner;
 
 /// Init code of a contract whose runtime stores the first calldata word in
 /// slot 0 (when there is calldata) and returns slot 0.
 const STORE_INIT: &str = "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
 
 fn provider(net: &TestNet) -> impl Provider {
-    let signer = PrivateKeySigner::from_bytes(&net.root.secret_bytes().into()).unwrap();
-    ProviderBuilder::new()
-        .wallet(EthereumWallet::from(signer))
-        .connect_http(net.web3().parse().unwrap())
+    wallet(net, &net.root)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -115,3 +115,13 @@ pub async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile:
     assert_eq!(report.paid, count);
     (keys, dir)
 }
+
+/// An alloy wallet provider over HTTP to the devnet's web3, signing with `key`.
+pub fn wallet(net: &TestNet, key: &SecretKey) -> impl alloy_provider::Provider {
+    use alloy_network::EthereumWallet;
+    use alloy_signer_local::PrivateKeySigner;
+    let signer = PrivateKeySigner::from_bytes(&key.secret_bytes().into()).unwrap();
+    alloy_provider::ProviderBuilder::new()
+        .wallet(EthereumWallet::from(signer))
+        .connect_http(net.web3().parse().unwrap())
+}

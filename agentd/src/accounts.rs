@@ -37,6 +37,9 @@ pub struct KeySet {
     pub keys: Vec<SecretKey>,
     /// Their addresses.
     pub addresses: Vec<Address>,
+    /// Index in the keys file of the first key (non-zero for a shard, see
+    /// [`KeySet::slice`]): key `i` of the set is key `offset + i` of the file.
+    pub offset: usize,
 }
 
 /// The `i`-th key derived from `seed`.
@@ -61,6 +64,7 @@ impl KeySet {
             source,
             keys: Vec::new(),
             addresses: Vec::new(),
+            offset: 0,
         }
     }
 
@@ -78,7 +82,7 @@ impl KeySet {
     pub fn extend_to(&mut self, count: usize) {
         while self.keys.len() < count {
             let key = match self.source {
-                KeySource::Seed(seed) => derive(seed, self.keys.len() as u64),
+                KeySource::Seed(seed) => derive(seed, (self.offset + self.keys.len()) as u64),
                 KeySource::Random => keys::random_key(),
             };
             self.addresses.push(keys::address_of(&key));
@@ -126,8 +130,27 @@ impl KeySet {
         Ok(set)
     }
 
+    /// The keys `range` of the set (indices within it), keeping track of
+    /// where they sit in the file; a range past the end is cut to the set.
+    pub fn slice(mut self, range: std::ops::Range<usize>) -> Self {
+        let end = range.end.min(self.keys.len());
+        let start = range.start.min(end);
+        self.keys.truncate(end);
+        self.addresses.truncate(end);
+        self.keys.drain(..start);
+        self.addresses.drain(..start);
+        self.offset += start;
+        self
+    }
+
     /// Writes the keys file atomically with mode 0600.
     pub fn save(&self, path: &Path) -> Result<()> {
+        if self.offset != 0 {
+            bail!(
+                "a shard of a keys file (from its key {}) cannot be saved as a keys file",
+                self.offset
+            );
+        }
         let mut out = Vec::with_capacity(self.keys.len() * 67 + 100);
         let seed = match self.source {
             KeySource::Seed(s) => s.to_string(),

@@ -1,4 +1,7 @@
-//! Parsing amounts of ether: `1000` (wei), `5gwei`, `0.5eth`.
+//! Parsing amounts of ether (`1000` wei, `5gwei`, `0.5eth`) and durations
+//! (`90`, `30m`, `24h`).
+
+use std::time::Duration;
 
 use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
@@ -26,6 +29,31 @@ pub fn parse_amount(text: &str) -> Result<U256> {
     let digits = format!("{int}{frac:0<decimals$}");
     U256::from_str_radix(if digits.is_empty() { "0" } else { &digits }, 10)
         .with_context(|| format!("{text:?} is not an amount (examples: 1000, 5gwei, 0.5eth)"))
+}
+
+/// A duration: seconds, or a number with a unit `s`, `m`, `h` or `d`.
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86400.0,
+        _ => bail!("{text:?}: give seconds, or a number with s, m, h or d (e.g. 24h)"),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{text:?} is not a duration (e.g. 90, 30m, 24h)"))?;
+    let secs = value * scale;
+    if !(secs > 0.0 && secs.is_finite()) {
+        bail!("{text:?}: a duration must be positive");
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 #[cfg(test)]

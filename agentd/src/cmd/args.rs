@@ -16,6 +16,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::accounts::KeySet;
+use crate::load::shard::{Shard, ShardOf};
 use crate::saturate::SearchConfig;
 
 /// The web3 endpoint of a default local devnet.
@@ -65,20 +66,41 @@ pub fn emit<T: Serialize>(
 /// The senders of `--keys FILE [--senders N]`: the keys file, or its first
 /// `senders` accounts.
 pub fn load_senders(file: &Path, senders: Option<usize>) -> anyhow::Result<KeySet> {
+    Ok(load_shard(file, None, senders)?.0)
+}
+
+/// The senders of `--keys FILE [--shard I/N] [--senders N]`: the shard of
+/// the keys file (all of it without one), then its first `senders`
+/// accounts; with the shard's record for the report.
+pub fn load_shard(
+    file: &Path,
+    shard: Option<Shard>,
+    senders: Option<usize>,
+) -> anyhow::Result<(KeySet, Option<ShardOf>)> {
     let mut keys = KeySet::load(file).with_context(|| {
         format!(
             "create accounts first: feth fund --count N --amount A --out {}",
             file.display()
         )
     })?;
+    let keys_in_file = keys.len();
+    let mut of = "the keys file".to_string();
+    if let Some(shard) = shard {
+        keys = keys.slice(shard.range(keys_in_file)?);
+        of = format!("shard {shard} of the keys file");
+    }
     if let Some(n) = senders {
         if n == 0 || n > keys.len() {
-            bail!("--senders {n}: the keys file holds {} accounts", keys.len());
+            bail!("--senders {n}: {of} holds {} accounts", keys.len());
         }
         keys.keys.truncate(n);
         keys.addresses.truncate(n);
     }
-    Ok(keys)
+    let record = shard.map(|shard| ShardOf {
+        shard,
+        keys_in_file,
+    });
+    Ok((keys, record))
 }
 
 /// How the saturation search runs (`feth saturate`, `feth compare`).

@@ -8,6 +8,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand, ValueEnum};
 use feth_etl::{ingest, output, stats};
 
+use crate::devnet::network;
+
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum OutputFormat {
@@ -76,12 +78,17 @@ pub enum EtlCommand {
 pub struct IngestArgs {
     /// Node logs (Tendermint 0.34, CometBFT 0.37/0.38/1.x; plain or JSON;
     /// plain text or gzip): version and format are detected per line.
-    #[arg(long = "tendermint", value_name = "LOG", num_args = 1.., required_unless_present = "abcid")]
+    #[arg(long = "tendermint", value_name = "LOG", num_args = 1.., required_unless_present_any = ["abcid", "devnet"])]
     pub tendermint: Vec<PathBuf>,
     /// abcid logs (its per-block `block committed` lines: valid/invalid and
     /// header times for CometBFT 0.38 and later).
     #[arg(long, value_name = "LOG", num_args = 1..)]
     pub abcid: Vec<PathBuf>,
+    /// Every node of the devnet in DIR (`feth devnet up`, one node or
+    /// several): its CometBFT and abcid logs, each under the node's name
+    /// (with --node, that node only), instead of --tendermint/--abcid.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tendermint", "abcid"])]
+    pub devnet: Option<PathBuf>,
     /// CometBFT RPC (e.g. http://127.0.0.1:26657): header times via
     /// /blockchain, valid/invalid via /block_results.
     #[arg(long, visible_alias = "rpc", value_name = "URL")]
@@ -95,7 +102,8 @@ pub struct IngestArgs {
     pub chain_id: Option<String>,
     /// Node name for the lines of these logs (default: the log file's name
     /// without extension and rotation suffix; a `name |` line prefix, as
-    /// docker compose writes, names the node of that line).
+    /// docker compose writes, names the node of that line). With --devnet:
+    /// ingest that node only.
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
     /// Keep reading the logs as they grow, across rotation, until Ctrl-C.
@@ -236,6 +244,9 @@ pub async fn run(args: EtlArgs) -> anyhow::Result<()> {
 /// `feth etl --tendermint LOG…`: ingests until the logs end (or, with
 /// `--follow`, until Ctrl-C) and prints a summary to stdout.
 async fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.devnet {
+        return run_devnet(args, dir).await;
+    }
     let shutdown = async {
         // If the handler cannot be installed, run until the logs end.
         if tokio::signal::ctrl_c().await.is_err() {
@@ -247,6 +258,51 @@ async fn run_ingest(args: &IngestArgs) -> anyhow::Result<()> {
     if let Some(e) = outcome.rpc_error {
         return Err(anyhow::Error::new(e)
             .context("the logs were ingested, but fetching from the node's RPC failed"));
+    }
+    Ok(())
+}
+
+/// `feth etl --devnet DIR`: every node's logs in turn, each under its own
+/// name; one summary per node (one JSON array with --json).
+async fn run_devnet(args: &IngestArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+    let nodes = network::node_logs(dir, args.node.as_deref())?;
+    let format = args.output.format();
+    if nodes.len() > 1 && args.follow {
+        anyhow::bail!("--follow reads one node's logs: give --node NAME (one command per node)");
+    }
+    if nodes.len() > 1 && format == output::Format::Csv {
+        anyhow::bail!(
+            "--format csv prints one node's summary: give --node NAME, or --format table|json"
+        );
+    }
+    let mut reports = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let mut cfg = args.ingest_config();
+        cfg.tendermint = vec![node.cometbft];
+        cfg.abcid = vec![node.abcid];
+        cfg.node = Some(node.name.clone());
+        let shutdown = async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let outcome = ingest::run(&cfg, shutdown)
+            .await
+            .map_err(|e| anyhow::Error::new(e).context(format!("node {}", node.name)))?;
+        if let Some(e) = outcome.rpc_error {
+            return Err(anyhow::Error::new(e).context(format!(
+                "node {}: the logs were ingested, but fetching from the node's RPC failed",
+                node.name
+            )));
+        }
+        if format != output::Format::Json {
+            println!("node {}", node.name);
+            print!("{}", output::ingest(&outcome.report, format)?);
+        }
+        reports.push(outcome.report);
+    }
+    if format == output::Format::Json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
     }
     Ok(())
 }
@@ -427,6 +483,24 @@ mod tests {
             output::CsvTable::Windows
         );
         assert!(s.per_block);
+    }
+
+    #[test]
+    fn a_devnet_stands_for_the_logs_and_excludes_them() {
+        let a = ingest(&["--devnet", ".devnet", "--redis", "redis://x"]);
+        assert_eq!(a.devnet.as_deref(), Some(std::path::Path::new(".devnet")));
+        assert!(a.tendermint.is_empty());
+        parse(&["--devnet", ".devnet", "--tendermint", "a.log"])
+            .expect_err("--devnet names the logs itself");
+    }
+
+    #[test]
+    fn a_devnet_names_its_nodes_logs() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = network::node_logs(dir.path(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("feth devnet up"), "{e}");
     }
 
     #[test]

@@ -10,13 +10,14 @@ use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::args::{emit, load_senders, NetworkArgs};
+use super::args::{emit, load_shard, NetworkArgs};
 use crate::load::engine::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
 };
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::refill::RefillConfig;
+use crate::load::shard::Shard;
 use crate::load::tally::TxsPerBlock;
 use crate::load::{self, LoadReport, LoadSettings};
 use crate::{keys, units};
@@ -45,9 +46,20 @@ pub struct LoadArgs {
     /// Keys file made by `feth fund`.
     #[arg(long, default_value = "feth-keys.txt")]
     keys: PathBuf,
-    /// Use only the first N accounts of the keys file.
+    /// Use only the first N accounts of the keys file (of this agent's
+    /// shard with --shard).
     #[arg(long)]
     senders: Option<usize>,
+    /// This agent's share of the keys file when several agents share it:
+    /// shard I (from 0) of N, a contiguous block of about 1/N of the keys.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Prepare (connect, read every sender's nonce), then begin sending at
+    /// this time: RFC 3339 (2026-11-25T16:00:00Z) or relative (+30s), so
+    /// agents on several machines begin together. A time already past is
+    /// an error.
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
     /// Concurrent requests in flight.
     #[arg(long, default_value_t = DEFAULT_MAX_PARALLELISM)]
     max_parallelism: usize,
@@ -77,7 +89,7 @@ pub struct LoadArgs {
           value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
     per_request: u64,
     /// How long to send: seconds, or with a unit (90s, 30m, 24h, 3d).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = units::parse_duration)]
     duration: Option<Duration>,
     /// Open loop at a fixed rate (transactions per second).
     #[arg(long, conflicts_with = "ramp")]
@@ -110,6 +122,9 @@ pub struct LoadArgs {
     /// on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
+    /// Also write the JSON report to FILE (for `feth merge`).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -142,7 +157,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "AMOUNT", requires = "refill_key")]
     refill_balance: Option<String>,
     /// How often low senders are looked for.
-    #[arg(long, value_parser = parse_duration, default_value = "2s", requires = "refill_key")]
+    #[arg(long, value_parser = units::parse_duration, default_value = "2s", requires = "refill_key")]
     refill_interval: Duration,
 }
 
@@ -174,28 +189,6 @@ impl LoadArgs {
             journal: PathBuf::from(journal),
         }))
     }
-}
-
-/// A duration: seconds, or a number with a unit `s`, `m`, `h` or `d`.
-fn parse_duration(text: &str) -> Result<Duration> {
-    let t = text.trim();
-    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => t.split_at(i),
-        None => (t, "s"),
-    };
-    let scale = match unit {
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        "d" => 86400.0,
-        _ => bail!("{text:?}: give seconds, or a number with s, m, h or d (e.g. 24h)"),
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{text:?} is not a duration (e.g. 90, 30m, 24h)"))?;
-    let secs = positive("--duration", value * scale)?;
-    Ok(Duration::from_secs_f64(secs))
 }
 
 fn positive(name: &str, v: f64) -> Result<f64> {
@@ -243,7 +236,12 @@ impl LoadArgs {
 
 /// Runs `feth load`.
 pub async fn run(args: LoadArgs) -> Result<()> {
-    let keys = load_senders(&args.keys, args.senders)?;
+    let start_at = args
+        .start_at
+        .as_deref()
+        .map(|t| load::start_at::parse(t, std::time::SystemTime::now()))
+        .transpose()?;
+    let (keys, shard) = load_shard(&args.keys, args.shard, args.senders)?;
     let a_day = Duration::from_secs(load::rows::KEEP_SECONDS as u64);
     if args.duration.is_some_and(|d| d > a_day) && args.series_out.is_none() {
         eprintln!(
@@ -261,6 +259,8 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         comet_rpc: args.comet_rpc.clone(),
         window_blocks: args.window_blocks,
         series_out: args.series_out.clone(),
+        start_at,
+        shard,
         refill: args.refill()?,
     };
     let report = match args.metrics {
@@ -285,6 +285,11 @@ pub async fn run(args: LoadArgs) -> Result<()> {
             report?
         }
     };
+    if let Some(path) = &args.out {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    }
     emit(args.json, &report, |out| print_summary(out, &report))?;
     if report.totals.included == 0 {
         bail!("nothing was included: the run failed (see the rejections above)");
@@ -295,6 +300,14 @@ pub async fn run(args: LoadArgs) -> Result<()> {
 fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
     let t = &r.totals;
     let c = &r.chain;
+    if let (Some(s), Some(k)) = (&r.config.shard, &r.config.keys) {
+        writeln!(
+            out,
+            "shard           {:>10}  {k} of the keys file's {}",
+            s.shard.to_string(),
+            s.keys_in_file
+        )?;
+    }
     writeln!(
         out,
         "committed TPS   {:>10.1}  ours, read from blocks {}..{} over {:.0} s",
@@ -501,10 +514,19 @@ mod tests {
 
     #[test]
     fn durations_take_units_and_bins_are_round() {
-        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
-        let e = parse_duration("3w").unwrap_err().to_string();
+        assert_eq!(
+            units::parse_duration("24h").unwrap(),
+            Duration::from_secs(86_400)
+        );
+        assert_eq!(
+            units::parse_duration("90").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            units::parse_duration("1.5m").unwrap(),
+            Duration::from_secs(90)
+        );
+        let e = units::parse_duration("3w").unwrap_err().to_string();
         assert!(e.contains("s, m, h or d"), "{e}");
         let h = [
             TxsPerBlock { txs: 0, blocks: 4 },

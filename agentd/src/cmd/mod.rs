@@ -10,6 +10,7 @@ pub mod flamegraph;
 pub mod fund;
 pub mod info;
 pub mod load;
+pub mod merge;
 pub mod profiler;
 pub mod report;
 pub mod saturate;
@@ -33,6 +34,8 @@ enum Command {
     Fund(fund::FundArgs),
     /// Fire parallel signed transfers and report committed TPS.
     Load(load::LoadArgs),
+    /// Combine several agents' `feth load --out` reports, committed TPS read once from the chain.
+    Merge(merge::MergeArgs),
     /// Balance and nonce of an account.
     Info(info::InfoArgs),
     /// Heights, timestamps, transaction counts and block times.
@@ -62,6 +65,7 @@ impl Cli {
             Command::Devnet(c) => devnet::run(c).await,
             Command::Fund(a) => fund::run(a).await,
             Command::Load(a) => load::run(a).await,
+            Command::Merge(a) => merge::run(a).await,
             Command::Info(a) => info::info(a).await,
             Command::Block(a) => info::block(a).await,
             Command::Saturate(a) => saturate::run(a).await,

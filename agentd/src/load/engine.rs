@@ -532,10 +532,12 @@ impl Engine {
                 self.keys.addresses[(a + offset) % n]
             }
             Recipients::Fresh => {
+                // Keyed by the sender's index in the keys file, not in this
+                // agent's shard of it, so agents never share a recipient.
                 let k = self.fresh.fetch_add(1, Ordering::Relaxed);
+                let sender = (self.keys.offset + a) as u64;
                 Address::from_slice(
-                    &keccak256([&(a as u64).to_be_bytes()[..], &k.to_be_bytes()[..]].concat())
-                        [12..],
+                    &keccak256([&sender.to_be_bytes()[..], &k.to_be_bytes()[..]].concat())[12..],
                 )
             }
         };

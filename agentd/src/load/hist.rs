@@ -1,5 +1,9 @@
 //! A log-bucketed histogram of delays (milliseconds): percentiles within
-//! 0.5 % in constant memory, however many values a run records.
+//! 0.5 % in constant memory, however many values a run records. Histograms
+//! of several runs add up ([`LogHist::merge`]), so agents' percentiles are
+//! merged from their histograms (saved in their reports), never averaged.
+
+use serde::{Deserialize, Serialize};
 
 use super::report::Latency;
 
@@ -10,11 +14,68 @@ const GROWTH: f64 = 1.01;
 
 /// Counts of values in buckets `[FLOOR·GROWTHⁱ⁻¹, FLOOR·GROWTHⁱ)`, with the
 /// exact maximum. A delay of a day needs about 2,600 buckets (21 KB).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "SavedHist", try_from = "SavedHist")]
 pub struct LogHist {
     counts: Vec<u64>,
     total: u64,
     max: f64,
+}
+
+/// A histogram as saved in a report: its non-empty buckets, with the
+/// bucket layout they assume.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SavedHist {
+    floor_ms: f64,
+    growth: f64,
+    /// (bucket, count) of the non-empty buckets.
+    buckets: Vec<(usize, u64)>,
+    max: f64,
+}
+
+impl From<LogHist> for SavedHist {
+    fn from(h: LogHist) -> Self {
+        Self {
+            floor_ms: FLOOR_MS,
+            growth: GROWTH,
+            buckets: h
+                .counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, &n)| (i, n))
+                .collect(),
+            max: h.max,
+        }
+    }
+}
+
+impl TryFrom<SavedHist> for LogHist {
+    type Error = String;
+
+    fn try_from(s: SavedHist) -> Result<Self, String> {
+        if s.floor_ms != FLOOR_MS || s.growth != GROWTH {
+            return Err(format!(
+                "a histogram with buckets from {} ms growing by {} (this feth uses {FLOOR_MS} ms and {GROWTH}): written by another feth version",
+                s.floor_ms, s.growth
+            ));
+        }
+        let mut h = LogHist {
+            max: s.max,
+            ..LogHist::default()
+        };
+        for (i, n) in s.buckets {
+            if i > 100_000 {
+                return Err(format!("histogram bucket {i} is out of range"));
+            }
+            if h.counts.len() <= i {
+                h.counts.resize(i + 1, 0);
+            }
+            h.counts[i] += n;
+            h.total += n;
+        }
+        Ok(h)
+    }
 }
 
 fn bucket(v: f64) -> usize {
@@ -79,6 +140,19 @@ impl LogHist {
         }
     }
 
+    /// Adds what `other` recorded (another agent's histogram of the same
+    /// delay): the result is the histogram of both runs' values.
+    pub fn merge(&mut self, other: &LogHist) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+    }
+
     /// What was recorded after `earlier` (a copy of this histogram taken
     /// before), for figures over a stretch of the run; the maximum is that of
     /// the later values' buckets.
@@ -117,6 +191,38 @@ mod tests {
         assert_eq!(h.latency().max, 1000.0);
         assert_eq!(h.count(), 1000);
         assert_eq!(LogHist::default().latency(), Latency::default());
+    }
+
+    #[test]
+    fn merged_histograms_are_the_histogram_of_all_values_and_round_trip() {
+        // Two agents with different delays: the merged median is the median
+        // of all 300 values (between the two), not an average of medians.
+        let (mut a, mut b, mut all) = (LogHist::default(), LogHist::default(), LogHist::default());
+        for v in 1..=100 {
+            a.record(v as f64);
+            all.record(v as f64);
+        }
+        for v in 1001..=1200 {
+            b.record(v as f64);
+            all.record(v as f64);
+        }
+        let mut merged = a.clone();
+        merged.merge(&b);
+        assert_eq!(merged, all);
+        assert_eq!(merged.count(), 300);
+        assert!(
+            (merged.quantile(0.5) - 1050.0).abs() < 10.0,
+            "{}",
+            merged.quantile(0.5)
+        );
+        let text = serde_json::to_string(&merged).unwrap();
+        let back: LogHist = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, merged);
+        let other = text.replace("\"growth\":1.01", "\"growth\":1.02");
+        let e = serde_json::from_str::<LogHist>(&other)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("another feth version"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //!   [`tally`]: the figures, kept as the run goes in memory bounded by what
 //!   is in flight (plus one row per second and per block); [`report`]: their
 //!   types; [`sidecar`]: the figures streamed to a JSON-lines file.
+//! - [`shard`]: `--shard I/N`, one agent's slice of a shared keys file;
+//!   [`start_at`]: agents beginning together; [`merge`]: their reports
+//!   combined, committed figures read once from the chain.
 //!
 //! [`run`] runs a load to its end; [`start`] returns it under way
 //! ([`Running`]), for a caller that measures while it sends (the
@@ -18,6 +21,7 @@ pub mod engine;
 pub mod erc20;
 pub mod hist;
 pub mod ledger;
+pub mod merge;
 pub mod metrics;
 pub mod pick;
 pub mod ready;
@@ -25,8 +29,10 @@ pub mod refill;
 pub mod report;
 pub mod rows;
 pub mod scan;
+pub mod shard;
 pub mod sidecar;
 pub mod slots;
+pub mod start_at;
 pub mod tally;
 
 use std::path::PathBuf;
@@ -42,11 +48,13 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use self::engine::{Engine, EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
+use self::hist::LogHist;
 use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
 use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
+use self::shard::{KeyRange, ShardOf};
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
 use crate::accounts::KeySet;
@@ -80,6 +88,10 @@ pub struct LoadSettings {
     pub window_blocks: Option<u64>,
     /// JSON-lines file the figures are streamed to as the run goes.
     pub series_out: Option<PathBuf>,
+    /// Begin sending at this wall-clock time, after preparing (`--start-at`).
+    pub start_at: Option<SystemTime>,
+    /// The shard of the keys file the keys are (`--shard`), for the report.
+    pub shard: Option<ShardOf>,
     /// Top up senders that run low during the run.
     pub refill: Option<refill::RefillConfig>,
 }
@@ -98,6 +110,8 @@ impl LoadSettings {
             comet_rpc: None,
             window_blocks: None,
             series_out: None,
+            start_at: None,
+            shard: None,
             refill: None,
         }
     }
@@ -129,6 +143,12 @@ pub struct RunConfig {
     pub fee: String,
     /// Chain id.
     pub chain_id: u64,
+    /// The senders' indices in the keys file (absent in older files).
+    #[serde(default)]
+    pub keys: Option<KeyRange>,
+    /// The shard of the keys file this agent took (`--shard I/N`), if any.
+    #[serde(default)]
+    pub shard: Option<ShardOf>,
 }
 
 /// Where the run happened.
@@ -228,6 +248,22 @@ pub struct LoadReport {
     /// whole-second timestamps, and why).
     #[serde(default)]
     pub block_clock: String,
+    /// The histograms behind `latency_ms`, so that several agents' reports
+    /// merge into exact percentiles (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hist: Option<LatencyHists>,
+    /// Transactions a node accepted (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<u64>,
+}
+
+/// The histograms of both latency measures (see [`Latencies`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHists {
+    /// Intended send → block header time, ms.
+    pub to_block_time: LogHist,
+    /// Intended send → block seen, ms.
+    pub to_observed: LogHist,
 }
 
 /// Reads the pending nonce of every sender from the endpoint that will
@@ -341,11 +377,11 @@ async fn engine_config(
     })
 }
 
-fn run_config(endpoints: &[String], senders: usize, cfg: &EngineConfig) -> RunConfig {
+fn run_config(settings: &LoadSettings, keys: &KeySet, cfg: &EngineConfig) -> RunConfig {
     let plan = &cfg.plan;
     RunConfig {
-        endpoints: endpoints.to_vec(),
-        senders,
+        endpoints: settings.endpoints.clone(),
+        senders: keys.len(),
         max_parallelism: plan.max_parallelism,
         per_sender: plan.per_sender,
         schedule: describe(plan.schedule),
@@ -360,6 +396,11 @@ fn run_config(endpoints: &[String], senders: usize, cfg: &EngineConfig) -> RunCo
             }
         },
         chain_id: cfg.chain_id,
+        keys: Some(KeyRange {
+            first: keys.offset,
+            count: keys.len(),
+        }),
+        shard: settings.shard,
     }
 }
 
@@ -592,7 +633,14 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         .await
         .unwrap_or_default();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let config = run_config(&settings.endpoints, keys.len(), &cfg);
+    let config = run_config(&settings, &keys, &cfg);
+    if let Some(at) = settings.start_at {
+        let pb = progress_bar(settings.progress);
+        let ready = format!("nonces of {} sender(s) read", keys.len());
+        let waited = start_at::wait(at, &pb, &ready).await;
+        pb.finish_and_clear();
+        waited?;
+    }
     let height = clients[0].block_number().await?;
     let engine_start = Instant::now();
     let started_unix = SystemTime::now()
@@ -758,6 +806,11 @@ impl Running {
             refill: None,
             txs_per_block: tally.txs_per_block(),
             block_clock: self.block_clock.clone(),
+            latency_hist: Some(LatencyHists {
+                to_block_time: tally.to_block_time.clone(),
+                to_observed: tally.to_observed.clone(),
+            }),
+            accepted: Some(tally.accepted),
         }
     }
 }

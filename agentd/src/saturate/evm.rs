@@ -259,6 +259,8 @@ impl EvmProbe {
             comet_rpc: self.comet_rpc().map(str::to_string),
             window_blocks: None,
             series_out: None,
+            start_at: None,
+            shard: None,
             refill: None,
         }
     }

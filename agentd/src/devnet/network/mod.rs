@@ -196,6 +196,46 @@ impl NetworkState {
     }
 }
 
+/// One node's logs, for the etl.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeLogs {
+    /// The node's name (`v0`, `f1`; `node0` for a single-node devnet).
+    pub name: String,
+    /// CometBFT's log.
+    pub cometbft: PathBuf,
+    /// abcid's log.
+    pub abcid: PathBuf,
+}
+
+/// The logs of every node of the devnet in `dir` (a network's nodes in
+/// order, or a single-node devnet's one node), or of node `only`.
+pub fn node_logs(dir: &Path, only: Option<&str>) -> Result<Vec<NodeLogs>> {
+    let logs = |name: &str, state: &DevnetState| NodeLogs {
+        name: name.to_string(),
+        cometbft: state.cometbft_log(),
+        abcid: state.abcid_log(),
+    };
+    let all = if is_network(dir) {
+        let net = NetworkState::load(dir)?;
+        if let Some(name) = only {
+            return Ok(vec![logs(name, &net.node(name)?.state)]);
+        }
+        net.nodes.iter().map(|n| logs(&n.name, &n.state)).collect()
+    } else {
+        vec![logs(SINGLE_NODE, &DevnetState::load(dir)?)]
+    };
+    match only {
+        Some(name) if name != SINGLE_NODE => bail!(
+            "{} holds a single-node devnet, whose node the etl calls {SINGLE_NODE}, not {name:?}",
+            dir.display()
+        ),
+        _ => Ok(all),
+    }
+}
+
+/// The name the etl gives the node of a single-node devnet.
+pub const SINGLE_NODE: &str = "node0";
+
 /// The names of a network's nodes: `v0…` then `f0…`.
 fn node_names(validators: usize, full_nodes: usize) -> Vec<(String, NodeRole)> {
     let v = (0..validators).map(|i| (format!("v{i}"), NodeRole::Validator));

@@ -1,0 +1,65 @@
+//! The blocks of the merged window, read once from the chain: CometBFT's
+//! header times (ns) when its RPC is known, else web3 timestamps.
+
+use anyhow::{ensure, Context, Result};
+use feth_etl::rpc::Rpc;
+
+use crate::eth::EthClient;
+
+/// A block as the merge takes it from the chain.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChainBlock {
+    /// Height.
+    pub number: u64,
+    /// Header time, ns since the epoch (whole seconds from web3).
+    pub time_ns: i64,
+    /// Transactions in it (all senders).
+    pub txs: u64,
+}
+
+/// Blocks `first ..= last`, in height order.
+pub async fn read(
+    client: &EthClient,
+    comet: Option<&Rpc>,
+    first: u64,
+    last: u64,
+) -> Result<Vec<ChainBlock>> {
+    let heights: Vec<u64> = (first..=last).collect();
+    if let Some(rpc) = comet {
+        let (facts, missing) = rpc.fetch(&heights, &[]).await?;
+        ensure!(
+            missing.is_empty(),
+            "the node did not describe blocks {missing:?}"
+        );
+        return heights
+            .iter()
+            .map(|&h| {
+                let f = facts.get(&h);
+                let (Some(txs), Some(ns)) = (f.and_then(|f| f.txs), f.and_then(|f| f.time_ns))
+                else {
+                    anyhow::bail!(
+                        "CometBFT's RPC gave no header time or transaction count for block {h}"
+                    );
+                };
+                Ok(ChainBlock {
+                    number: h,
+                    time_ns: ns,
+                    txs,
+                })
+            })
+            .collect();
+    }
+    let mut blocks = Vec::with_capacity(heights.len());
+    for h in heights {
+        let b = client
+            .block(h)
+            .await?
+            .with_context(|| format!("{} has no block {h}", client.url()))?;
+        blocks.push(ChainBlock {
+            number: h,
+            time_ns: b.timestamp.to::<i64>().saturating_mul(1_000_000_000),
+            txs: b.transactions.len() as u64,
+        });
+    }
+    Ok(blocks)
+}

@@ -1,0 +1,202 @@
+//! The orchestrator files in `deploy/` run the agents this feth expects: the
+//! Kubernetes Indexed Job passes each pod `--shard $(JOB_COMPLETION_INDEX)/N`
+//! with N its `completions`, the compose file one `--shard i/N` per agent;
+//! with every variable filled in, each agent's command line parses as
+//! `feth`'s, the shards cover every key exactly once, every report has its
+//! own file, and the merge reads them all. No cluster is started: the files
+//! are read as text (no YAML parser in the dependencies), the arithmetic
+//! checked with feth's own types.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use clap::Parser;
+use feth::cmd::Cli;
+use feth::load::shard::Shard;
+
+fn read(path: &str) -> String {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+fn unquote(v: &str) -> String {
+    v.trim().trim_matches('"').to_string()
+}
+
+/// The values of every `key: value` line.
+fn scalars(text: &str, key: &str) -> Vec<String> {
+    let prefix = format!("{key}:");
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix(&prefix))
+        .map(unquote)
+        .collect()
+}
+
+fn scalar(text: &str, key: &str) -> String {
+    let v = scalars(text, key);
+    assert_eq!(v.len(), 1, "one {key} line");
+    v[0].clone()
+}
+
+/// The block list under the first `key:` line (`- item` lines below it).
+fn block_list(text: &str, key: &str) -> Vec<String> {
+    let mut lines = text.lines().skip_while(|l| l.trim() != format!("{key}:"));
+    lines.next().unwrap_or_else(|| panic!("no {key}: list"));
+    lines
+        .map_while(|l| l.trim().strip_prefix("- "))
+        .map(unquote)
+        .collect()
+}
+
+/// `$(NAME)` replaced by `vars[NAME]`; a reference to an undefined name fails.
+fn expand(arg: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = arg.to_string();
+    while let Some(at) = out.find("$(") {
+        let end = at + out[at..].find(')').expect("closed $(…)");
+        let name = &out[at + 2..end];
+        let value = vars
+            .get(name)
+            .unwrap_or_else(|| panic!("$({name}) is not defined"));
+        out.replace_range(at..=end, value);
+    }
+    out
+}
+
+/// Parses `args` as feth's command line; returns the shard and `--out` file.
+fn agent(args: &[String]) -> (Shard, String) {
+    Cli::try_parse_from(std::iter::once("feth".to_string()).chain(args.iter().cloned()))
+        .unwrap_or_else(|e| panic!("{args:?} is not a feth command line: {e}"));
+    let after = |flag: &str| {
+        let i = args
+            .iter()
+            .position(|a| a == flag)
+            .unwrap_or_else(|| panic!("no {flag}"));
+        args[i + 1].clone()
+    };
+    (after("--shard").parse().unwrap(), after("--out"))
+}
+
+/// Shards `0..n` of one `n`, each once, cover every key of a file exactly once.
+fn cover_every_key_once(shards: &[Shard], n: usize) {
+    let indices: BTreeSet<usize> = shards.iter().map(|s| s.index).collect();
+    assert_eq!(indices, (0..n).collect(), "{shards:?}");
+    assert!(shards.iter().all(|s| s.count == n), "{shards:?}");
+    for keys in [n, 1000, 1_000_003] {
+        let mut covered = 0;
+        let mut next = 0;
+        let mut ranges: Vec<_> = shards.iter().map(|s| s.range(keys).unwrap()).collect();
+        ranges.sort_by_key(|r| r.start);
+        for r in ranges {
+            assert_eq!(r.start, next, "{keys} keys: a gap or an overlap at {next}");
+            covered += r.len();
+            next = r.end;
+        }
+        assert_eq!(covered, keys);
+    }
+}
+
+#[test]
+fn the_kubernetes_job_gives_each_pod_its_shard_of_n() {
+    let job = read("deploy/k8s/feth-load-job.yaml");
+    assert_eq!(scalar(&job, "completionMode"), "Indexed");
+    let n: usize = scalar(&job, "completions").parse().unwrap();
+    assert_eq!(
+        scalar(&job, "parallelism"),
+        n.to_string(),
+        "all shards run at once"
+    );
+    let args = block_list(&job, "args");
+    let shard_at = args.iter().position(|a| a == "--shard").expect("--shard");
+    assert_eq!(args[shard_at + 1], "$(JOB_COMPLETION_INDEX)/$(FETH_SHARDS)");
+    // FETH_SHARDS is the env value below `- name: FETH_SHARDS`.
+    let after_name = job
+        .split("- name: FETH_SHARDS")
+        .nth(1)
+        .expect("FETH_SHARDS env");
+    assert_eq!(
+        scalars(after_name, "value")[0],
+        n.to_string(),
+        "FETH_SHARDS = completions"
+    );
+    let mode = scalar(&job, "defaultMode");
+    assert!(
+        ["0400", "0600"].contains(&mode.as_str()),
+        "the keys Secret is private: {mode}"
+    );
+
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    vars.insert("FETH_SHARDS".into(), n.to_string());
+    for key in [
+        "FETH_START_AT",
+        "FETH_RATE",
+        "FETH_DURATION",
+        "FETH_NETWORK",
+    ] {
+        vars.insert(key.into(), scalar(&job, key));
+    }
+    let mut shards = Vec::new();
+    let mut outs = BTreeSet::new();
+    for i in 0..n {
+        vars.insert("JOB_COMPLETION_INDEX".into(), i.to_string());
+        let expanded: Vec<String> = args.iter().map(|a| expand(a, &vars)).collect();
+        let (shard, out) = agent(&expanded);
+        assert_eq!(shard, Shard { index: i, count: n });
+        assert!(outs.insert(out), "each pod writes its own report");
+        shards.push(shard);
+    }
+    cover_every_key_once(&shards, n);
+
+    // The merge job reads every pod's report: its glob is their pattern.
+    let merge = read("deploy/k8s/feth-merge-job.yaml");
+    let out_at = args.iter().position(|a| a == "--out").unwrap();
+    let glob = args[out_at + 1].replace("$(JOB_COMPLETION_INDEX)", "*");
+    let line = block_list(&merge, "args").join(" ");
+    assert!(
+        line.contains(&format!("feth merge {glob} ")),
+        "{line} reads {glob}"
+    );
+}
+
+#[test]
+fn the_compose_file_runs_one_agent_per_shard() {
+    let compose = read("deploy/compose/docker-compose.yml");
+    let mut shards = Vec::new();
+    let mut outs = Vec::new();
+    let mut merge = None;
+    for line in compose.lines().map(str::trim) {
+        let Some(list) = line.strip_prefix("command: [") else {
+            continue;
+        };
+        let args: Vec<String> = list
+            .trim_end_matches(']')
+            .split(", ")
+            .map(|a| {
+                unquote(a).replace(
+                    "${FETH_START_AT:?set FETH_START_AT}",
+                    "2026-11-25T16:00:00Z",
+                )
+            })
+            .collect();
+        if args[0] == "merge" {
+            merge = Some(args);
+            continue;
+        }
+        let (shard, out) = agent(&args);
+        shards.push(shard);
+        outs.push(out);
+    }
+    let n = shards.len();
+    assert!(n >= 2, "several agents");
+    cover_every_key_once(&shards, n);
+    let merge = merge.expect("a merge service");
+    Cli::try_parse_from(std::iter::once("feth".to_string()).chain(merge.iter().cloned())).unwrap();
+    let read: BTreeSet<&String> = merge
+        .iter()
+        .filter(|a| a.starts_with("/results/shard-"))
+        .collect();
+    assert_eq!(
+        read,
+        outs.iter().collect(),
+        "the merge reads every agent's report"
+    );
+}

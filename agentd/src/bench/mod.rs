@@ -7,7 +7,7 @@
 //!   committed TPS.
 //! - [`rpc`]: how fast abcid answers `eth_getLogs` over a long chain and
 //!   `eth_getBlockReceipts` of a full block, idle and under load.
-//! - [`zipf`]: a Zipf sender mix at a fixed rate with pipelined nonces
+//! - [`zipf`](mod@zipf): a Zipf sender mix at a fixed rate with pipelined nonces
 //!   (`--per-sender`) on abcid's `nonce-queue`: committed against offered.
 
 pub mod agent;

@@ -1,14 +1,18 @@
 //! The sending engine.
 //!
 //! - Each account sends in nonce order, with up to
-//!   [`LoadPlan::per_sender`] (K) transactions in flight. A sender's
-//!   transactions leave in one JSON-RPC batch request, its consecutive
-//!   nonces in order: JSON-RPC servers (jsonrpsee, geth) run a batch's calls
-//!   one after the other, so they reach the node in nonce order without
-//!   waiting for each other's answers, while the order of concurrent
-//!   requests on the wire is not guaranteed. A sender has one request in
-//!   flight at a time; accounts queue their due transactions (FIFO). K = 1 is
-//!   one transaction at a time, for nodes that refuse nonce gaps.
+//!   [`LoadPlan::per_sender`] (K) transactions in flight; accounts queue
+//!   their due transactions (FIFO). K = 1 is one transaction at a time, for
+//!   nodes that refuse nonce gaps. A request carries up to
+//!   [`LoadPlan::per_request`] (R) consecutive nonces of a sender, in order:
+//!   JSON-RPC servers (jsonrpsee, geth) run a batch's calls one after the
+//!   other, so those reach the node in nonce order without waiting for each
+//!   other's answers. A sender with more room in its pipeline is queued for
+//!   another request at once ([`ReadyQueue::push_now`]), so its K spread over
+//!   parallel requests whose order on the wire is not guaranteed: the node's
+//!   future-nonce queue (geth's; abcid's `nonce-queue`) restores it. R = K is
+//!   one ordered request per sender at a time (abcid answers each call after
+//!   CometBFT's CheckTx, ~30 ms, so only parallel requests pipeline there).
 //! - `max_parallelism` workers take batches of ready accounts (see
 //!   [`super::ready`]) and submit their next transactions in one request;
 //!   accounts are spread across endpoints.

@@ -70,9 +70,9 @@ pub struct LoadArgs {
     /// batching. CometBFT's own RPC refuses batches over 10 by default.
     #[arg(long, default_value_t = DEFAULT_BATCH)]
     batch: usize,
-    /// Transactions in flight per sender (1–1024): up to K consecutive
-    /// nonces of one sender leave in one request, in order, without waiting
-    /// for each other's answers. For nodes that queue future nonces (geth;
+    /// Transactions in flight per sender (1–1024): a sender's consecutive
+    /// nonces go out without waiting for each other's answers (how many per
+    /// request: --per-request). For nodes that queue future nonces (geth;
     /// abcid with `--patches …,nonce-queue`); keep it within the node's
     /// window (64 for both by default).
     #[arg(long, default_value_t = 1, value_name = "K",

@@ -277,3 +277,35 @@ async fn one_transaction_in_flight_per_hot_sender_is_reported_as_the_agents_limi
         .get("agent_limited")
         .is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_zipf_benchmark_runs_small() {
+    // Tiny numbers, to keep `feth bench zipf` from rotting; its figures are
+    // measured by hand (README).
+    let r = feth::bench::zipf(feth::bench::ZipfBenchPlan {
+        senders: 20,
+        rate: 50.0,
+        duration_secs: 2.0,
+        accounts: "zipf:1.1,2".to_string(),
+        per_sender: 4,
+        per_request: 1,
+        timeout_commit: "300ms".to_string(),
+        patches: "all,nonce-queue".to_string(),
+        block_gas_limit: 150_000_000,
+    })
+    .await
+    .unwrap();
+    let [signed, included, rejected, unresolved] = r.totals;
+    assert!(signed >= 90, "{:?}", r.totals);
+    assert_eq!((included, rejected, unresolved), (signed, 0, 0));
+    assert!(
+        r.client_version.ends_with("patches=all,nonce-queue"),
+        "{}",
+        r.client_version
+    );
+    assert!(
+        r.committed_tps > 0.0 && r.block_ms > 0.0 && r.p99_blocks > 0.0,
+        "{r:?}"
+    );
+    assert_eq!(r.agent_limited, None);
+}

@@ -17,30 +17,85 @@ use crate::sign::{self, Fee, TxRequest};
 const DISPERSE_INIT: &str = include_str!("../../contracts/FethDisperse.bin");
 /// Gas limit of the deployment.
 pub const DEPLOY_GAS: u64 = 500_000;
-/// Gas of a batch beyond its recipients: the transaction, the call and the
-/// ABI decoding.
-pub const BATCH_BASE_GAS: u64 = 60_000;
-/// Upper bound of the gas one recipient adds: a cold account access (2,600),
-/// a value transfer (9,000) to a new account (25,000), its 64 bytes of
-/// calldata (at most 1,024) and the loop.
-pub const PER_RECIPIENT_GAS: u64 = 40_000;
 /// The largest gas limit a batch asks for: EIP-7825's per-transaction cap
 /// (2²⁴), below abcid's 30 M and accepted by any node that enforces it.
 pub const MAX_BATCH_GAS: u64 = 1 << 24;
 
-/// Gas limit of a batch paying `n` accounts.
-pub fn batch_gas(n: usize) -> u64 {
-    BATCH_BASE_GAS + PER_RECIPIENT_GAS * n as u64
+/// The gas limit of a batch: `base` plus `per_recipient` for each account
+/// it pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchGas {
+    /// Gas beyond the recipients: the transaction, the call, ABI decoding.
+    pub base: u64,
+    /// Gas one recipient adds.
+    pub per_recipient: u64,
 }
 
-/// The most recipients per batch: `wanted`, within [`MAX_BATCH_GAS`] and a
-/// quarter of the block gas limit (so that several batches fit a block).
-pub fn batch_size(wanted: usize, block_gas_limit: u64) -> usize {
-    let budget = MAX_BATCH_GAS.min(block_gas_limit / 4);
-    let fits = budget.saturating_sub(BATCH_BASE_GAS) / PER_RECIPIENT_GAS;
-    wanted
-        .min(usize::try_from(fits).unwrap_or(usize::MAX))
-        .max(1)
+impl BatchGas {
+    /// Upper bounds under the gas schedule up to Prague: a cold account
+    /// access (2,600), a value transfer (9,000) to a new account (25,000),
+    /// 64 bytes of calldata (at most 1,024) and the loop, per recipient.
+    pub const DEFAULT: Self = Self {
+        base: 60_000,
+        per_recipient: 40_000,
+    };
+
+    /// Gas limit of a batch paying `n` accounts.
+    pub fn gas(&self, n: usize) -> u64 {
+        self.base + self.per_recipient * n as u64
+    }
+
+    /// The most recipients per batch: `wanted`, within [`MAX_BATCH_GAS`]
+    /// and a quarter of the block gas limit (so that several batches fit a
+    /// block).
+    pub fn size(&self, wanted: usize, block_gas_limit: u64) -> usize {
+        let budget = MAX_BATCH_GAS.min(block_gas_limit / 4);
+        let fits = budget.saturating_sub(self.base) / self.per_recipient.max(1);
+        wanted
+            .min(usize::try_from(fits).unwrap_or(usize::MAX))
+            .max(1)
+    }
+
+    /// These bounds, raised to what the node estimates for batches of one
+    /// and two (`one`, `two`) with a tenth more: a chain whose gas
+    /// schedule prices new accounts higher (geth `--dev` on a later fork
+    /// asked 222,000 for one) still gets batches that go through.
+    pub fn covering(self, one: u64, two: u64) -> Self {
+        let per = two.saturating_sub(one);
+        let base = one.saturating_sub(per);
+        let margin = |g: u64| g.saturating_add(g / 10);
+        Self {
+            base: self.base.max(margin(base)),
+            per_recipient: self.per_recipient.max(margin(per)),
+        }
+    }
+}
+
+/// What the node estimates for batches paying one and two fresh accounts
+/// 1 wei each from `from` through `contract`.
+pub async fn estimate(client: &EthClient, from: Address, contract: Address) -> Result<(u64, u64)> {
+    let probe = |i: u8| Share {
+        to: Address::from_slice(
+            &keccak256([b"feth-disperse-probe".as_slice(), &[i]].concat())[12..],
+        ),
+        value: U256::from(1u64),
+    };
+    let mut gas = [0u64; 2];
+    for (n, g) in gas.iter_mut().enumerate() {
+        let shares: Vec<Share> = (0..=n as u8).map(probe).collect();
+        let call = serde_json::json!([{
+            "from": from,
+            "to": contract,
+            "value": U256::from(shares.len()),
+            "input": disperse_call(&shares),
+        }]);
+        let answer: alloy_primitives::U64 = client
+            .call("eth_estimateGas", call)
+            .await
+            .with_context(|| format!("estimating a batch paying {} account(s)", n + 1))?;
+        *g = answer.to();
+    }
+    Ok((gas[0], gas[1]))
 }
 
 /// Calldata of `disperseEther(address[] recipients, uint256[] values)`.
@@ -111,17 +166,29 @@ pub async fn deploy(
     Ok(address)
 }
 
-/// One signed batch per `size` targets, with consecutive root nonces from
-/// `first`.
+/// How the batches of a run pay: through which contract, in batches of how
+/// many, with which gas limit.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchPlan {
+    /// The deployed disperse contract.
+    pub contract: Address,
+    /// Recipients per batch (the last may have fewer).
+    pub size: usize,
+    /// Gas limits.
+    pub gas: BatchGas,
+}
+
+/// One signed batch per `plan.size` targets, with consecutive root nonces
+/// from `first`.
 pub fn sign_batches(
     root: &SecretKey,
     chain_id: u64,
     fee: Fee,
     first: u64,
-    contract: Address,
+    plan: &BatchPlan,
     targets: &[Share],
-    size: usize,
 ) -> Vec<Payment> {
+    let (contract, size, gas) = (plan.contract, plan.size, plan.gas);
     targets
         .chunks(size.max(1))
         .zip(first..)
@@ -132,7 +199,7 @@ pub fn sign_batches(
                 nonce,
                 to: Some(contract),
                 value,
-                gas_limit: batch_gas(shares.len()),
+                gas_limit: gas.gas(shares.len()),
                 fee,
                 input: disperse_call(shares),
             };
@@ -184,12 +251,25 @@ mod tests {
 
     #[test]
     fn batches_stay_within_the_transaction_and_block_gas_caps() {
-        assert_eq!(batch_size(400, 150_000_000), 400);
+        let g = BatchGas::DEFAULT;
+        assert_eq!(g.size(400, 150_000_000), 400);
         // (2^24 - 60,000) / 40,000 = 417 recipients fit the EIP-7825 cap.
-        assert_eq!(batch_size(1_000, 150_000_000), 417);
-        assert!(batch_gas(batch_size(10_000, 150_000_000)) <= MAX_BATCH_GAS);
+        assert_eq!(g.size(1_000, 150_000_000), 417);
+        assert!(g.gas(g.size(10_000, 150_000_000)) <= MAX_BATCH_GAS);
         // geth --dev's 11.5 M blocks: a quarter of the block per batch.
-        assert!(batch_gas(batch_size(10_000, 11_500_000)) <= 11_500_000 / 4);
-        assert_eq!(batch_size(10_000, 100_000), 1);
+        assert!(g.gas(g.size(10_000, 11_500_000)) <= 11_500_000 / 4);
+        assert_eq!(g.size(10_000, 100_000), 1);
+    }
+
+    #[test]
+    fn estimates_raise_the_bounds_never_lower_them() {
+        let g = BatchGas::DEFAULT;
+        // A cheap chain (abcid measures about 35,400 per account) keeps them.
+        assert_eq!(g.covering(56_000, 91_400), g);
+        // geth --dev asked 222,000 for one: 190,000 more per account.
+        let dear = g.covering(222_000, 412_000);
+        assert_eq!(dear.per_recipient, 209_000);
+        assert_eq!(dear.base, 60_000);
+        assert!(dear.gas(1) >= 222_000 && dear.gas(2) >= 412_000);
     }
 }

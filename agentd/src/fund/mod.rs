@@ -40,7 +40,7 @@ pub(crate) use send::{send_in_order, wait_nonce};
 /// Gas of a plain transfer.
 pub const TRANSFER_GAS: u64 = 21_000;
 /// Recipients per batch unless told otherwise (within the gas caps of
-/// [`disperse::batch_size`]).
+/// [`disperse::BatchGas::size`]).
 pub const DEFAULT_BATCH_SIZE: usize = 400;
 /// Addresses per JSON-RPC batch when reading balances and nonces (geth
 /// accepts batches of up to 1,000 calls).
@@ -258,12 +258,15 @@ async fn sign_batches(
 ) -> Result<Option<Signed>> {
     let block = client.latest_block().await?;
     let gas_limit = block.gas_limit.map_or(30_000_000, |g| g.to::<u64>());
-    let size = disperse::batch_size(plan.batch_size, gas_limit);
-    let batches = U256::from(targets.len().div_ceil(size));
     let fee = signer.fee;
-    let fees_max = fees::max_cost(fee, disperse::DEPLOY_GAS)
-        + fees::max_cost(fee, disperse::batch_gas(size)) * batches;
-    check_cost(client, signer.address, targets, fees_max).await?;
+    let cost = |gas: disperse::BatchGas| {
+        let size = gas.size(plan.batch_size, gas_limit);
+        let batches = U256::from(targets.len().div_ceil(size));
+        fees::max_cost(fee, gas.gas(size)) * batches
+    };
+    let mut gas = disperse::BatchGas::DEFAULT;
+    let deploy_fee = fees::max_cost(fee, disperse::DEPLOY_GAS);
+    check_cost(client, signer.address, targets, deploy_fee + cost(gas)).await?;
     let contract =
         match disperse::deploy(client, signer.root, signer.chain_id, fee, plan.wait).await {
             Ok(contract) => contract,
@@ -273,16 +276,22 @@ async fn sign_batches(
             }
             Err(e) => return Err(e.context("--via batch needs a node that runs contracts")),
         };
+    // The node's own gas schedule may price new accounts higher.
+    match disperse::estimate(client, signer.address, contract).await {
+        Ok((one, two)) => gas = gas.covering(one, two),
+        Err(e) => tracing::warn!("batches sized by feth's own gas bounds: {e:#}"),
+    }
+    if gas != disperse::BatchGas::DEFAULT {
+        check_cost(client, signer.address, targets, cost(gas)).await?;
+    }
     let first = client.nonce(signer.address, true).await?;
-    let payments = disperse::sign_batches(
-        signer.root,
-        signer.chain_id,
-        fee,
-        first,
+    let batches = disperse::BatchPlan {
         contract,
-        targets,
-        size,
-    );
+        size: gas.size(plan.batch_size, gas_limit),
+        gas,
+    };
+    let payments =
+        disperse::sign_batches(signer.root, signer.chain_id, fee, first, &batches, targets);
     let journal = Journal {
         root: signer.address,
         payments,

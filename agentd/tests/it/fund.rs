@@ -83,7 +83,7 @@ async fn assert_batches_within_gas_bound(client: &EthClient, contract: Address) 
             );
             let used = receipt.gas_used.to::<u64>();
             assert!(
-                used <= disperse::batch_gas(recipients),
+                used <= disperse::BatchGas::DEFAULT.gas(recipients),
                 "{used} gas for {recipients} recipients"
             );
             batches += 1;

@@ -133,13 +133,13 @@ async fn geth_sender() -> (GethDev, KeySet, u64, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let client = geth.client();
 
-    // One transfer: `feth fund`'s disperse batches are sized for abcid's
-    // gas costs, which geth's exceed (a batch paying one new account needs
-    // about 222,000 gas there, more than the 100,000 it is given).
+    // The batch path: geth's gas schedule prices a new account far above
+    // abcid's (about 222,000 gas for a batch paying one), and the batches
+    // are sized by its own estimates.
     let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(22)));
     keys.extend_to(1);
     let plan = FundPlan {
-        via: FundVia::Transfers,
+        via: FundVia::Batch,
         ..FundPlan::new(eth * U256::from(20u64))
     };
     let journal = dir.path().join("keys.txt.funding.json");
@@ -147,6 +147,7 @@ async fn geth_sender() -> (GethDev, KeySet, u64, tempfile::TempDir) {
         .await
         .unwrap();
     assert_eq!((funded.paid, funded.underfunded), (1, 0));
+    assert_eq!(funded.via, "batch");
     let before = client.nonce(keys.addresses[0], false).await.unwrap();
     (geth, keys, before, dir)
 }

@@ -16,9 +16,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::accounts::{KeySet, KeySource};
-use crate::load::engine::LoadPlan;
 use crate::load::ledger::RECENT;
 use crate::load::pick::RateSchedule;
+use crate::load::plan::LoadPlan;
 use crate::load::{self, LoadSettings};
 use crate::procstat::{process_cpu, rss_bytes, thread_cpu};
 use crate::sign::{self, Fee, TxRequest};

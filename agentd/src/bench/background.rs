@@ -9,8 +9,8 @@ use tokio::task::JoinHandle;
 
 use crate::accounts::KeySet;
 use crate::devnet::Devnet;
-use crate::load::engine::{LoadPlan, Recipients, WorkloadKind};
 use crate::load::pick::RateSchedule;
+use crate::load::plan::{LoadPlan, Recipients, WorkloadKind};
 use crate::load::{self, LoadReport, LoadSettings};
 
 /// A load running in a task of its own.

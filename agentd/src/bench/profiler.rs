@@ -36,7 +36,7 @@ use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::blocks::{comet_window, next_block};
 use crate::devnet::{self, Devnet};
-use crate::load::engine::WorkloadKind;
+use crate::load::plan::WorkloadKind;
 use crate::procstat;
 use crate::progress;
 

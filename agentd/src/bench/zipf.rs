@@ -21,8 +21,8 @@ use crate::accounts::{KeySet, KeySource};
 use crate::devnet::{self, Devnet};
 use crate::eth::EthClient;
 use crate::fund::{self, FundPlan};
-use crate::load::engine::LoadPlan;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::plan::LoadPlan;
 use crate::load::report::AgentLimited;
 use crate::load::{self, LoadReport, LoadSettings};
 

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 
 use super::args::emit;
 use super::fund::Via;
-use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER};
+use crate::load::plan::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER};
 use crate::{bench, fund};
 
 /// `feth bench …`

@@ -11,11 +11,11 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::args::{emit, load_shard, NetworkArgs};
-use crate::load::engine::{
-    LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
-};
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::plan::{
+    LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
+};
 use crate::load::refill::RefillConfig;
 use crate::load::shard::Shard;
 use crate::load::tally::TxsPerBlock;

@@ -10,7 +10,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{emit, load_senders, seconds, NetworkArgs, SearchArgs};
-use crate::load::engine::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::load::plan::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
 use crate::saturate::{
     find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchEvent, SearchReport, StepMeasure,
     Verdict,

@@ -47,130 +47,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::ledger::{Ledger, Live, Submission, TxStatus};
-use super::pick::{Picker, RateSchedule};
+use super::outcome::{classify, Outcome};
+use super::pick::RateSchedule;
+use super::plan::{EngineConfig, Recipients, Workload, MAX_PER_SENDER};
 use super::ready::ReadyQueue;
 use super::slots::SlotClock;
 use crate::accounts::KeySet;
-use crate::eth::{EthClient, RpcError};
-use crate::sign::{self, Fee, SignedTx, TxRequest};
+use crate::eth::EthClient;
+use crate::sign::{self, SignedTx, TxRequest};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use futures::StreamExt;
 use rand::SeedableRng;
-
-/// Where transfers go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Recipients {
-    /// Other accounts of the keys file.
-    Existing,
-    /// New addresses that never held anything.
-    Fresh,
-}
-
-/// What each transaction does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Workload {
-    /// A plain value transfer.
-    Transfer,
-    /// `transfer(recipient, value)` on an ERC-20 token (the plan's value in
-    /// token units).
-    Erc20 {
-        /// The token.
-        token: Address,
-    },
-}
-
-/// What each transaction does, as asked for (the token of an ERC-20 load is
-/// deployed by the run itself, see [`Workload`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkloadKind {
-    /// Value transfers.
-    Transfer,
-    /// ERC-20 `transfer(recipient, value)` calls.
-    Erc20,
-}
-
-/// Default concurrent requests.
-pub const DEFAULT_MAX_PARALLELISM: usize = 64;
-/// Default transactions per JSON-RPC batch (CometBFT's RPC refuses batches
-/// over 10 by default).
-pub const DEFAULT_BATCH: usize = 10;
-/// Most transactions in flight per sender (`--per-sender`): nodes queue a
-/// bounded window of future nonces (geth's `--txpool.accountqueue`, 64 by
-/// default; abcid's `nonce-queue`, 64), and a sender's in-flight
-/// transactions travel in one batch request.
-pub const MAX_PER_SENDER: usize = 1024;
-
-/// What to send, as a person asks for it: complete without the node.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadPlan {
-    /// Send rate over time.
-    pub schedule: RateSchedule,
-    /// Transactions per account (closed loop), or a cap in open loop.
-    pub per_account: Option<u64>,
-    /// How long to send.
-    pub duration: Option<Duration>,
-    /// Concurrent requests.
-    pub max_parallelism: usize,
-    /// Senders per JSON-RPC batch request.
-    pub batch: usize,
-    /// Transactions in flight per sender (1: one at a time, for nodes that
-    /// refuse nonce gaps).
-    pub per_sender: usize,
-    /// Consecutive nonces of one sender per request, in order (up to
-    /// `per_sender`): 1 spreads a sender's transactions over parallel
-    /// requests, `per_sender` keeps them in one ordered request at a time.
-    pub per_request: usize,
-    /// Who sends.
-    pub picker: Picker,
-    /// Who receives.
-    pub recipients: Recipients,
-    /// What each transaction does.
-    pub workload: WorkloadKind,
-    /// Value per transfer: wei, or token units for ERC-20 transfers.
-    pub value: U256,
-}
-
-impl LoadPlan {
-    /// Value transfers of 1 wei to fresh addresses from `senders` uniformly
-    /// chosen accounts, 64 requests in flight, batches of 10, one
-    /// transaction in flight per sender.
-    pub fn transfers(schedule: RateSchedule, senders: usize) -> Self {
-        Self {
-            schedule,
-            per_account: None,
-            duration: None,
-            max_parallelism: DEFAULT_MAX_PARALLELISM,
-            batch: DEFAULT_BATCH,
-            per_sender: 1,
-            per_request: 1,
-            picker: Picker::new(super::pick::AccountDist::Uniform, senders),
-            recipients: Recipients::Fresh,
-            workload: WorkloadKind::Transfer,
-            value: U256::from(1u64),
-        }
-    }
-}
-
-/// What the engine runs: the plan, and what the chain decided (chain id,
-/// fee model, the deployed token).
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    /// The plan.
-    pub plan: LoadPlan,
-    /// What each transaction does.
-    pub workload: Workload,
-    /// Gas limit per transaction.
-    pub gas_limit: u64,
-    /// Fee model.
-    pub fee: Fee,
-    /// EIP-155 chain id.
-    pub chain_id: u64,
-    /// Senders refused for insufficient funds wait to be topped up (see
-    /// [`super::refill`]) instead of having the transaction rejected.
-    pub refill: bool,
-}
 
 /// Live counters for the progress line.
 #[derive(Debug, Default)]
@@ -353,16 +240,6 @@ enum Next {
     Later(Duration, Duration),
 }
 
-enum Outcome {
-    Accepted,
-    Busy,
-    InsufficientFunds(String),
-    Timeout,
-    NonceTooLow,
-    NonceTooHigh,
-    Rejected(String),
-}
-
 /// Why a sender's request must be sent again, the longest back-off last
 /// (of several in one request, the longest wins).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -375,45 +252,6 @@ enum Again {
     Timeout,
     /// After a back-off: insufficient funds, until a refill tops it up.
     Starved,
-}
-
-fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
-    match result {
-        Ok(_) => Outcome::Accepted,
-        Err(RpcError::Rpc { message, .. }) => {
-            let m = message.to_ascii_lowercase();
-            if m.contains("already known")
-                || m.contains("already exists")
-                || m.contains("alreadyknown")
-            {
-                Outcome::Accepted
-            } else if crate::fund::is_busy(&m) {
-                Outcome::Busy
-            } else if m.contains("nonce too low") {
-                Outcome::NonceTooLow
-            } else if m.contains("nonce too high") {
-                Outcome::NonceTooHigh
-            } else if m.contains("insufficient funds") {
-                Outcome::InsufficientFunds(reason(&message))
-            } else {
-                Outcome::Rejected(reason(&message))
-            }
-        }
-        Err(RpcError::Transport { .. }) => Outcome::Timeout,
-        Err(RpcError::Decode { message, .. }) => {
-            Outcome::Rejected(format!("bad answer: {message}"))
-        }
-    }
-}
-
-/// A rejection message without its per-transaction numbers, to count by reason.
-fn reason(message: &str) -> String {
-    message
-        .split(':')
-        .next()
-        .unwrap_or(message)
-        .trim()
-        .to_string()
 }
 
 impl Engine {

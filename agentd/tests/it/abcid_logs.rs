@@ -17,9 +17,9 @@ use alloy_rpc_types_eth::{
 };
 use feth::accounts::KeySet;
 use feth::eth::{EthClient, RpcError};
-use feth::load::engine::{LoadPlan, Recipients, WorkloadKind};
 use feth::load::erc20;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::{LoadPlan, Recipients, WorkloadKind};
 use feth::load::{self, LoadSettings};
 use futures::StreamExt;
 use serde_json::{json, Value};

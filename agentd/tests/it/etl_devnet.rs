@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::common::{funded, TestNet};
-use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadSettings};
 use feth_etl::ingest::IngestConfig;
 use feth_etl::local_redis::LocalRedis;

@@ -9,8 +9,8 @@ use alloy_primitives::U256;
 use feth::accounts::KeySet;
 use feth::eth::EthClient;
 use feth::fund::{self, FundPlan};
-use feth::load::engine::{LoadPlan, WorkloadKind};
 use feth::load::pick::RateSchedule;
+use feth::load::plan::{LoadPlan, WorkloadKind};
 use feth::load::{self, LoadReport, LoadSettings};
 use feth::sign::Fee;
 

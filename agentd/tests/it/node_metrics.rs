@@ -6,8 +6,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadSettings};
 use serde_json::{json, Value};
 

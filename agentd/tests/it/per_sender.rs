@@ -11,8 +11,8 @@ use alloy_primitives::{Address, B256, U256};
 use feth::accounts::{KeySet, KeySource};
 use feth::eth::EthClient;
 use feth::fund::{self, FundPlan, FundVia};
-use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadReport, LoadSettings};
 use secp256k1::SecretKey;
 

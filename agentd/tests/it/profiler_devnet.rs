@@ -15,8 +15,8 @@ use clap::Parser;
 
 use crate::common::{funded, wait_until, TestNet};
 use feth::cmd::Cli;
-use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadSettings};
 use feth_profiler_rpc::api::{EnableParams, FetchParams, HeightSelector, ProfileKind};
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};

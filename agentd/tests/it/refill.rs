@@ -9,8 +9,8 @@ use std::time::Duration;
 use alloy_primitives::{B256, U256};
 use feth::eth::EthClient;
 use feth::fund;
-use feth::load::engine::LoadPlan;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::LoadPlan;
 use feth::load::refill::RefillConfig;
 use feth::load::{self, LoadSettings};
 

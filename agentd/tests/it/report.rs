@@ -11,9 +11,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use feth::load::engine::LoadPlan;
 use feth::load::metrics::LoadMetrics;
 use feth::load::pick::RateSchedule;
+use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadReport, LoadSettings};
 use feth_metrics_http as metrics_http;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::load::engine::{Recipients, Workload};
+use crate::load::plan::{Recipients, Workload};
 use crate::load::report::{BlockRow, Second};
 use crate::load::shard::ShardOf;
 use crate::load::{Environment, LatencyHists, RunConfig, REPORT_VERSION};

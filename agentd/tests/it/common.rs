@@ -125,3 +125,16 @@ pub fn wallet(net: &TestNet, key: &SecretKey) -> impl alloy_provider::Provider {
         .wallet(EthereumWallet::from(signer))
         .connect_http(net.web3().parse().unwrap())
 }
+
+/// The transactions of block `h`, as full objects (`eth_getBlockByNumber`
+/// with `true`).
+pub async fn block_txs(client: &EthClient, h: u64) -> Vec<serde_json::Value> {
+    let block: serde_json::Value = client
+        .call(
+            "eth_getBlockByNumber",
+            serde_json::json!([format!("0x{h:x}"), true]),
+        )
+        .await
+        .unwrap();
+    block["transactions"].as_array().unwrap().clone()
+}

@@ -60,14 +60,7 @@ async fn assert_batches_within_gas_bound(client: &EthClient, contract: Address) 
     let head = client.block_number().await.unwrap();
     let mut batches = 0;
     for h in 1..=head {
-        let block: Value = client
-            .call(
-                "eth_getBlockByNumber",
-                serde_json::json!([format!("0x{h:x}"), true]),
-            )
-            .await
-            .unwrap();
-        for tx in block["transactions"].as_array().unwrap() {
+        for tx in &crate::common::block_txs(client, h).await {
             if tx["to"].as_str().and_then(|t| t.parse::<Address>().ok()) != Some(contract) {
                 continue;
             }

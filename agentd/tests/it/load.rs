@@ -46,14 +46,7 @@ async fn ours_in_window(client: &EthClient, keys: &KeySet, r: &LoadReport) -> u6
     let ours: std::collections::HashSet<_> = keys.addresses.iter().copied().collect();
     let mut n = 0;
     for h in r.chain.first_block..=r.chain.last_block {
-        let block: serde_json::Value = client
-            .call(
-                "eth_getBlockByNumber",
-                serde_json::json!([format!("0x{h:x}"), true]),
-            )
-            .await
-            .unwrap();
-        for tx in block["transactions"].as_array().unwrap() {
+        for tx in &crate::common::block_txs(client, h).await {
             let from: alloy_primitives::Address = tx["from"].as_str().unwrap().parse().unwrap();
             n += u64::from(ours.contains(&from));
         }

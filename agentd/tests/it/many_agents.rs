@@ -72,8 +72,11 @@ async fn two_sharded_agents_on_two_nodes_start_together_and_merge_to_the_chain_f
     .await
     .unwrap();
 
-    let start = SystemTime::now() + Duration::from_secs(6);
-    let start_at = feth::load::start_at::format(start);
+    let start_at = feth::load::start_at::format(SystemTime::now() + Duration::from_secs(6));
+    // The agreed time as the agents read it: the text has millisecond
+    // precision, so it can be up to 1 ms before the instant it was made of
+    // (a run once began "-0.000 s" after that instant).
+    let start = feth::load::start_at::parse(&start_at, SystemTime::now()).unwrap();
     let out = |i: usize| dir.path().join(format!("shard{i}.json"));
     let (a_out, b_out) = (out(0), out(1));
     let agent = |shard: &str, node: &str, out: &std::path::Path| {

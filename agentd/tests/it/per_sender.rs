@@ -43,14 +43,7 @@ async fn one_sender(url: &str, keys: KeySet, per_request: usize) -> LoadReport {
 async fn ours(client: &EthClient, sender: Address, from: u64, to: u64) -> Vec<(u64, B256, u64)> {
     let mut out = Vec::new();
     for h in from..=to {
-        let block: serde_json::Value = client
-            .call(
-                "eth_getBlockByNumber",
-                serde_json::json!([format!("0x{h:x}"), true]),
-            )
-            .await
-            .unwrap();
-        for tx in block["transactions"].as_array().unwrap() {
+        for tx in &crate::common::block_txs(client, h).await {
             let from: Address = tx["from"].as_str().unwrap().parse().unwrap();
             if from == sender {
                 let hash: B256 = tx["hash"].as_str().unwrap().parse().unwrap();

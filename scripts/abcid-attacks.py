@@ -15,8 +15,8 @@ For each patch set: `feth devnet up --fresh` (one validator, 200 ms
    (CometBFT header times) and `commit_ms` p50 / p90 / max.
 
 then `feth devnet down`. abcid is the one next to FETH (`feth devnet` starts
-the abcid beside it), so the same script measures an old build (e.g. main's
-`target/debug/feth`) and a new one.
+the abcid beside it unless FETH_ABCID names another), so the same script
+measures an old build (e.g. main's `target/debug/feth`) and a new one.
 
 Usage: python3 scripts/abcid-attacks.py [FETH] [PATCH_SETS] [SECONDS]
 (defaults: target/debug/feth, "all,-snapshot-reads;all", 20). PATCH_SETS is

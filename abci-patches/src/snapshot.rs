@@ -39,7 +39,7 @@ impl Snapshot {
         &self.head
     }
 
-    /// How many block diffs lie over the base (for tests and metrics).
+    /// How many block diffs lie over the base.
     pub fn depth(&self) -> usize {
         self.layers.len()
     }

@@ -19,7 +19,7 @@ if [ "$#" -gt 0 ]; then
   sets=("$@")
 else
   sets=(none parallel-abci rwlock check-tx-lite session-cache ram-block-txs quiet-logs
-        fast-ecrecover sender-cache lite-recheck all)
+        fast-ecrecover sender-cache lite-recheck snapshot-reads all)
 fi
 mkdir -p "$dir"
 : > "$dir/ladder.jsonl"

@@ -16,6 +16,8 @@
 //!   predecessors (`nonce-queue`); [`checkexec`]: CheckTx's execution when
 //!   `check-tx-lite` is off.
 //! - [`proposal`]: PrepareProposal within the block's bytes and gas.
+//! - [`call`]: read-only calls within a gas cap and a deadline;
+//!   [`snapshot`]: the committed state web3 reads see (`snapshot-reads`).
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
 //!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
@@ -28,6 +30,7 @@
 
 pub mod app;
 pub mod blocklog;
+pub mod call;
 pub mod checkexec;
 pub mod codec;
 pub mod error;
@@ -43,6 +46,7 @@ pub mod proposal;
 pub mod rpc;
 pub mod runner;
 pub mod senders;
+pub mod snapshot;
 pub mod state;
 pub mod store;
 #[cfg(test)]

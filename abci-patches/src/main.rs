@@ -108,6 +108,29 @@ struct RpcArgs {
     /// Seconds an unpolled filter is kept.
     #[arg(long, default_value_t = RpcConfig::default().filter_timeout.as_secs())]
     rpc_filter_timeout: u64,
+    /// Most gas one eth_call / eth_estimateGas execution may use (geth's
+    /// --rpc.gascap).
+    #[arg(long, default_value_t = RpcConfig::default().gas_cap)]
+    rpc_gas_cap: u64,
+    /// Milliseconds an eth_call, eth_estimateGas or eth_createAccessList may
+    /// execute before it is aborted (geth's --rpc.evmtimeout); 0: no limit.
+    #[arg(long, default_value_t = RpcConfig::default().evm_timeout.as_millis() as u64)]
+    rpc_evm_timeout_ms: u64,
+    /// Most EVM requests executing at once; more wait.
+    #[arg(long, default_value_t = RpcConfig::default().evm_calls)]
+    rpc_evm_calls: usize,
+    /// Most EVM executions one JSON-RPC batch may run in all.
+    #[arg(long, default_value_t = RpcConfig::default().batch_executions)]
+    rpc_batch_executions: u32,
+    /// Most logs subscriptions open at once on the node.
+    #[arg(long, default_value_t = RpcConfig::default().max_log_subscriptions)]
+    rpc_max_log_subscriptions: usize,
+    /// Most logs subscriptions on one WebSocket connection.
+    #[arg(long, default_value_t = RpcConfig::default().max_log_subscriptions_per_connection)]
+    rpc_max_log_subscriptions_per_connection: usize,
+    /// Most filters one connection may have installed.
+    #[arg(long, default_value_t = RpcConfig::default().max_filters_per_connection)]
+    rpc_max_filters_per_connection: usize,
 }
 
 impl RpcArgs {
@@ -118,6 +141,13 @@ impl RpcArgs {
             max_batch: self.rpc_max_batch,
             max_subscriptions_per_connection: self.rpc_max_subscriptions,
             filter_timeout: std::time::Duration::from_secs(self.rpc_filter_timeout),
+            gas_cap: self.rpc_gas_cap,
+            evm_timeout: std::time::Duration::from_millis(self.rpc_evm_timeout_ms),
+            evm_calls: self.rpc_evm_calls.max(1),
+            batch_executions: self.rpc_batch_executions,
+            max_log_subscriptions: self.rpc_max_log_subscriptions,
+            max_log_subscriptions_per_connection: self.rpc_max_log_subscriptions_per_connection,
+            max_filters_per_connection: self.rpc_max_filters_per_connection,
             ..RpcConfig::default()
         }
     }

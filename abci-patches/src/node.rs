@@ -3,18 +3,14 @@
 //! the web3 server.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction as _;
-use alloy_eips::eip2930::AccessList;
 use alloy_primitives::{keccak256, Address, Bloom, Bytes, B256, U256};
-use revm::{
-    context::{result::ExecutionResult, TxEnv},
-    ExecuteEvm,
-};
 
 use crate::blocklog::BlockLine;
+pub use crate::call::{CallFailure, CallLimits, CallOutcome, CallRequest};
 use crate::checkexec;
 use crate::error::TxError;
 use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
@@ -24,9 +20,9 @@ use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
 use crate::nonce_queue::QueueConfig;
 use crate::patches::{Patch, Patches};
 use crate::proposal::{self, Origin};
-use crate::runner;
 use crate::senders::SenderCache;
-use crate::state::{AccountRecord, BlockOverlay, StateDiff, WorldState};
+use crate::snapshot::{Snapshot, Snapshots};
+use crate::state::{AccountRecord, StateDiff, StateRead, WorldState};
 use crate::store::{
     BlockBatch, BlockRecord, Store, StoreConfig, StoreError, TxRecord, CAPPED_CACHE_SIZE,
 };
@@ -100,46 +96,46 @@ pub struct Node {
     senders: Option<Arc<SenderCache>>,
     /// Committed blocks and admitted transactions, as they happen.
     events: tokio::sync::broadcast::Sender<NodeEvent>,
+    /// `snapshot-reads` on: the committed state web3 reads see, once the
+    /// chain exists.
+    snapshots: OnceLock<Snapshots>,
+    /// Tests: parks a call mid-execution until released.
+    #[cfg(test)]
+    pub(crate) park: crate::testkit::Park,
 }
 
-/// A read-only call (eth_call / eth_estimateGas).
-#[derive(Debug, Clone, Default)]
-pub struct CallRequest {
-    /// Caller (zero address when absent).
-    pub from: Option<Address>,
-    /// Callee; `None` deploys.
-    pub to: Option<Address>,
-    /// Gas limit (the per-transaction cap when absent).
-    pub gas: Option<u64>,
-    /// Gas price (zero when absent).
-    pub gas_price: Option<u128>,
-    /// Value.
-    pub value: Option<U256>,
-    /// Calldata.
-    pub input: Bytes,
-    /// Addresses and slots warmed before execution (EIP-2930).
-    pub access_list: AccessList,
+/// The committed state as a web3 read sees it: a snapshot
+/// (`snapshot-reads`), or the consensus state under its lock, and the
+/// application lock too when `parallel-abci` is off.
+enum ReadView<'a> {
+    Snapshot(Arc<Snapshot>),
+    Locked {
+        _app: Option<AppGuard<'a>>,
+        world: ReadGuard<'a, WorldState>,
+    },
 }
 
-/// The outcome of a read-only call.
-#[derive(Debug, Clone)]
-pub struct CallOutcome {
-    /// Gas used.
-    pub gas_used: u64,
-    /// `Ok(output)` on success, `Err(revert data or halt reason)` otherwise.
-    pub output: Result<Bytes, CallFailure>,
-    /// Every account the call loaded, with the storage slots it read or
-    /// wrote, in address and slot order.
-    pub touched: Vec<(Address, Vec<B256>)>,
-}
+impl StateRead for ReadView<'_> {
+    fn account(&self, address: &Address) -> Option<AccountRecord> {
+        match self {
+            Self::Snapshot(s) => s.account(address),
+            Self::Locked { world, .. } => world.account(address),
+        }
+    }
 
-/// Why a call did not succeed.
-#[derive(Debug, Clone)]
-pub enum CallFailure {
-    /// The callee reverted with this data.
-    Revert(Bytes),
-    /// Execution halted (out of gas, invalid opcode…).
-    Halt(String),
+    fn storage(&self, address: &Address, slot: &U256) -> U256 {
+        match self {
+            Self::Snapshot(s) => StateRead::storage(&**s, address, slot),
+            Self::Locked { world, .. } => world.storage(address, slot),
+        }
+    }
+
+    fn code(&self, hash: &B256) -> Option<revm::bytecode::Bytecode> {
+        match self {
+            Self::Snapshot(s) => StateRead::code(&**s, hash),
+            Self::Locked { world, .. } => world.code(hash).cloned(),
+        }
+    }
 }
 
 impl Node {
@@ -163,6 +159,10 @@ impl Node {
             }
             _ => (WorldState::default(), None),
         };
+        let snapshots = OnceLock::new();
+        if let (true, Some(chain)) = (patches.has(Patch::SnapshotReads), chain.as_ref()) {
+            let _ = snapshots.set(Snapshots::new(&world, chain.head.clone()));
+        }
         Ok(Self {
             patches,
             app_lock: AppLock::new(patches.has(Patch::ParallelAbci)),
@@ -175,6 +175,9 @@ impl Node {
                 .has(Patch::SenderCache)
                 .then(|| Arc::new(SenderCache::default())),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
+            snapshots,
+            #[cfg(test)]
+            park: Default::default(),
         })
     }
 
@@ -194,6 +197,29 @@ impl Node {
     /// returned guard for its whole length.
     pub fn enter(&self) -> Result<AppGuard<'_>, NodeError> {
         Ok(self.app_lock.enter()?)
+    }
+
+    /// What a web3 read of the store holds: nothing with `snapshot-reads`
+    /// (redb's readers never block its writer), the application lock
+    /// otherwise.
+    fn enter_read(&self) -> Result<Option<AppGuard<'_>>, NodeError> {
+        if self.patches.has(Patch::SnapshotReads) {
+            Ok(None)
+        } else {
+            Ok(Some(self.enter()?))
+        }
+    }
+
+    /// The committed state for a web3 read (see [`ReadView`]).
+    fn read_view(&self) -> Result<ReadView<'_>, NodeError> {
+        if let Some(snapshots) = self.snapshots.get() {
+            return Ok(ReadView::Snapshot(snapshots.current()));
+        }
+        let app = self.enter_read()?;
+        Ok(ReadView::Locked {
+            _app: app,
+            world: self.world()?,
+        })
     }
 
     fn world(&self) -> Result<ReadGuard<'_, WorldState>, NodeError> {
@@ -229,13 +255,13 @@ impl Node {
 
     /// The genesis, once InitChain has run.
     pub fn genesis(&self) -> Result<Genesis, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         self.with_chain(|c| c.genesis.clone())
     }
 
     /// The last committed block.
     pub fn head(&self) -> Result<BlockRecord, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         self.with_chain(|c| c.head.clone())
     }
 
@@ -307,7 +333,13 @@ impl Node {
             diff,
         };
         self.store.init(&genesis, &batch)?;
-        self.world_mut()?.apply(&batch.diff);
+        {
+            let mut world = self.world_mut()?;
+            world.apply(&batch.diff);
+            if self.patches.has(Patch::SnapshotReads) {
+                let _ = self.snapshots.set(Snapshots::new(&world, block.clone()));
+            }
+        }
         *self.chain.write().map_err(|_| NodeError::Poisoned)? = Some(Chain {
             genesis,
             head: block,
@@ -527,6 +559,9 @@ impl Node {
             check.commit(&batch.diff, self.patches.has(Patch::LiteRecheck));
         }
         let record = batch.block;
+        if let Some(snapshots) = self.snapshots.get() {
+            snapshots.commit(batch.diff, record.clone());
+        }
         let line = BlockLine {
             height: record.number,
             valid,
@@ -555,13 +590,12 @@ impl Node {
         address: &Address,
         pending: bool,
     ) -> Result<Option<AccountRecord>, NodeError> {
-        let _app = self.enter()?;
+        let view = self.read_view()?;
         if pending {
-            let check = self.check()?;
-            let committed = self.world()?.account(address);
-            Ok(check.view(address, committed))
+            let committed = view.account(address);
+            Ok(self.check()?.view(address, committed))
         } else {
-            Ok(self.world()?.account(address))
+            Ok(view.account(address))
         }
     }
 
@@ -582,29 +616,27 @@ impl Node {
 
     /// Committed code of `address`.
     pub fn code(&self, address: &Address) -> Result<Bytes, NodeError> {
-        let _app = self.enter()?;
-        let world = self.world()?;
-        Ok(world
+        let view = self.read_view()?;
+        Ok(view
             .account(address)
-            .and_then(|a| world.code(&a.code_hash).map(|c| c.original_bytes()))
+            .and_then(|a| view.code(&a.code_hash).map(|c| c.original_bytes()))
             .unwrap_or_default())
     }
 
     /// Committed storage slot of `address`.
     pub fn storage(&self, address: &Address, slot: &U256) -> Result<U256, NodeError> {
-        let _app = self.enter()?;
-        Ok(self.world()?.storage(address, slot))
+        Ok(self.read_view()?.storage(address, slot))
     }
 
     /// The block at `number`.
     pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         Ok(self.store.block(number)?)
     }
 
     /// The block with hash `hash`.
     pub fn block_by_hash(&self, hash: &B256) -> Result<Option<BlockRecord>, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         match self.store.block_number(hash)? {
             Some(n) => Ok(self.store.block(n)?),
             None => Ok(None),
@@ -614,83 +646,40 @@ impl Node {
     /// The first `end` executed transactions of `block` (all when `end` is
     /// past the last), in block order.
     pub fn block_txs(&self, block: &BlockRecord, end: usize) -> Result<Vec<TxRecord>, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         Ok(self.store.block_txs(block, end)?)
     }
 
     /// The logs blooms of the committed blocks `from..=to` that have one.
     pub fn log_blooms(&self, from: u64, to: u64) -> Result<Vec<(u64, Bloom)>, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         Ok(self.store.log_blooms(from, to)?)
     }
 
     /// The executed transaction with hash `hash`.
     pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, NodeError> {
-        let _app = self.enter()?;
+        let _app = self.enter_read()?;
         Ok(self.store.tx(hash)?)
     }
 
-    /// Runs `request` on the committed state without changing it.
-    pub fn call(&self, request: &CallRequest) -> Result<Result<CallOutcome, String>, NodeError> {
-        let _app = self.enter()?;
+    /// Runs `request` on the committed state without changing it, within
+    /// `limits`; `Err` is revm's refusal of the call itself.
+    pub fn call(
+        &self,
+        request: &CallRequest,
+        limits: CallLimits,
+    ) -> Result<Result<CallOutcome, String>, NodeError> {
         let (genesis, head) = self.with_chain(|c| (c.genesis.clone(), c.head.clone()))?;
-        let world = self.world()?;
-        let mut cfg = exec::cfg_env(&genesis);
-        cfg.disable_nonce_check = true;
-        let mut block = exec::block_env(&genesis, head.number + 1, head.timestamp, head.hash);
-        // eth_call semantics: an unpriced call pays nothing.
-        block.basefee = 0;
-        let from = request.from.unwrap_or_default();
-        let tx = TxEnv {
-            caller: from,
-            gas_limit: request
-                .gas
-                .unwrap_or(genesis.max_tx_gas)
-                .min(genesis.max_tx_gas),
-            gas_price: request.gas_price.unwrap_or(0),
-            kind: request.to.map_or(
-                alloy_primitives::TxKind::Create,
-                alloy_primitives::TxKind::Call,
-            ),
-            value: request.value.unwrap_or_default(),
-            data: request.input.clone(),
-            nonce: world.account(&from).map_or(0, |a| a.nonce),
-            chain_id: Some(genesis.chain_id),
-            // An access list is an EIP-2930 transaction's.
-            tx_type: if request.access_list.is_empty() { 0 } else { 1 },
-            access_list: request.access_list.clone(),
-            ..Default::default()
+        let view = self.read_view()?;
+        let head = match &view {
+            ReadView::Snapshot(s) => s.head().clone(),
+            ReadView::Locked { .. } => head,
         };
-        let mut evm = runner::evm(BlockOverlay::new(&*world), cfg, block);
-        Ok(match evm.transact(tx) {
-            Ok(done) => {
-                let gas_used = done.result.tx_gas_used();
-                let mut touched: Vec<(Address, Vec<B256>)> = done
-                    .state
-                    .iter()
-                    .map(|(address, account)| {
-                        let mut slots: Vec<B256> =
-                            account.storage.keys().map(|k| B256::from(*k)).collect();
-                        slots.sort_unstable();
-                        (*address, slots)
-                    })
-                    .collect();
-                touched.sort_unstable_by_key(|(address, _)| *address);
-                let output = match done.result {
-                    ExecutionResult::Success { output, .. } => Ok(output.into_data()),
-                    ExecutionResult::Revert { output, .. } => Err(CallFailure::Revert(output)),
-                    ExecutionResult::Halt { reason, .. } => {
-                        Err(CallFailure::Halt(format!("{reason:?}")))
-                    }
-                };
-                Ok(CallOutcome {
-                    gas_used,
-                    output,
-                    touched,
-                })
-            }
-            Err(e) => Err(e.to_string()),
-        })
+        #[cfg(test)]
+        self.park.wait_here();
+        Ok(crate::call::execute(
+            &view, &genesis, &head, request, limits,
+        ))
     }
 }
 
@@ -757,7 +746,7 @@ mod tests {
             input: word.clone(),
             ..Default::default()
         };
-        let outcome = node.call(&call).unwrap().unwrap();
+        let outcome = node.call(&call, CallLimits::default()).unwrap().unwrap();
         assert!(
             outcome.gas_used > 21_000 + 22_100,
             "SSTORE is charged: {outcome:?}"
@@ -786,10 +775,122 @@ mod tests {
             to: Some(contract),
             ..Default::default()
         };
-        let outcome = node.call(&read).unwrap().unwrap();
+        let outcome = node.call(&read, CallLimits::default()).unwrap().unwrap();
         assert_eq!(
             U256::from_be_slice(&outcome.output.unwrap()),
             U256::from(0xfeed_u64)
         );
+    }
+    /// Drives one call parked mid-execution against FinalizeBlock, Commit
+    /// and CheckTx through the ABCI application on another thread; returns
+    /// whether they completed while the call was parked (then releases it
+    /// and checks that everything finished).
+    fn commit_while_a_call_is_parked(patches: Patches) -> bool {
+        use std::sync::mpsc::channel;
+        let dir = tempfile::tempdir().unwrap();
+        let (key, me) = crate::testkit::key(5);
+        let node = Arc::new(Node::open(dir.path(), patches).unwrap());
+        let app_state = format!(
+            r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
+        );
+        node.init_chain(app_state.as_bytes(), 1, 0).unwrap();
+        let to = TxKind::Call(Address::repeat_byte(7));
+        block(&node, 1, &[signed(&key, 0, to, Bytes::new())]);
+
+        let (parked, release) = node.park.arm();
+        let (call_done_tx, call_done) = channel();
+        let reader = node.clone();
+        let call = std::thread::spawn(move || {
+            let request = CallRequest {
+                from: Some(me),
+                to: Some(Address::repeat_byte(7)),
+                ..Default::default()
+            };
+            let outcome = reader.call(&request, CallLimits::default());
+            call_done_tx.send(()).unwrap();
+            outcome.unwrap().unwrap()
+        });
+        parked
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the call parks");
+
+        let (step_tx, steps) = channel();
+        let app = crate::app::AbciApp::new(node.clone(), None);
+        let consensus = std::thread::spawn(move || consensus_steps(&app, &key, &step_tx));
+        let committed_while_parked = if patches.has(Patch::SnapshotReads) {
+            // FinalizeBlock, Commit and CheckTx finish while the call is
+            // still parked.
+            for step in ["finalized", "committed", "checked"] {
+                assert_eq!(steps.recv_timeout(Duration::from_secs(60)), Ok(step));
+            }
+            assert!(call_done.try_recv().is_err(), "the call is still parked");
+            true
+        } else {
+            // Commit waits for the reader: not done while the call is
+            // parked (observed for a while), done once it is released.
+            let mut early = Vec::new();
+            while let Ok(step) = steps.recv_timeout(Duration::from_millis(500)) {
+                early.push(step);
+            }
+            assert!(
+                !early.contains(&"committed"),
+                "Commit did not wait: {early:?}"
+            );
+            false
+        };
+        release.send(()).unwrap();
+        let outcome = call.join().unwrap();
+        assert!(outcome.output.is_ok(), "{outcome:?}");
+        consensus.join().unwrap();
+        assert_eq!(node.info().unwrap().0, 2);
+        committed_while_parked
+    }
+
+    /// Block 2 through the ABCI application (its lock too), then CheckTx of
+    /// the next transaction, announcing each step.
+    fn consensus_steps(
+        app: &crate::app::AbciApp,
+        key: &SecretKey,
+        step: &std::sync::mpsc::Sender<&'static str>,
+    ) {
+        use tendermint_abci::Application;
+        use tendermint_proto::google::protobuf::Timestamp;
+        use tendermint_proto::v0_38::abci::{CheckTxType, RequestCheckTx, RequestFinalizeBlock};
+        let to = TxKind::Call(Address::repeat_byte(7));
+        let response = app.finalize_block(RequestFinalizeBlock {
+            txs: vec![signed(key, 1, to, Bytes::new()).0],
+            hash: keccak256(2u64.to_be_bytes()).to_vec().into(),
+            height: 2,
+            time: Some(Timestamp {
+                seconds: 1_800_000_002,
+                nanos: 0,
+            }),
+            ..Default::default()
+        });
+        assert_eq!(response.tx_results[0].code, 0, "{response:?}");
+        step.send("finalized").unwrap();
+        app.commit();
+        step.send("committed").unwrap();
+        let checked = app.check_tx(RequestCheckTx {
+            tx: signed(key, 2, to, Bytes::new()).0,
+            r#type: CheckTxType::New as i32,
+        });
+        assert_eq!(checked.code, 0, "{checked:?}");
+        step.send("checked").unwrap();
+    }
+
+    #[test]
+    fn with_snapshot_reads_consensus_never_waits_for_a_call() {
+        assert!(commit_while_a_call_is_parked(Patches::ALL));
+        assert!(commit_while_a_call_is_parked(Patches::only(
+            Patch::SnapshotReads
+        )));
+    }
+
+    #[test]
+    fn without_snapshot_reads_commit_waits_for_a_call() {
+        let before = Patches::ALL.without(Patch::SnapshotReads);
+        assert!(!commit_while_a_call_is_parked(before));
+        assert!(!commit_while_a_call_is_parked(Patches::NONE));
     }
 }

@@ -71,6 +71,15 @@ pub enum Patch {
     /// recovery or execution), and reads the committed state again only for
     /// the senders the block touched.
     LiteRecheck,
+    /// Before: a web3 read (a call, an estimate, a balance, a log query)
+    /// holds the lock on the committed state (and, without `parallel-abci`,
+    /// the application lock) for its whole length, so Commit waits for every
+    /// call in progress. Why: the committed state is one object, and reading
+    /// it under its lock is the obvious race-free way. After: reads run on an
+    /// immutable snapshot that Commit publishes ([`crate::snapshot`]), and on
+    /// redb's own read transactions; Commit, FinalizeBlock and CheckTx never
+    /// wait for a reader.
+    SnapshotReads,
     /// Not a tuning but a mempool policy, so not in `all`: with it, CheckTx
     /// admits a bounded window of future nonces per sender and keeps them
     /// queued until their predecessors arrive (or a time limit passes), a
@@ -87,7 +96,7 @@ pub enum Patch {
 
 impl Patch {
     /// Every patch, in the order of the ladder.
-    pub const ALL: [Patch; 9] = [
+    pub const ALL: [Patch; 10] = [
         Patch::ParallelAbci,
         Patch::RwLock,
         Patch::CheckTxLite,
@@ -97,6 +106,7 @@ impl Patch {
         Patch::FastEcrecover,
         Patch::SenderCache,
         Patch::LiteRecheck,
+        Patch::SnapshotReads,
     ];
 
     /// The mempool policies: switches outside `all`, named on their own.
@@ -119,6 +129,7 @@ impl Patch {
             Patch::FastEcrecover => "fast-ecrecover",
             Patch::SenderCache => "sender-cache",
             Patch::LiteRecheck => "lite-recheck",
+            Patch::SnapshotReads => "snapshot-reads",
             Patch::NonceQueue => "nonce-queue",
         }
     }
@@ -254,18 +265,18 @@ mod tests {
         assert_eq!(two.to_string(), "rwlock,quiet-logs");
         let but_one: Patches = "all,-sender-cache".parse().unwrap();
         assert!(!but_one.has(Patch::SenderCache));
-        assert_eq!(but_one.iter().count(), 8);
+        assert_eq!(but_one.iter().count(), 9);
         for patch in Patch::every() {
             let round: Patches = patch.name().parse().unwrap();
             assert_eq!(round, Patches::only(patch));
             assert_eq!(round.to_string(), patch.name());
         }
         assert_eq!(Patches::ALL.to_string(), "all");
-        assert_eq!(Patches::ALL.iter().count(), 9);
+        assert_eq!(Patches::ALL.iter().count(), 10);
         let queued: Patches = "all,nonce-queue".parse().unwrap();
         assert!(queued.has(Patch::NonceQueue) && !Patches::ALL.has(Patch::NonceQueue));
         assert_eq!(queued.to_string(), "all,nonce-queue");
-        assert_eq!(queued.iter().count(), 10);
+        assert_eq!(queued.iter().count(), 11);
     }
 
     #[test]

@@ -58,7 +58,7 @@ impl AccountRecord {
 }
 
 /// The committed world state.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct WorldState {
     accounts: HashMap<Address, AccountRecord>,
     storage: HashMap<Address, HashMap<U256, U256>>,

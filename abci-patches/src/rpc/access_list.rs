@@ -9,8 +9,9 @@ use alloy_primitives::{Address, U256};
 use alloy_rpc_types_eth::{AccessListResult, TransactionRequest};
 use jsonrpsee::RpcModule;
 
+use super::calls::CallScope;
 use super::error::{internal, RpcResult};
-use super::eth::{call_params, latest_only, run_call};
+use super::eth::{call_params, latest_only};
 use super::Web3;
 use crate::node::{CallFailure, CallOutcome};
 
@@ -19,25 +20,29 @@ const MAX_ROUNDS: usize = 8;
 
 /// Registers `eth_createAccessList`.
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
-    m.register_async_method("eth_createAccessList", |p, w, _| async move {
+    m.register_async_method("eth_createAccessList", |p, w, ext| async move {
         let (request, block) = call_params(&p)?;
-        w.heavy(move |w| {
+        w.evm(ext, move |w, scope| {
             latest_only(w, block)?;
-            create_access_list(w, request)
+            create_access_list(w, scope, request)
         })
         .await
     })?;
     Ok(())
 }
 
-fn create_access_list(w: &Web3, mut request: TransactionRequest) -> RpcResult<AccessListResult> {
+fn create_access_list(
+    w: &Web3,
+    scope: &CallScope,
+    mut request: TransactionRequest,
+) -> RpcResult<AccessListResult> {
     let warm = [
         Some(request.from.unwrap_or_default()),
         request.to.and_then(|kind| kind.to().copied()),
         Some(w.node.genesis().map_err(internal)?.fee_recipient),
     ];
     let mut list = request.access_list.clone().unwrap_or_default();
-    let mut outcome = run_call(w, &request)?;
+    let mut outcome = scope.run(w, &request)?;
     for _ in 0..MAX_ROUNDS {
         let next = access_list_of(&outcome, &warm);
         if next == list {
@@ -45,12 +50,13 @@ fn create_access_list(w: &Web3, mut request: TransactionRequest) -> RpcResult<Ac
         }
         list = next;
         request.access_list = Some(list.clone());
-        outcome = run_call(w, &request)?;
+        outcome = scope.run(w, &request)?;
     }
     let error = match &outcome.output {
         Ok(_) => None,
         Err(CallFailure::Revert(_)) => Some("execution reverted".to_string()),
         Err(CallFailure::Halt(reason)) => Some(format!("execution halted: {reason}")),
+        Err(CallFailure::TimedOut) => Some("execution aborted (timeout)".to_string()),
     };
     Ok(AccessListResult {
         access_list: list,

@@ -7,12 +7,10 @@ use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 
 use super::blocks::resolve_number;
+use super::calls::{call_error, estimate_gas};
 use super::comet::BroadcastError;
-use super::error::{
-    internal, invalid_params, server_error, RpcResult, REVERT_ERROR, SERVER_ERROR, UNSUPPORTED,
-};
+use super::error::{internal, server_error, RpcResult, SERVER_ERROR, UNSUPPORTED};
 use super::Web3;
-use crate::node::{CallFailure, CallOutcome, CallRequest};
 use crate::patches::Patches;
 
 /// `abcid/v<version>/patches=<list>`: the node and the tunings in force.
@@ -59,7 +57,10 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     m.register_method("eth_maxPriorityFeePerGas", |_, _, _| {
         RpcResult::Ok(U256::ZERO)
     })?;
-    m.register_method("eth_feeHistory", fee_history)?;
+    m.register_async_method("eth_feeHistory", |p, w, _| async move {
+        let request = fee_history_params(&p)?;
+        w.heavy(move |w| fee_history(w, &request)).await
+    })?;
     m.register_method("eth_getBalance", |p, w, _| {
         let (address, pending) = address_at(&p, w)?;
         let account = w.node.account(&address, pending).map_err(internal)?;
@@ -84,19 +85,21 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
             w.node.storage(&address, &slot).map_err(internal)?,
         ))
     })?;
-    m.register_method("eth_call", |p, w, _| {
+    m.register_async_method("eth_call", |p, w, ext| async move {
         let (request, block) = call_params(&p)?;
-        latest_only(w, block)?;
-        let outcome = run_call(w, &request)?;
-        match outcome.output {
-            Ok(data) => Ok(data),
-            Err(failure) => Err(call_error(failure)),
-        }
+        w.evm(ext, move |w, scope| {
+            latest_only(w, block)?;
+            scope.run(w, &request)?.output.map_err(call_error)
+        })
+        .await
     })?;
-    m.register_method("eth_estimateGas", |p, w, _| {
+    m.register_async_method("eth_estimateGas", |p, w, ext| async move {
         let (request, block) = call_params(&p)?;
-        latest_only(w, block)?;
-        estimate_gas(w, request).map(U64::from)
+        w.evm(ext, move |w, scope| {
+            latest_only(w, block)?;
+            estimate_gas(w, scope, request).map(U64::from)
+        })
+        .await
     })?;
     m.register_async_method("eth_sendRawTransaction", |p, w, _| async move {
         let raw: Bytes = p.one()?;
@@ -163,15 +166,103 @@ pub(super) fn latest_only(w: &Web3, block: Option<BlockId>) -> RpcResult<()> {
     }
 }
 
-fn fee_history(p: Params<'_>, w: &Web3, _: &jsonrpsee::Extensions) -> RpcResult<FeeHistory> {
+/// geth's limit on reward percentiles (`maxQueryLimit`).
+pub const MAX_PERCENTILES: usize = 100;
+/// geth's limit on blocks (`maxFeeHistory`): more are truncated, not refused.
+pub const MAX_FEE_HISTORY_BLOCKS: u64 = 1024;
+
+/// The checked parameters of `eth_feeHistory`.
+pub(super) struct FeeHistoryRequest {
+    count: u64,
+    newest: BlockNumberOrTag,
+    percentiles: Option<Vec<f64>>,
+}
+
+/// Parses and checks `eth_feeHistory`'s parameters as geth does: at most
+/// [`MAX_PERCENTILES`] percentiles, each within 0–100, strictly ascending;
+/// the block count brought within 1 and [`MAX_FEE_HISTORY_BLOCKS`].
+pub(super) fn fee_history_params(p: &Params<'_>) -> RpcResult<FeeHistoryRequest> {
     let mut seq = p.sequence();
     let count: U64 = seq.next()?;
     let newest: BlockNumberOrTag = seq.next()?;
-    let percentiles: Option<Vec<f64>> = seq.optional_next()?;
-    let count = count.to::<u64>().clamp(1, 1024);
+    let percentiles: Option<Percentiles> = seq.optional_next()?;
+    let percentiles = percentiles.map(|p| p.0);
+    check_percentiles(percentiles.as_deref().unwrap_or_default())?;
+    let count = count.to::<u64>().clamp(1, MAX_FEE_HISTORY_BLOCKS);
+    Ok(FeeHistoryRequest {
+        count,
+        newest,
+        percentiles,
+    })
+}
+
+/// Reward percentiles as read from a request: at most one more than
+/// [`MAX_PERCENTILES`] are kept, the rest are skipped unread, so a 16 MiB
+/// list costs no more memory than a short one.
+struct Percentiles(Vec<f64>);
+
+impl<'de> serde::Deserialize<'de> for Percentiles {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Bounded;
+        impl<'de> serde::de::Visitor<'de> for Bounded {
+            type Value = Percentiles;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of reward percentiles")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Percentiles, A::Error> {
+                let mut kept = Vec::new();
+                while kept.len() <= MAX_PERCENTILES {
+                    match seq.next_element::<f64>()? {
+                        Some(p) => kept.push(p),
+                        None => return Ok(Percentiles(kept)),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Percentiles(kept))
+            }
+        }
+        d.deserialize_seq(Bounded)
+    }
+}
+
+/// geth's percentile rules, with its messages.
+pub fn check_percentiles(ps: &[f64]) -> RpcResult<()> {
+    if ps.len() > MAX_PERCENTILES {
+        return Err(server_error(format!(
+            "invalid reward percentile: over the query limit {MAX_PERCENTILES}"
+        )));
+    }
+    for (i, &p) in ps.iter().enumerate() {
+        if !(0.0..=100.0).contains(&p) {
+            return Err(server_error(format!("invalid reward percentile: {p:.6}")));
+        }
+        if i > 0 && p <= ps[i - 1] {
+            return Err(server_error(format!(
+                "invalid reward percentile: #{}:{:.6} >= #{i}:{p:.6}",
+                i - 1,
+                ps[i - 1]
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn fee_history(w: &Web3, request: &FeeHistoryRequest) -> RpcResult<FeeHistory> {
     let head = w.node.head().map_err(internal)?.number;
-    let newest = resolve_number(w, newest)?.unwrap_or(head).min(head);
-    let oldest = newest.saturating_sub(count - 1);
+    let newest = match request.newest {
+        BlockNumberOrTag::Number(n) if n > head => {
+            return Err(server_error(format!(
+                "request beyond head block: requested {n}, head {head}"
+            )))
+        }
+        tag => resolve_number(w, tag)?.unwrap_or(head).min(head),
+    };
+    let oldest = newest.saturating_sub(request.count - 1);
     let base_fee = u128::from(w.node.genesis().map_err(internal)?.base_fee);
     let mut ratios = Vec::new();
     for n in oldest..=newest {
@@ -189,7 +280,10 @@ fn fee_history(p: Params<'_>, w: &Web3, _: &jsonrpsee::Extensions) -> RpcResult<
         base_fee_per_blob_gas: vec![0; blocks + 1],
         blob_gas_used_ratio: vec![0.0; blocks],
         oldest_block: oldest,
-        reward: percentiles.map(|ps| vec![vec![0u128; ps.len()]; blocks]),
+        reward: request
+            .percentiles
+            .as_ref()
+            .map(|ps| vec![vec![0u128; ps.len()]; blocks]),
     })
 }
 
@@ -198,72 +292,4 @@ pub(super) fn call_params(p: &Params<'_>) -> RpcResult<(TransactionRequest, Opti
     let request: TransactionRequest = seq.next()?;
     let block: Option<BlockId> = seq.optional_next()?;
     Ok((request, block))
-}
-
-fn to_call(request: &TransactionRequest) -> RpcResult<CallRequest> {
-    let to = match request.to {
-        Some(alloy_primitives::TxKind::Call(a)) => Some(a),
-        _ => None,
-    };
-    if request.input.input.is_some()
-        && request.input.data.is_some()
-        && request.input.input != request.input.data
-    {
-        return Err(invalid_params(
-            "both \"data\" and \"input\" are set and not equal",
-        ));
-    }
-    Ok(CallRequest {
-        from: request.from,
-        to,
-        gas: request.gas,
-        gas_price: request.gas_price.or(request.max_fee_per_gas),
-        value: request.value,
-        input: request.input.input().cloned().unwrap_or_default(),
-        access_list: request.access_list.clone().unwrap_or_default(),
-    })
-}
-
-/// Runs `request` on the committed state (`eth_call`'s semantics).
-pub(super) fn run_call(w: &Web3, request: &TransactionRequest) -> RpcResult<CallOutcome> {
-    let call = to_call(request)?;
-    w.node.call(&call).map_err(internal)?.map_err(server_error)
-}
-
-pub(super) fn call_error(failure: CallFailure) -> ErrorObjectOwned {
-    match failure {
-        CallFailure::Revert(data) => {
-            ErrorObjectOwned::owned(REVERT_ERROR, "execution reverted", Some(data))
-        }
-        CallFailure::Halt(reason) => server_error(format!("execution halted: {reason}")),
-    }
-}
-
-/// Binary search of the smallest gas limit at which the call succeeds.
-fn estimate_gas(w: &Web3, request: TransactionRequest) -> RpcResult<u64> {
-    let cap = w.node.genesis().map_err(internal)?.max_tx_gas;
-    let mut hi = request.gas.unwrap_or(cap).min(cap);
-    let mut probe = request;
-    probe.gas = Some(hi);
-    let first = run_call(w, &probe)?;
-    if let Err(failure) = first.output {
-        return Err(call_error(failure));
-    }
-    let mut lo = first.gas_used.saturating_sub(1);
-    // Plain transfers and most calls succeed at exactly the gas they used.
-    probe.gas = Some(first.gas_used);
-    if run_call(w, &probe)?.output.is_ok() {
-        return Ok(first.gas_used);
-    }
-    lo = lo.max(first.gas_used);
-    while lo + 1 < hi {
-        let mid = lo + (hi - lo) / 2;
-        probe.gas = Some(mid);
-        if run_call(w, &probe)?.output.is_ok() {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Ok(hi)
 }

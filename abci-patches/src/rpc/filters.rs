@@ -10,7 +10,12 @@
 //! feed: a filter polled so rarely that more than
 //! [`EVENT_BUFFER`](crate::node::EVENT_BUFFER) events passed misses the oldest.
 //! A filter not polled for [`RpcConfig::filter_timeout`](super::RpcConfig) is
-//! uninstalled.
+//! uninstalled. At most [`RpcConfig::max_filters`](super::RpcConfig) exist,
+//! and one connection installs at most
+//! [`RpcConfig::max_filters_per_connection`](super::RpcConfig): a connection,
+//! not a remote address, because jsonrpsee names the connection of each
+//! request and not its peer; a client that opens a new HTTP connection per
+//! request is held by the global cap and the timeout only.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use alloy_eips::BlockNumberOrTag;
 use alloy_primitives::{keccak256, B256};
 use alloy_rpc_types_eth::{FilterChanges, Log};
-use jsonrpsee::RpcModule;
+use jsonrpsee::{ConnectionId, RpcModule};
 use tokio::sync::broadcast::{error::TryRecvError, Receiver};
 
 use super::error::{internal, server_error, RpcResult};
@@ -41,6 +46,8 @@ enum Kind {
 struct Installed {
     kind: Kind,
     polled: Instant,
+    /// The connection that installed it.
+    owner: ConnectionId,
 }
 
 /// The installed filters.
@@ -48,6 +55,7 @@ pub struct Filters {
     installed: Mutex<HashMap<String, Installed>>,
     timeout: Duration,
     max: usize,
+    per_connection: usize,
     issued: AtomicU64,
 }
 
@@ -58,12 +66,14 @@ struct LogPoll {
 }
 
 impl Filters {
-    /// No filters; idle ones expire after `timeout`, and at most `max` exist.
-    pub fn new(timeout: Duration, max: usize) -> Self {
+    /// No filters; idle ones expire after `timeout`, at most `max` exist,
+    /// at most `per_connection` installed by one connection.
+    pub fn new(timeout: Duration, max: usize, per_connection: usize) -> Self {
         Self {
             installed: Mutex::new(HashMap::new()),
             timeout,
             max,
+            per_connection,
             issued: AtomicU64::new(0),
         }
     }
@@ -79,13 +89,20 @@ impl Filters {
         Ok(map)
     }
 
-    /// Installs a filter of `kind`; its id is 16 bytes no client can guess.
-    fn install(&self, kind: Kind) -> RpcResult<String> {
+    /// Installs a filter of `kind` for the connection `owner`; its id is 16
+    /// bytes no client can guess.
+    fn install(&self, kind: Kind, owner: ConnectionId) -> RpcResult<String> {
         let mut map = self.live()?;
         if map.len() >= self.max {
             return Err(server_error(format!(
                 "too many filters installed ({}): uninstall some with eth_uninstallFilter",
                 self.max
+            )));
+        }
+        if map.values().filter(|f| f.owner == owner).count() >= self.per_connection {
+            return Err(server_error(format!(
+                "too many filters installed by this connection ({}): uninstall some with eth_uninstallFilter",
+                self.per_connection
             )));
         }
         let n = self.issued.fetch_add(1, Ordering::Relaxed);
@@ -104,6 +121,7 @@ impl Filters {
             Installed {
                 kind,
                 polled: Instant::now(),
+                owner,
             },
         );
         Ok(id)
@@ -125,20 +143,22 @@ fn canonical(id: &str) -> String {
 
 /// Registers the filter methods.
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
-    m.register_method("eth_newFilter", |p, w, _| {
+    m.register_method("eth_newFilter", |p, w, ext| {
         let filter = logs::parse_filter(p.one()?, w.config.max_log_criteria)?;
         let next = w.node.head().map_err(internal)?.number + 1;
-        w.filters.install(Kind::Logs {
+        let kind = Kind::Logs {
             filter: Box::new(filter),
             next,
-        })
+        };
+        w.filters.install(kind, connection(ext))
     })?;
-    m.register_method("eth_newBlockFilter", |_, w, _| {
+    m.register_method("eth_newBlockFilter", |_, w, ext| {
         let next = w.node.head().map_err(internal)?.number + 1;
-        w.filters.install(Kind::Blocks { next })
+        w.filters.install(Kind::Blocks { next }, connection(ext))
     })?;
-    m.register_method("eth_newPendingTransactionFilter", |_, w, _| {
-        w.filters.install(Kind::PendingTxs(w.node.events()))
+    m.register_method("eth_newPendingTransactionFilter", |_, w, ext| {
+        w.filters
+            .install(Kind::PendingTxs(w.node.events()), connection(ext))
     })?;
     m.register_method("eth_uninstallFilter", |p, w, _| {
         let id: String = p.one()?;
@@ -153,6 +173,14 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         w.heavy(move |w| filter_logs(w, &id)).await
     })?;
     Ok(())
+}
+
+/// The connection a request came on (jsonrpsee sets it on every request).
+pub(super) fn connection(extensions: &jsonrpsee::Extensions) -> ConnectionId {
+    extensions
+        .get::<ConnectionId>()
+        .copied()
+        .unwrap_or_default()
 }
 
 fn not_found() -> jsonrpsee::types::ErrorObjectOwned {

@@ -48,7 +48,7 @@ impl LogFilter {
     }
 
     /// Whether a block with `bloom` may hold a match.
-    fn may_match(&self, bloom: &Bloom) -> bool {
+    pub fn may_match(&self, bloom: &Bloom) -> bool {
         *bloom != Bloom::ZERO && self.filter.matches_bloom(*bloom)
     }
 }

@@ -13,16 +13,19 @@
 //!   RPC client.
 //!
 //! Every request's work is bounded ([`RpcConfig`]): log queries by blocks and
-//! results, batches by size, subscriptions per connection, and the heavy
-//! queries run a few at a time off the server's threads.
+//! results, batches by size and EVM executions, calls by gas and time,
+//! subscriptions and filters per connection and in all, and the heavy
+//! queries and calls run a few at a time off the server's threads.
 
 mod access_list;
 mod blocks;
+mod calls;
 mod comet;
 mod convert;
 mod error;
 mod eth;
 mod filters;
+pub mod fuzz;
 pub mod logs;
 mod pubsub;
 mod txpool;
@@ -31,6 +34,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, ServerHandle};
 use jsonrpsee::RpcModule;
 use tokio::sync::Semaphore;
@@ -69,8 +73,27 @@ pub struct RpcConfig {
     /// How long a subscriber may leave a notification unsent (its
     /// connection's buffer full) before its subscription is closed.
     pub subscriber_timeout: Duration,
-    /// Most log, receipt and access-list queries running at once; more wait.
+    /// Most log, receipt and fee-history queries running at once; more wait.
     pub heavy_queries: usize,
+    /// Most gas one `eth_call` / `eth_estimateGas` execution may use
+    /// (geth's `--rpc.gascap`); a request asking for more runs with this.
+    pub gas_cap: u64,
+    /// How long one `eth_call`, `eth_estimateGas` or `eth_createAccessList`
+    /// may execute before it is aborted (geth's `--rpc.evmtimeout`); zero
+    /// for no limit.
+    pub evm_timeout: Duration,
+    /// Most EVM requests executing at once, off the server's threads; more
+    /// wait.
+    pub evm_calls: usize,
+    /// Most EVM executions one JSON-RPC batch may run in all (an estimate
+    /// runs several).
+    pub batch_executions: u32,
+    /// Most `logs` subscriptions open on the server at once.
+    pub max_log_subscriptions: usize,
+    /// Most `logs` subscriptions one WebSocket connection holds.
+    pub max_log_subscriptions_per_connection: usize,
+    /// Most filters one connection may have installed at once.
+    pub max_filters_per_connection: usize,
 }
 
 impl Default for RpcConfig {
@@ -88,6 +111,13 @@ impl Default for RpcConfig {
             max_subscriptions_per_connection: 1_024,
             subscriber_timeout: Duration::from_secs(5),
             heavy_queries: 4,
+            gas_cap: 50_000_000,
+            evm_timeout: Duration::from_secs(5),
+            evm_calls: 4,
+            batch_executions: 100,
+            max_log_subscriptions: 1_000,
+            max_log_subscriptions_per_connection: 100,
+            max_filters_per_connection: 100,
         }
     }
 }
@@ -99,6 +129,8 @@ pub struct Web3 {
     config: RpcConfig,
     filters: Filters,
     heavy: Semaphore,
+    evm: Semaphore,
+    subscriptions: pubsub::LogSubscriptions,
 }
 
 impl Web3 {
@@ -110,8 +142,31 @@ impl Web3 {
         self: Arc<Self>,
         query: impl FnOnce(&Web3) -> error::RpcResult<T> + Send + 'static,
     ) -> error::RpcResult<T> {
-        let _slot = self
-            .heavy
+        self.blocking(|w| &w.heavy, query).await
+    }
+
+    /// Runs an EVM request on the blocking pool once one of the
+    /// [`RpcConfig::evm_calls`] slots is free, within the bounds of
+    /// [`calls::CallScope`] (gas cap, deadline from when it starts, its
+    /// batch's budget).
+    async fn evm<T: Send + 'static>(
+        self: Arc<Self>,
+        extensions: jsonrpsee::Extensions,
+        query: impl FnOnce(&Web3, &calls::CallScope) -> error::RpcResult<T> + Send + 'static,
+    ) -> error::RpcResult<T> {
+        self.blocking(
+            |w| &w.evm,
+            move |w| query(w, &calls::CallScope::start(w, &extensions)),
+        )
+        .await
+    }
+
+    async fn blocking<T: Send + 'static>(
+        self: Arc<Self>,
+        pool: fn(&Web3) -> &Semaphore,
+        query: impl FnOnce(&Web3) -> error::RpcResult<T> + Send + 'static,
+    ) -> error::RpcResult<T> {
+        let _slot = pool(&self)
             .acquire()
             .await
             .map_err(|_| error::server_error("the server is shutting down"))?;
@@ -132,8 +187,17 @@ pub fn module(
 ) -> anyhow::Result<RpcModule<Web3>> {
     let comet = CometClient::new(comet_url)?;
     let web3 = Web3 {
-        filters: Filters::new(config.filter_timeout, config.max_filters),
+        filters: Filters::new(
+            config.filter_timeout,
+            config.max_filters,
+            config.max_filters_per_connection,
+        ),
         heavy: Semaphore::new(config.heavy_queries.max(1)),
+        evm: Semaphore::new(config.evm_calls.max(1)),
+        subscriptions: pubsub::LogSubscriptions::new(
+            config.max_log_subscriptions,
+            config.max_log_subscriptions_per_connection,
+        ),
         node,
         comet,
         config,
@@ -164,9 +228,13 @@ pub async fn serve(
         .max_subscriptions_per_connection(config.max_subscriptions_per_connection)
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
+    let budget = config.batch_executions;
     let module = module(node, comet_url, config)?;
+    let middleware = RpcServiceBuilder::new()
+        .layer_fn(move |service| calls::BudgetService::new(service, budget));
     let server = Server::builder()
         .set_config(server_config)
+        .set_rpc_middleware(middleware)
         .build(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot bind the web3 server to {addr}: {e}"))?;

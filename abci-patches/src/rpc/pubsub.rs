@@ -9,8 +9,22 @@
 //! connection would not take a notification within
 //! [`RpcConfig::subscriber_timeout`](super::RpcConfig), is closed with an
 //! error notification saying so.
+//!
+//! `logs` subscriptions share the work of a block: a block whose bloom rules
+//! a subscriber's filter out is not read for it, and the logs of a block are
+//! decoded once, off the server's threads, for every subscriber that needs
+//! them ([`LogSubscriptions`]). At most
+//! [`RpcConfig::max_log_subscriptions`](super::RpcConfig) are open, at most
+//! [`RpcConfig::max_log_subscriptions_per_connection`](super::RpcConfig) on
+//! one connection.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use alloy_primitives::B256;
+use alloy_rpc_types_eth::Log;
+use jsonrpsee::ConnectionId;
+use tokio::sync::OnceCell;
 
 use jsonrpsee::core::server::SubscriptionMessage;
 use jsonrpsee::core::SubscriptionError;
@@ -21,7 +35,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::error::{invalid_params, RpcResult, UNSUPPORTED};
+use super::error::{invalid_params, server_error, RpcResult, UNSUPPORTED};
 use super::{blocks, convert, logs, Web3};
 use crate::node::NodeEvent;
 use crate::store::BlockRecord;
@@ -42,18 +56,36 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         "eth_subscribe",
         "eth_subscription",
         "eth_unsubscribe",
-        |p, pending, w, _| async move { subscribe(p, pending, w).await },
+        |p, pending, w, ext| async move {
+            subscribe(p, pending, w, super::filters::connection(&ext)).await
+        },
     )?;
     Ok(())
 }
 
-async fn subscribe(p: Params<'static>, pending: PendingSubscriptionSink, w: Arc<Web3>) -> Closed {
+async fn subscribe(
+    p: Params<'static>,
+    pending: PendingSubscriptionSink,
+    w: Arc<Web3>,
+    connection: ConnectionId,
+) -> Closed {
     let topic = match parse(&p, &w) {
         Ok(topic) => topic,
         Err(e) => {
             pending.reject(e).await;
             return Ok(());
         }
+    };
+    // Held while the subscription lives: a `logs` subscription's place.
+    let _slot = match &topic {
+        Topic::Logs(_) => match w.subscriptions.open(connection) {
+            Ok(slot) => Some(slot),
+            Err(e) => {
+                pending.reject(e).await;
+                return Ok(());
+            }
+        },
+        _ => None,
     };
     // Listening before the answer: nothing after it is missed.
     let mut events = w.node.events();
@@ -69,7 +101,10 @@ async fn subscribe(p: Params<'static>, pending: PendingSubscriptionSink, w: Arc<
             Ok(NodeEvent::Block(block)) => match &topic {
                 Topic::NewHeads => notify(&w, &sink, &head(&w, &block)?).await?,
                 Topic::Logs(filter) => {
-                    let logs = logs::block_logs(&w.node, &block).map_err(|e| e.to_string())?;
+                    if block.logs_bloom.is_some_and(|b| !filter.may_match(&b)) {
+                        continue;
+                    }
+                    let logs = w.subscriptions.block_logs(&w, &block).await?;
                     for log in logs.iter().filter(|log| filter.matches(&log.inner)) {
                         notify(&w, &sink, log).await?;
                     }
@@ -139,5 +174,147 @@ async fn notify(w: &Web3, sink: &SubscriptionSink, value: &impl Serialize) -> Cl
             w.config.subscriber_timeout
         )
         .into()),
+    }
+}
+
+/// One block's logs, decoded by the first subscriber that needs them.
+type SharedLogs = Arc<OnceCell<Arc<Vec<Log>>>>;
+
+/// How many recent blocks' decoded logs are kept for late subscribers.
+const DECODED_BLOCKS: usize = 8;
+
+/// The open `logs` subscriptions, and the logs of the latest blocks,
+/// decoded once for all of them.
+pub struct LogSubscriptions {
+    max: usize,
+    per_connection: usize,
+    open: Arc<Mutex<OpenCount>>,
+    decoded: Mutex<VecDeque<(B256, SharedLogs)>>,
+}
+
+#[derive(Default)]
+struct OpenCount {
+    total: usize,
+    by_connection: HashMap<ConnectionId, usize>,
+}
+
+/// A `logs` subscription's place; dropping it frees the place.
+pub struct Slot {
+    open: Arc<Mutex<OpenCount>>,
+    connection: ConnectionId,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = match self.open.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        open.total = open.total.saturating_sub(1);
+        if let Some(n) = open.by_connection.get_mut(&self.connection) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.by_connection.remove(&self.connection);
+            }
+        }
+    }
+}
+
+impl LogSubscriptions {
+    /// At most `max` subscriptions, `per_connection` on one connection.
+    pub fn new(max: usize, per_connection: usize) -> Self {
+        Self {
+            max,
+            per_connection,
+            open: Arc::default(),
+            decoded: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// A place for a new subscription of `connection`, or geth-style
+    /// `-32000` error naming the limit.
+    pub fn open(&self, connection: ConnectionId) -> RpcResult<Slot> {
+        let mut open = self
+            .open
+            .lock()
+            .map_err(|_| server_error("subscription table poisoned"))?;
+        if open.total >= self.max {
+            return Err(server_error(format!(
+                "too many logs subscriptions on this node ({}): try again later",
+                self.max
+            )));
+        }
+        let mine = open.by_connection.entry(connection).or_default();
+        if *mine >= self.per_connection {
+            return Err(server_error(format!(
+                "too many logs subscriptions on this connection ({}): unsubscribe some first",
+                self.per_connection
+            )));
+        }
+        *mine += 1;
+        open.total += 1;
+        Ok(Slot {
+            open: self.open.clone(),
+            connection,
+        })
+    }
+
+    /// Every log of `block`, decoded by the first subscriber that asks and
+    /// shared with the others.
+    async fn block_logs(
+        &self,
+        w: &Arc<Web3>,
+        block: &Arc<BlockRecord>,
+    ) -> Result<Arc<Vec<Log>>, SubscriptionError> {
+        let cell = self.cell(block.hash).map_err(|e| e.to_string())?;
+        let logs = cell
+            .get_or_try_init(|| async {
+                let (w, block) = (w.clone(), block.clone());
+                tokio::task::spawn_blocking(move || logs::block_logs(&w.node, &block))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .await?;
+        Ok(logs.clone())
+    }
+
+    /// The shared cell of the block `hash`, created if new (the oldest
+    /// dropped past [`DECODED_BLOCKS`]).
+    fn cell(&self, hash: B256) -> RpcResult<SharedLogs> {
+        let mut decoded = self
+            .decoded
+            .lock()
+            .map_err(|_| server_error("log cache poisoned"))?;
+        if let Some((_, cell)) = decoded.iter().find(|(h, _)| *h == hash) {
+            return Ok(cell.clone());
+        }
+        let cell = Arc::new(OnceCell::new());
+        decoded.push_back((hash, cell.clone()));
+        while decoded.len() > DECODED_BLOCKS {
+            decoded.pop_front();
+        }
+        Ok(cell)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_capped_in_all_and_per_connection_and_freed_on_drop() {
+        let subs = LogSubscriptions::new(3, 2);
+        let (a, b) = (ConnectionId(1), ConnectionId(2));
+        let a1 = subs.open(a).unwrap();
+        let _a2 = subs.open(a).unwrap();
+        let err = subs.open(a).err().unwrap();
+        assert!(err.message().contains("on this connection (2)"), "{err:?}");
+        let _b1 = subs.open(b).unwrap();
+        let err = subs.open(b).err().unwrap();
+        assert!(err.message().contains("on this node (3)"), "{err:?}");
+        drop(a1);
+        assert!(subs.open(b).is_ok());
     }
 }

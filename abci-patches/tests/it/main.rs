@@ -12,3 +12,5 @@ mod nonce_queue;
 mod patches;
 mod restart;
 mod rpc;
+mod rpc_bounds;
+mod rpc_fuzz;

@@ -4,8 +4,10 @@
 //! and do not touch, and after CometBFT dropped an admitted transaction),
 //! run on the node without patches and on the node with one patch (and with
 //! all of them), must give the same transcript: CheckTx verdicts,
-//! FinalizeBlock results, app hashes, stored blocks and receipts.
+//! FinalizeBlock results, app hashes, stored blocks and receipts, and what
+//! web3 reads (balances, storage, a call) see after each block.
 
+use abcid::node::{CallLimits, CallRequest};
 use abcid::patches::{Patch, Patches};
 use alloy_primitives::{Address, Bytes, U256};
 use tendermint_proto::v0_38::abci::CheckTxType;
@@ -156,8 +158,37 @@ fn transcript(patches: Patches) -> Vec<String> {
         }
         let pending = node.node.account(&key(4).address, true).expect("readable");
         lines.push(format!("pending key4 {pending:?}"));
+        lines.extend(web3_reads(&node, height));
     }
     lines.push(format!("info {:?}", node.info()));
+    lines
+}
+
+/// What web3 reads see after block `height` (from a snapshot with
+/// `snapshot-reads`, under the state lock without): balances, the
+/// contract's slot and a call of it.
+fn web3_reads(node: &TestNode, height: u64) -> Vec<String> {
+    let contract = key(1).address.create(0);
+    let mut lines: Vec<String> = (1..=5)
+        .map(|n| {
+            let account = node.node.account(&key(n).address, false);
+            format!("account {height} key{n} {account:?}")
+        })
+        .collect();
+    let slot = node.node.storage(&contract, &U256::ZERO);
+    lines.push(format!("storage {height} {slot:?}"));
+    let request = CallRequest {
+        from: Some(key(2).address),
+        to: Some(contract),
+        input: word(3),
+        ..Default::default()
+    };
+    let outcome = node
+        .node
+        .call(&request, CallLimits::default())
+        .expect("callable");
+    let outcome = outcome.map(|o| (o.gas_used, format!("{:?}", o.output)));
+    lines.push(format!("call {height} {outcome:?}"));
     lines
 }
 

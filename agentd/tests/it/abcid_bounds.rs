@@ -1,7 +1,8 @@
 //! abcid's web3 server on a real devnet: CometBFT's mempool as `txpool_*`,
 //! and bounded work: a batch over the limit and an oversized body get clear
-//! errors, and blocks keep coming while the RPC is hammered with log and
-//! receipt queries.
+//! errors, blocks keep coming while the RPC is hammered with log and
+//! receipt queries, and `eth_feeHistory` bodies up to the body limit keep
+//! abcid's peak RSS bounded.
 
 use std::time::{Duration, Instant};
 
@@ -178,4 +179,83 @@ async fn oversized_requests_are_refused_and_blocks_go_on_under_heavy_queries() {
         after - before
     );
     assert!(answered > 100, "{answered} queries answered");
+}
+
+/// abcid's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("abcid runs");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("a VmHWM line");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM in kB");
+    kib * 1024
+}
+
+/// The most abcid's peak RSS may reach while a client sends the largest
+/// `eth_feeHistory` bodies the server takes (16 MiB): before the percentiles
+/// were bounded, 400,000 of them took it to 454 MB on a 30-block chain.
+const FEE_HISTORY_RSS_BOUND: u64 = 160 << 20;
+
+/// eth_feeHistory within geth's bounds is answered, beyond them refused
+/// with geth's text, and bodies up to the 16 MiB limit keep abcid's peak
+/// RSS under [`FEE_HISTORY_RSS_BOUND`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fee_history_bodies_up_to_the_limit_keep_abcid_small() {
+    let net = TestNet::start_with(|o| o.timeout_commit = "100ms".to_string()).await;
+    let web3 = net.web3();
+    net.wait_blocks(10).await;
+    let pid = net.devnet.state.abcid_pid.expect("abcid runs");
+    let fee_history = |percentiles: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "eth_feeHistory",
+               "params": ["0x400", "latest", percentiles]})
+    };
+    // The largest request served: 1,024 blocks (all there are), 100 percentiles.
+    let hundred: Vec<u32> = (0..100).collect();
+    let (_, answer) = post(&web3, &fee_history(json!(hundred))).await;
+    let rows = answer["result"]["reward"].as_array().map(Vec::len);
+    assert!(rows.is_some_and(|n| n >= 10), "{answer}");
+    // The issue's attack: 400,000 percentiles.
+    let many: Vec<f64> = (0..400_000).map(|i| f64::from(i) / 4_000.0).collect();
+    let (_, answer) = post(&web3, &fee_history(json!(many))).await;
+    assert_eq!(answer["error"]["code"], -32000, "{answer:.200}");
+    assert_eq!(
+        answer["error"]["message"],
+        "invalid reward percentile: over the query limit 100"
+    );
+    // Bodies just under the 16 MiB limit, four times.
+    let head = r#"{"jsonrpc":"2.0","id":1,"method":"eth_feeHistory","params":["0x400","latest",[0"#;
+    let tail = "]]}";
+    let zeros = ((16 << 20) - head.len() - tail.len()) / 2;
+    let body = format!("{head}{}{tail}", ",0".repeat(zeros));
+    assert!(body.len() <= 16 << 20);
+    let client = reqwest::Client::new();
+    for _ in 0..4 {
+        let answer: Value = client
+            .post(&web3)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("the web3 server answers")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(
+            answer["error"]["message"], "invalid reward percentile: over the query limit 100",
+            "{answer:.200}"
+        );
+    }
+    let peak = peak_rss(pid);
+    assert!(
+        peak < FEE_HISTORY_RSS_BOUND,
+        "abcid's peak RSS reached {} MiB",
+        peak >> 20
+    );
+    // And the node still makes blocks.
+    net.wait_blocks(2).await;
 }

@@ -1,0 +1,292 @@
+//! Every bound of the EVM and fee-history methods and of filters: the
+//! request just inside it is served, the one just outside it is refused with
+//! geth's code and message (README, "Bounds").
+
+use std::time::Duration;
+
+use abcid::rpc::{RpcConfig, Web3};
+use alloy_primitives::{Address, Bytes};
+use jsonrpsee::RpcModule;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// Init code of a contract that loops until it runs out of gas
+/// (`JUMPDEST PUSH1 0 JUMP`).
+fn loop_init() -> Bytes {
+    hex::decode("6004600c60003960046000f35b600056")
+        .expect("valid hex")
+        .into()
+}
+
+/// A node with the loop contract deployed, and its web3 module with `config`.
+fn fixture(config: RpcConfig) -> (TestNode, RpcModule<Web3>, Address) {
+    let node = TestNode::new();
+    let a = key(1);
+    let response = node.block(&[Tx::deploy(0, loop_init()).sign(&a)]);
+    assert_eq!(response.tx_results[0].code, 0);
+    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url(), config).expect("module");
+    (node, rpc, a.address.create(0))
+}
+
+fn assert_error(result: Result<Value, Value>, code: i64, message: &str) {
+    let error = result.expect_err(message);
+    assert_eq!(error["code"], code, "{error}");
+    assert_eq!(error["message"], message, "{error}");
+}
+
+#[tokio::test]
+async fn fee_history_takes_at_most_100_ascending_percentiles_within_0_and_100() {
+    let (_node, rpc, _) = fixture(RpcConfig::default());
+    let fee_history = |percentiles: Value| {
+        call(
+            &rpc,
+            "eth_feeHistory",
+            json!(["0x2", "latest", percentiles]),
+        )
+    };
+    let hundred: Vec<f64> = (0..100).map(f64::from).collect();
+    let answer = fee_history(json!(hundred)).await.expect("100 percentiles");
+    assert_eq!(answer["reward"][0].as_array().map(Vec::len), Some(100));
+    let hundred_and_one: Vec<f64> = (0..101).map(|p| f64::from(p) * 0.99).collect();
+    assert_error(
+        fee_history(json!(hundred_and_one)).await,
+        -32000,
+        "invalid reward percentile: over the query limit 100",
+    );
+    assert!(fee_history(json!([0.0, 100.0])).await.is_ok());
+    assert_error(
+        fee_history(json!([100.5])).await,
+        -32000,
+        "invalid reward percentile: 100.500000",
+    );
+    assert_error(
+        fee_history(json!([-1])).await,
+        -32000,
+        "invalid reward percentile: -1.000000",
+    );
+    assert_error(
+        fee_history(json!([10, 10])).await,
+        -32000,
+        "invalid reward percentile: #0:10.000000 >= #1:10.000000",
+    );
+}
+
+#[tokio::test]
+async fn fee_history_truncates_the_block_count_and_refuses_a_block_past_the_head() {
+    let (_node, rpc, _) = fixture(RpcConfig::default());
+    let all = call(&rpc, "eth_feeHistory", json!(["0x401", "latest", [50]]))
+        .await
+        .expect("1025 blocks are truncated, not refused");
+    assert_eq!(all["oldestBlock"], "0x0");
+    assert_eq!(all["gasUsedRatio"].as_array().map(Vec::len), Some(2));
+    assert_error(
+        call(&rpc, "eth_feeHistory", json!(["0x1", "0x2", []])).await,
+        -32000,
+        "request beyond head block: requested 2, head 1",
+    );
+    assert!(call(&rpc, "eth_feeHistory", json!(["0x1", "0x1", []]))
+        .await
+        .is_ok());
+}
+
+/// The gas a call used, as `eth_createAccessList` reports it.
+async fn gas_used(rpc: &RpcModule<Web3>, to: Address, gas: u64) -> u64 {
+    let answer = call(
+        rpc,
+        "eth_createAccessList",
+        json!([{"to": to, "gas": format!("{gas:#x}")}]),
+    )
+    .await
+    .expect("an access list");
+    let hex = answer["gasUsed"].as_str().expect("gasUsed");
+    u64::from_str_radix(&hex[2..], 16).expect("hex")
+}
+
+#[tokio::test]
+async fn calls_run_with_at_most_the_gas_cap() {
+    let cap = 100_000;
+    let config = RpcConfig {
+        gas_cap: cap,
+        ..RpcConfig::default()
+    };
+    let (_node, rpc, looping) = fixture(config);
+    // A loop burns all the gas it is given: just inside the cap it gets
+    // what it asks, above it the cap.
+    assert_eq!(gas_used(&rpc, looping, cap - 1).await, cap - 1);
+    assert_eq!(gas_used(&rpc, looping, cap).await, cap);
+    assert_eq!(gas_used(&rpc, looping, cap + 1).await, cap);
+    assert_eq!(gas_used(&rpc, looping, 30_000_000).await, cap);
+    assert_error(
+        call(&rpc, "eth_estimateGas", json!([{"to": looping}])).await,
+        -32000,
+        "gas required exceeds allowance (100000)",
+    );
+}
+
+#[tokio::test]
+async fn a_call_past_its_deadline_is_aborted_with_geths_message() {
+    let config = RpcConfig {
+        evm_timeout: Duration::from_millis(1),
+        ..RpcConfig::default()
+    };
+    let (_node, rpc, looping) = fixture(config);
+    // A transfer runs no instruction: the clock is not even read.
+    let transfer = json!([{"from": key(1).address, "to": key(2).address, "value": "0x1"}]);
+    assert_eq!(
+        call(&rpc, "eth_call", transfer.clone()).await,
+        Ok(json!("0x"))
+    );
+    assert_eq!(
+        call(&rpc, "eth_estimateGas", transfer).await,
+        Ok(json!("0x5208"))
+    );
+    // Millions of instructions take longer than a millisecond anywhere.
+    let looped = json!([{"to": looping, "gas": "0x1c9c380"}]);
+    assert_error(
+        call(&rpc, "eth_call", looped.clone()).await,
+        -32000,
+        "execution aborted (timeout = 1ms)",
+    );
+    assert_error(
+        call(&rpc, "eth_estimateGas", looped).await,
+        -32000,
+        "execution aborted (timeout = 1ms)",
+    );
+}
+
+#[tokio::test]
+async fn one_connection_installs_at_most_its_filters() {
+    let config = RpcConfig {
+        max_filters_per_connection: 2,
+        ..RpcConfig::default()
+    };
+    let (_node, rpc, _) = fixture(config);
+    let first = call(&rpc, "eth_newBlockFilter", json!([]))
+        .await
+        .expect("first");
+    call(&rpc, "eth_newFilter", json!([{}]))
+        .await
+        .expect("second");
+    assert_error(
+        call(&rpc, "eth_newPendingTransactionFilter", json!([])).await,
+        -32000,
+        "too many filters installed by this connection (2): uninstall some with eth_uninstallFilter",
+    );
+    assert_eq!(
+        call(&rpc, "eth_uninstallFilter", json!([first])).await,
+        Ok(json!(true))
+    );
+    assert!(call(&rpc, "eth_newBlockFilter", json!([])).await.is_ok());
+}
+
+#[tokio::test]
+async fn one_connection_opens_at_most_its_logs_subscriptions() {
+    let config = RpcConfig {
+        max_log_subscriptions_per_connection: 1,
+        ..RpcConfig::default()
+    };
+    let (_node, rpc, _) = fixture(config);
+    let params = ("logs", json!({}));
+    let first = rpc
+        .subscribe_unbounded("eth_subscribe", params.clone())
+        .await
+        .expect("the first logs subscription");
+    let second = rpc
+        .subscribe_unbounded("eth_subscribe", params.clone())
+        .await;
+    let Err(error) = second else {
+        panic!("a second logs subscription on one connection is refused");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("too many logs subscriptions on this connection (1)"),
+        "{error}"
+    );
+    // Heads are not logs subscriptions.
+    assert!(rpc
+        .subscribe_unbounded("eth_subscribe", ["newHeads"])
+        .await
+        .is_ok());
+    drop(first);
+    // The place is freed once the subscription ends (asynchronously).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if rpc
+            .subscribe_unbounded("eth_subscribe", params.clone())
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was never freed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn one_batch_runs_at_most_its_budget_of_executions() {
+    let config = RpcConfig {
+        batch_executions: 2,
+        ..RpcConfig::default()
+    };
+    let (node, _rpc, looping) = fixture(config.clone());
+    let (addr, handle) = abcid::rpc::serve(
+        node.node.clone(),
+        "127.0.0.1:0".parse().expect("an address"),
+        &closed_port_url(),
+        config,
+    )
+    .await
+    .expect("the server starts");
+    let url = format!("http://{addr}");
+    let request = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "eth_call",
+               "params": [{"to": looping, "gas": "0x5208"}]})
+    };
+    let client = reqwest::Client::new();
+    let batch = |n: u64| {
+        let body: Vec<Value> = (0..n).map(request).collect();
+        client.post(&url).json(&body).send()
+    };
+    let errors = |answers: Vec<Value>| -> Vec<String> {
+        answers
+            .iter()
+            .filter_map(|a| a["error"]["message"].as_str().map(str::to_string))
+            .collect()
+    };
+    // Each call halts out of gas (an error of its own); none is over budget.
+    let inside: Vec<Value> = batch(2).await.expect("sent").json().await.expect("JSON");
+    assert_eq!(inside.len(), 2);
+    assert!(errors(inside)
+        .iter()
+        .all(|e| e.starts_with("execution halted")));
+    let outside: Vec<Value> = batch(3).await.expect("sent").json().await.expect("JSON");
+    let over: Vec<String> = errors(outside)
+        .into_iter()
+        .filter(|e| !e.starts_with("execution halted"))
+        .collect();
+    assert_eq!(
+        over,
+        ["batch exceeds its budget of 2 EVM executions: send the remaining calls in another batch"]
+    );
+    // Single requests are not batches: no budget applies.
+    for id in 0..3 {
+        let one: Value = client
+            .post(&url)
+            .json(&request(id))
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("JSON");
+        assert!(one["error"]["message"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("execution halted")));
+    }
+    handle.stop().expect("stops");
+}

@@ -109,7 +109,10 @@ fn an_overflowing_cost_is_refused_everywhere_under_every_patch_set() {
             vec![honest.clone()],
             "{patches}: PrepareProposal leaves it out"
         );
-        assert_eq!(process(&node, std::slice::from_ref(&honest)), ProposalStatus::Accept);
+        assert_eq!(
+            process(&node, std::slice::from_ref(&honest)),
+            ProposalStatus::Accept
+        );
         assert_eq!(
             process(&node, &[honest.clone(), raw.clone()]),
             ProposalStatus::Reject,
@@ -206,7 +209,10 @@ fn process_proposal_refuses_what_no_honest_proposer_includes() {
             ProposalStatus::Reject,
             "{what}"
         );
-        assert!(prepare(&node, std::slice::from_ref(raw)).is_empty(), "{what}");
+        assert!(
+            prepare(&node, std::slice::from_ref(raw)).is_empty(),
+            "{what}"
+        );
     }
     // Gas limits adding up to the block gas limit, and one gas beyond it.
     let half = BLOCK_GAS / 2;

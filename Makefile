@@ -1,5 +1,5 @@
 # feth: the two set-up commands of the README, plus helpers.
-.PHONY: setup setup-test demo test lint fmt
+.PHONY: setup setup-test demo test lint fmt fuzz
 
 CARGO ?= cargo
 
@@ -23,6 +23,14 @@ test: setup-test lint
 	$(CARGO) bench --workspace --no-run --profile dev
 	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace --no-fail-fast -- --include-ignored
+
+## fuzz: each cargo-fuzz target for FUZZ_SECONDS (needs `cargo install
+# cargo-fuzz` and a nightly toolchain; `make test` runs the same bodies over
+# fixed-seed inputs instead)
+FUZZ_SECONDS ?= 60
+fuzz:
+	cd etl && $(CARGO) +nightly fuzz run parse_line -- -max_total_time=$(FUZZ_SECONDS)
+	cd abci-patches && $(CARGO) +nightly fuzz run check_tx -- -max_total_time=$(FUZZ_SECONDS)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -68,6 +68,21 @@ impl AbciApp {
     }
 }
 
+impl AbciApp {
+    /// Why ProcessProposal refuses `txs`, if it does.
+    fn proposal_fault<T: AsRef<[u8]>>(&self, txs: &[T]) -> Result<Option<String>, NodeError> {
+        let verifier = self.node.verifier()?;
+        let max_gas = self.node.block_gas_limit()?;
+        if let Err(fault) = proposal::check_proposal(txs, |raw| verifier.decode(raw), max_gas) {
+            return Ok(Some(fault.to_string()));
+        }
+        if self.node.patches().has(Patch::NonceQueue) && self.node.has_nonce_gap(txs)? {
+            return Ok(Some("it leaves a nonce gap".to_string()));
+        }
+        Ok(None)
+    }
+}
+
 /// Logs a fatal error and exits: the node must not go on with state it could
 /// not persist or read.
 fn fatal(during: &str, error: NodeError) -> ! {
@@ -121,7 +136,11 @@ impl Application for AbciApp {
             .node
             .block_gas_limit()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let mut txs = request.txs;
+        let verifier = self
+            .node
+            .verifier()
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        let mut txs = proposal::without_invalid(&request.txs, |raw| verifier.decode(raw));
         if self.node.patches().has(Patch::NonceQueue) {
             txs = self
                 .node
@@ -133,26 +152,22 @@ impl Application for AbciApp {
         ResponsePrepareProposal { txs }
     }
 
-    /// With `nonce-queue`, a proposal that leaves a sender's nonce gap is
-    /// refused (an honest abcid proposer never makes one); otherwise every
-    /// proposal is accepted, and FinalizeBlock judges each transaction.
+    /// A proposal is refused when a transaction breaks a stateless rule or
+    /// the gas limits exceed the block's ([`proposal::check_proposal`]), and
+    /// with `nonce-queue` when it leaves a nonce gap (an honest abcid
+    /// proposer makes none of these). Otherwise it is accepted, and
+    /// FinalizeBlock judges each transaction against the state.
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
         let _app = self.enter("ProcessProposal");
-        let gap = self.node.patches().has(Patch::NonceQueue)
-            && self
-                .node
-                .has_nonce_gap(&request.txs)
-                .unwrap_or_else(|e| fatal("ProcessProposal", e));
-        if gap {
-            tracing::warn!(
-                height = request.height,
-                "proposal refused: it leaves a nonce gap"
-            );
-        }
-        let status = if gap {
-            ProposalStatus::Reject
-        } else {
-            ProposalStatus::Accept
+        let fault = self
+            .proposal_fault(&request.txs)
+            .unwrap_or_else(|e| fatal("ProcessProposal", e));
+        let status = match fault {
+            Some(reason) => {
+                tracing::warn!(height = request.height, %reason, "proposal refused");
+                ProposalStatus::Reject
+            }
+            None => ProposalStatus::Accept,
         };
         ResponseProcessProposal {
             status: status as i32,
@@ -224,16 +239,35 @@ impl Application for AbciApp {
         }
     }
 
+    /// A Commit with no block finalized is refused (logged; the node keeps
+    /// serving); any other failure stops the node.
     fn commit(&self) -> ResponseCommit {
+        self.try_commit().unwrap_or_else(|refused| {
+            tracing::error!("{refused}");
+            ResponseCommit::default()
+        })
+    }
+}
+
+impl AbciApp {
+    /// Commit; `Err` names why a stray Commit (nothing finalized) was
+    /// refused. Persisting failures stop the node, as everywhere.
+    pub fn try_commit(&self) -> Result<ResponseCommit, String> {
         tag_current_thread(Role::DeliverTx);
         let _app = self.enter("Commit");
-        let line = self.node.commit().unwrap_or_else(|e| fatal("Commit", e));
+        let line = match self.node.commit() {
+            Ok(line) => line,
+            Err(e @ NodeError::NothingToCommit) => {
+                return Err(format!("Commit refused: {e}; the node keeps serving"))
+            }
+            Err(e) => fatal("Commit", e),
+        };
         line.emit();
         self.metrics.block(&line);
         if let Some(p) = &self.profiler {
             p.end_block(line.height);
         }
-        ResponseCommit { retain_height: 0 }
+        Ok(ResponseCommit { retain_height: 0 })
     }
 }
 

@@ -148,6 +148,28 @@ pub enum TxError {
     /// replaced this one while both waited (recheck only).
     #[error("replaced by a transaction with a higher fee")]
     Replaced,
+    /// `value + gas_limit × max_fee_per_gas` does not fit in 256 bits: no
+    /// balance can pay it. Worded as geth's insufficient funds, which is what
+    /// geth (with unbounded integers) answers.
+    #[error("insufficient funds for gas * price + value: tx cost overflows 256 bits (value {value}, gas {gas}, max fee per gas {max_fee})")]
+    CostOverflow {
+        /// The transaction's value.
+        value: U256,
+        /// Its gas limit.
+        gas: u64,
+        /// Its fee cap (the gas price of a legacy transaction).
+        max_fee: u128,
+    },
+    /// The nonce is `2^64 − 1`, which can never be followed (EIP-2681).
+    #[error("nonce has max value")]
+    NonceMax,
+    /// `nonce-queue`: the sender has as many transactions queued as one
+    /// sender may.
+    #[error("txpool is full: sender has {max} queued transactions already")]
+    SenderQueueFull {
+        /// The bound on one sender's queued transactions.
+        max: usize,
+    },
 }
 
 impl TxError {
@@ -174,6 +196,9 @@ impl TxError {
             Self::QueueFull { .. } => 18,
             Self::QueuedExpired { .. } => 19,
             Self::Replaced => 20,
+            Self::CostOverflow { .. } => 21,
+            Self::NonceMax => 22,
+            Self::SenderQueueFull { .. } => 23,
         }
     }
 }
@@ -228,6 +253,13 @@ mod tests {
                 waited_secs: 60,
             },
             TxError::Replaced,
+            TxError::CostOverflow {
+                value: U256::MAX,
+                gas: 21_000,
+                max_fee: 1,
+            },
+            TxError::NonceMax,
+            TxError::SenderQueueFull { max: 16 },
         ];
         let mut codes: Vec<u32> = all.iter().map(TxError::code).collect();
         assert!(codes.iter().all(|c| *c != 0));

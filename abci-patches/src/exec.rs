@@ -2,7 +2,7 @@
 //! checked against the block's running state and executed; each gets exactly
 //! one result, and the block's changes come out as a [`BlockBatch`].
 
-use alloy_consensus::{Transaction, Typed2718};
+use alloy_consensus::{Transaction, TxEnvelope, Typed2718};
 use alloy_primitives::{keccak256, Address, Bloom, Bytes, B256, U256};
 use revm::{
     context::{result::ExecutionResult, BlockEnv, CfgEnv, TxEnv},
@@ -129,11 +129,12 @@ pub fn check_account(tx: &Spend, account: Option<AccountRecord>) -> Result<(), T
 
 /// Checks that the gas limit of `tx` fits in `left`, what the block's earlier
 /// transactions left of the block gas limit (Ethereum's gas pool). Checked
-/// before nonce and balance: once the block is full, every later transaction
-/// that does not fit is reported as such, not as the nonce gap its cut
-/// predecessor leaves.
-pub fn check_block_gas(tx: &VerifiedTx, left: u64) -> Result<(), TxError> {
-    let gas = tx.envelope.gas_limit();
+/// before the signature, nonce and balance: a proposal stuffed beyond the
+/// block's gas costs no sender recovery, and once the block is full every
+/// later transaction that does not fit is reported as such, not as the
+/// nonce gap its cut predecessor leaves.
+pub fn check_block_gas(tx: &TxEnvelope, left: u64) -> Result<(), TxError> {
+    let gas = tx.gas_limit();
     if gas > left {
         return Err(TxError::BlockGasExhausted { gas, left });
     }
@@ -229,25 +230,27 @@ fn execute_txs<R: TxRunner>(
     block.finish(runner.into_diff(), genesis, parent)
 }
 
-/// The checks a transaction passes before it runs: the stateless rules and
-/// its sender, the gas left in the block, then nonce and funds.
+/// The checks a transaction passes before it runs: the stateless rules, the
+/// gas left in the block, its sender (the costly step, last of the
+/// stateless ones), then nonce and funds.
 fn admit<R: TxRunner>(
     raw: &Bytes,
     verifier: &Verifier,
     runner: &R,
     gas_left: u64,
 ) -> Result<VerifiedTx, TxOutcome> {
-    let verified = verifier.verify(raw).map_err(|error| TxOutcome::Rejected {
+    let rejected = |error| TxOutcome::Rejected {
         hash: keccak256(raw),
         error,
-    })?;
+    };
+    let envelope = verifier.decode(raw).map_err(rejected)?;
+    check_block_gas(&envelope, gas_left).map_err(rejected)?;
+    let verified = verifier.recover(raw, envelope).map_err(rejected)?;
     let account = runner.account(&verified.sender);
-    check_block_gas(&verified, gas_left)
-        .and_then(|()| check_account(&Spend::from(&verified), account))
-        .map_err(|error| TxOutcome::Rejected {
-            hash: verified.hash,
-            error,
-        })?;
+    check_account(&Spend::from(&verified), account).map_err(|error| TxOutcome::Rejected {
+        hash: verified.hash,
+        error,
+    })?;
     Ok(verified)
 }
 
@@ -304,7 +307,12 @@ impl<'a> BlockBuilder<'a> {
     /// The executed block, with the state changes `diff`.
     fn finish(self, diff: StateDiff, genesis: &Genesis, parent: &BlockRecord) -> ExecutedBlock {
         let input = self.input;
-        let app_hash = next_app_hash(parent.app_hash, input.height, diff.digest(), &self.outcomes);
+        let digests = Digests {
+            state: diff.digest(),
+            results: results_digest(&self.outcomes),
+            receipts: receipts_root(self.txs.iter().map(|(_, tx)| &tx.receipt)),
+        };
+        let app_hash = next_app_hash(parent.app_hash, input.height, &digests);
         let invalid_txs = (self.outcomes.len() - self.tx_hashes.len()) as u32;
         let block = BlockRecord {
             number: input.height,
@@ -351,8 +359,30 @@ pub fn receipt(
     }
 }
 
-/// Chains the app hash: `keccak(prev ‖ height ‖ state digest ‖ results digest)`.
-fn next_app_hash(prev: B256, height: u64, state: B256, outcomes: &[TxOutcome]) -> B256 {
+/// What a block's app hash commits to beside its parent's and its height.
+struct Digests {
+    /// The state changes ([`StateDiff::digest`]).
+    state: B256,
+    /// Each transaction's code, status and hash ([`results_digest`]).
+    results: B256,
+    /// The executed transactions' receipts, logs included ([`receipts_root`]).
+    receipts: B256,
+}
+
+/// Chains the app hash:
+/// `keccak(prev ‖ height ‖ state digest ‖ results digest ‖ receipts root)`.
+fn next_app_hash(prev: B256, height: u64, digests: &Digests) -> B256 {
+    let mut buf = Vec::with_capacity(32 + 8 + 96);
+    buf.extend_from_slice(prev.as_slice());
+    buf.extend_from_slice(&height.to_be_bytes());
+    buf.extend_from_slice(digests.state.as_slice());
+    buf.extend_from_slice(digests.results.as_slice());
+    buf.extend_from_slice(digests.receipts.as_slice());
+    keccak256(&buf)
+}
+
+/// A digest of every transaction's result: code, status and hash, in order.
+fn results_digest(outcomes: &[TxOutcome]) -> B256 {
     let mut results = Vec::with_capacity(outcomes.len() * 37);
     for outcome in outcomes {
         match outcome {
@@ -368,10 +398,86 @@ fn next_app_hash(prev: B256, height: u64, state: B256, outcomes: &[TxOutcome]) -
             }
         }
     }
-    let mut buf = Vec::with_capacity(32 + 8 + 64);
-    buf.extend_from_slice(prev.as_slice());
-    buf.extend_from_slice(&height.to_be_bytes());
-    buf.extend_from_slice(state.as_slice());
-    buf.extend_from_slice(keccak256(&results).as_slice());
-    keccak256(&buf)
+    keccak256(&results)
+}
+
+/// The block's receipts root: Keccak-256 over the Keccak-256 of each
+/// receipt, in block order. A receipt's bytes: status, gas used, cumulative
+/// gas, effective gas price, the created address (a flag, then its bytes),
+/// then each log's address, topic count, topics, data length and data
+/// (integers big-endian). Two nodes whose logs differ get different app
+/// hashes, so CometBFT stops at the first such block.
+pub fn receipts_root<'a>(receipts: impl Iterator<Item = &'a ReceiptRecord>) -> B256 {
+    let mut roots = Vec::new();
+    let mut buf = Vec::new();
+    for r in receipts {
+        buf.clear();
+        buf.push(u8::from(r.status));
+        buf.extend_from_slice(&r.gas_used.to_be_bytes());
+        buf.extend_from_slice(&r.cumulative_gas_used.to_be_bytes());
+        buf.extend_from_slice(&r.effective_gas_price.to_be_bytes());
+        match r.contract_address {
+            Some(address) => {
+                buf.push(1);
+                buf.extend_from_slice(address.as_slice());
+            }
+            None => buf.push(0),
+        }
+        buf.extend_from_slice(&(r.logs.len() as u64).to_be_bytes());
+        for log in &r.logs {
+            buf.extend_from_slice(log.address.as_slice());
+            buf.push(log.data.topics().len() as u8);
+            for topic in log.data.topics() {
+                buf.extend_from_slice(topic.as_slice());
+            }
+            buf.extend_from_slice(&(log.data.data.len() as u64).to_be_bytes());
+            buf.extend_from_slice(&log.data.data);
+        }
+        roots.extend_from_slice(keccak256(&buf).as_slice());
+    }
+    keccak256(&roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy_primitives::{Log, LogData};
+
+    use super::*;
+
+    fn receipt_with_log(data: &'static [u8]) -> ReceiptRecord {
+        ReceiptRecord {
+            status: true,
+            gas_used: 30_000,
+            cumulative_gas_used: 30_000,
+            effective_gas_price: 2,
+            logs: vec![Log {
+                address: Address::repeat_byte(7),
+                data: LogData::new_unchecked(vec![B256::repeat_byte(1)], data.into()),
+            }],
+            contract_address: None,
+        }
+    }
+
+    #[test]
+    fn the_receipts_root_covers_logs_and_order() {
+        let a = receipt_with_log(b"one");
+        let b = receipt_with_log(b"two");
+        let root = |rs: &[&ReceiptRecord]| receipts_root(rs.iter().copied());
+        assert_eq!(root(&[&a, &b]), root(&[&a, &b]));
+        assert_ne!(root(&[&a]), root(&[&b]), "log data differs");
+        assert_ne!(root(&[&a, &b]), root(&[&b, &a]), "order differs");
+        let mut moved = a.clone();
+        moved.logs[0].address = Address::repeat_byte(8);
+        assert_ne!(root(&[&a]), root(&[&moved]), "log address differs");
+        let digests = |receipts| Digests {
+            state: B256::ZERO,
+            results: B256::ZERO,
+            receipts,
+        };
+        assert_ne!(
+            next_app_hash(B256::ZERO, 1, &digests(root(&[&a]))),
+            next_app_hash(B256::ZERO, 1, &digests(root(&[&b]))),
+            "the app hash follows the receipts"
+        );
+    }
 }

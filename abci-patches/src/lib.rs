@@ -15,12 +15,15 @@
 //!   keeps (`lite-recheck`); [`nonce_queue`]: future nonces waiting for their
 //!   predecessors (`nonce-queue`); [`checkexec`]: CheckTx's execution when
 //!   `check-tx-lite` is off.
-//! - [`proposal`]: PrepareProposal within the block's bytes and gas.
+//! - [`proposal`]: PrepareProposal within the block's bytes and gas;
+//!   ProcessProposal's rules.
 //! - [`call`]: read-only calls within a gas cap and a deadline;
 //!   [`snapshot`]: the committed state web3 reads see (`snapshot-reads`).
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
 //!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
+//!   [`abci_server`]: the ABCI socket server (unix or TCP, CometBFT's four
+//!   connections at most);
 //!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
 //!   [`txlog`]: the per-transaction lines (without `quiet-logs`).
@@ -28,6 +31,7 @@
 //! - [`metrics`]: Prometheus metrics, served by `feth_metrics_http`
 //!   (`abcid --metrics`).
 
+pub mod abci_server;
 pub mod app;
 pub mod blocklog;
 pub mod call;
@@ -52,5 +56,6 @@ pub mod store;
 #[cfg(test)]
 mod testkit;
 pub mod tx;
+pub mod tx_fuzz;
 pub mod txlog;
 pub mod verify;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
-use tendermint_abci::ServerBuilder;
 
+use abcid::abci_server::{AbciAddr, AbciServer, ABCI_CONNECTIONS};
 use abcid::nonce_queue::QueueConfig;
 use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
 
@@ -21,9 +21,10 @@ struct Args {
     /// Directory of abcid's state (created if absent).
     #[arg(long)]
     home: PathBuf,
-    /// Address CometBFT connects to (its `proxy_app`, without `tcp://`).
+    /// Where CometBFT connects (its `proxy_app`): `unix://PATH` (a socket
+    /// made mode 0600) or a TCP address `[tcp://]HOST:PORT`.
     #[arg(long, default_value = "127.0.0.1:26658")]
-    abci: SocketAddr,
+    abci: AbciAddr,
     /// Address of the web3 JSON-RPC server (HTTP and WebSocket).
     #[arg(long, default_value = "127.0.0.1:8545")]
     web3: SocketAddr,
@@ -75,6 +76,9 @@ struct QueueArgs {
     /// Most queued transactions, all senders together.
     #[arg(long, default_value_t = QueueConfig::default().max_queued)]
     nonce_queue_max: usize,
+    /// Most queued transactions of one sender.
+    #[arg(long, default_value_t = QueueConfig::default().max_per_sender)]
+    nonce_queue_per_sender: usize,
     /// Seconds a queued transaction may wait for its predecessor.
     #[arg(long, default_value_t = QueueConfig::default().ttl.as_secs())]
     nonce_queue_ttl: u64,
@@ -85,6 +89,7 @@ impl QueueArgs {
         QueueConfig {
             window: self.nonce_queue_window,
             max_queued: self.nonce_queue_max,
+            max_per_sender: self.nonce_queue_per_sender,
             ttl: std::time::Duration::from_secs(self.nonce_queue_ttl),
         }
     }
@@ -247,18 +252,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let server = ServerBuilder::default()
-        .bind(args.abci, app)
+    let server = AbciServer::bind(&args.abci, app, ABCI_CONNECTIONS)
         .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
-    tracing::info!(addr = %args.abci, "ABCI listening");
+    tracing::info!(addr = %server.local_addr()?, "ABCI listening");
     let abci = std::thread::Builder::new()
         .name("abci-accept".to_string())
-        .spawn(move || {
-            if let Err(e) = server.listen() {
-                tracing::error!(error = %e, "the ABCI server stopped; exiting");
-                std::process::exit(1);
-            }
-        })
+        .spawn(move || server.listen())
         .context("cannot start the ABCI thread")?;
 
     runtime.block_on(async {

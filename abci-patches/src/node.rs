@@ -58,6 +58,15 @@ pub enum NodeError {
     /// Commit without a FinalizeBlock before it.
     #[error("commit without a finalized block")]
     NothingToCommit,
+    /// FinalizeBlock of a height other than the one after the last
+    /// committed block: a replayed old block, or one from the future.
+    #[error("FinalizeBlock of height {got} refused: the last committed block is {head}, so only height {} may follow; is another client than this node's CometBFT connected, or does CometBFT's data belong to another chain?", head + 1)]
+    UnexpectedHeight {
+        /// The height asked for.
+        got: u64,
+        /// The last committed height.
+        head: u64,
+    },
     /// A lock was poisoned by a panic elsewhere.
     #[error("internal state lock poisoned")]
     Poisoned,
@@ -389,15 +398,13 @@ impl Node {
         let spend = Spend::from(&verified);
         let mut check = self.check()?;
         let committed = self.world()?.account(&verified.sender);
-        let expected = check
-            .view(&spend.sender, committed)
-            .unwrap_or_default()
-            .nonce;
+        let current = check.view(&spend.sender, committed).unwrap_or_default();
+        let expected = current.nonce;
         let verdict = if queue && spend.nonce > expected {
             let admitted = Admitted::from(&verified);
             check
                 .queue_mut()
-                .queue(verified, expected)
+                .queue(verified, expected, current.balance)
                 .map(|()| admitted)
         } else {
             self.admit(&mut check, &verified, committed)?
@@ -503,7 +510,9 @@ impl Node {
     }
 
     /// FinalizeBlock: executes the block and keeps it until Commit (its
-    /// transactions staged in the store without `ram-block-txs`).
+    /// transactions staged in the store without `ram-block-txs`). Only the
+    /// height after the last committed block is executed
+    /// ([`NodeError::UnexpectedHeight`] otherwise).
     /// Returns each transaction's outcome and the new app hash.
     pub fn finalize_block(
         &self,
@@ -513,6 +522,13 @@ impl Node {
         let mut executed = {
             let chain = self.chain.read().map_err(|_| NodeError::Poisoned)?;
             let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let head = chain.head.number;
+            if head.checked_add(1) != Some(input.height) {
+                return Err(NodeError::UnexpectedHeight {
+                    got: input.height,
+                    head,
+                });
+            }
             let verifier = Verifier::new(&chain.genesis, self.patches)
                 .with_senders(self.senders.as_ref(), Stage::Block);
             let world = self.world()?;

@@ -4,7 +4,9 @@
 //! CometBFT's mempool is FIFO and knows nothing of nonces; a client with
 //! several transactions of one sender in flight can have them arrive out of
 //! order. With the patch, CheckTx admits a nonce up to [`QueueConfig::window`]
-//! ahead, queues it here (at most [`QueueConfig::max_queued`] in all), and
+//! ahead, queues it here (at most [`QueueConfig::max_queued`] in all and
+//! [`QueueConfig::max_per_sender`] of one sender, each sender's queued
+//! transactions reserving their maximal costs from its balance), and
 //! promotes it into the check state's ledger once its predecessor is
 //! admitted. A queued transaction can be replaced by one of the same nonce
 //! paying at least 10 % more fee cap and tip (geth's rule); the replaced one
@@ -21,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, U256};
 
 use crate::error::TxError;
 use crate::tx::VerifiedTx;
@@ -33,6 +35,8 @@ pub struct QueueConfig {
     pub window: u64,
     /// Most queued transactions, all senders together.
     pub max_queued: usize,
+    /// Most queued transactions of one sender (geth's `AccountQueue`).
+    pub max_per_sender: usize,
     /// How long a queued transaction may wait for its predecessor.
     pub ttl: Duration,
 }
@@ -42,6 +46,7 @@ impl Default for QueueConfig {
         Self {
             window: 64,
             max_queued: 10_000,
+            max_per_sender: 64,
             ttl: Duration::from_secs(60),
         }
     }
@@ -89,9 +94,14 @@ impl NonceQueue {
     /// transaction of the same nonce when `tx` pays enough more. A
     /// transaction queued before the last Commit keeps its arrival time, and
     /// is refused once it waited longer than the configured time.
-    pub fn queue(&mut self, tx: VerifiedTx, expected: u64) -> Result<(), TxError> {
+    ///
+    /// The sender's queued transactions reserve their maximal costs:
+    /// `spendable` (the sender's balance as the mempool sees it) must cover
+    /// them all with `tx` (less the one `tx` replaces), so a key that cannot
+    /// pay queues nothing.
+    pub fn queue(&mut self, tx: VerifiedTx, expected: u64, spendable: U256) -> Result<(), TxError> {
         let nonce = tx.envelope.nonce();
-        if nonce - expected > self.config.window {
+        if nonce.saturating_sub(expected) > self.config.window {
             return Err(TxError::NonceGapTooWide {
                 expected,
                 got: nonce,
@@ -113,6 +123,14 @@ impl NonceQueue {
             });
         }
         let full = self.len >= self.config.max_queued;
+        let reserved = self.reserved(&tx.sender, nonce);
+        let cost = reserved.saturating_add(tx.max_cost());
+        if cost > spendable {
+            return Err(TxError::InsufficientFunds {
+                balance: spendable,
+                cost,
+            });
+        }
         let slots = self.by_sender.entry(tx.sender).or_default();
         if let Some(old) = slots.get(&nonce) {
             if old.tx.hash == tx.hash {
@@ -130,9 +148,27 @@ impl NonceQueue {
                 max: self.config.max_queued,
             });
         }
+        if slots.len() >= self.config.max_per_sender {
+            return Err(TxError::SenderQueueFull {
+                max: self.config.max_per_sender,
+            });
+        }
         slots.insert(nonce, Queued { tx, since });
         self.len += 1;
         Ok(())
+    }
+
+    /// The maximal costs of `sender`'s queued transactions but the one at
+    /// `except` (the nonce a newcomer would replace).
+    fn reserved(&self, sender: &Address, except: u64) -> U256 {
+        self.by_sender.get(sender).map_or(U256::ZERO, |slots| {
+            slots
+                .iter()
+                .filter(|(nonce, _)| **nonce != except)
+                .fold(U256::ZERO, |sum, (_, q)| {
+                    sum.saturating_add(q.tx.max_cost())
+                })
+        })
     }
 
     /// Takes the queued transaction of `sender` at `nonce`, if any.

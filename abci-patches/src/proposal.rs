@@ -1,6 +1,8 @@
 //! PrepareProposal: how much of what CometBFT reaped from the mempool goes
 //! into the block abcid proposes, and (with `nonce-queue`) in which order;
-//! ProcessProposal's nonce-gap rule.
+//! ProcessProposal's rules: every transaction passes the stateless rules but
+//! the signature's and the fee cap's ([`check_proposal`]), the gas limits fit
+//! in the block, and (with `nonce-queue`) no sender's nonce is left a gap.
 //!
 //! The proposal is the longest prefix of CometBFT's transactions whose raw
 //! sizes fit in `max_tx_bytes` (tendermint-abci's default behaviour) and whose
@@ -14,6 +16,81 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::Address;
+
+use crate::error::TxError;
+
+/// Why ProcessProposal refuses a proposal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProposalFault {
+    /// A transaction breaks a stateless rule: CheckTx admits none such, so
+    /// only a faulty or hostile proposer includes it.
+    #[error("transaction {index} is invalid: {error}")]
+    InvalidTx {
+        /// Its position in the proposal.
+        index: usize,
+        /// The rule it breaks.
+        error: TxError,
+    },
+    /// The gas limits add up beyond the block gas limit.
+    #[error("transactions ask for {wanted} gas, beyond the block gas limit {max}")]
+    GasBeyondBlock {
+        /// The sum of the gas limits (saturating at `u64::MAX`).
+        wanted: u64,
+        /// The block gas limit.
+        max: u64,
+    },
+}
+
+/// Whether `error` of a stateless check is a reason to refuse a proposal.
+/// The fee cap is not: it is judged against the block's base fee, which
+/// FinalizeBlock knows and a base fee that moves may change.
+fn refuses_proposal(error: &TxError) -> bool {
+    !matches!(error, TxError::FeeCapTooLow { .. })
+}
+
+/// ProcessProposal's stateless rules: each of `txs` passes `decode` (the
+/// verifier's rules without the signature, which FinalizeBlock recovers)
+/// and the gas limits add up to at most `max_gas`.
+pub fn check_proposal<T: AsRef<[u8]>>(
+    txs: &[T],
+    decode: impl Fn(&[u8]) -> Result<TxEnvelope, TxError>,
+    max_gas: u64,
+) -> Result<(), ProposalFault> {
+    let mut wanted = 0u64;
+    for (index, raw) in txs.iter().enumerate() {
+        match decode(raw.as_ref()) {
+            Ok(tx) => wanted = wanted.saturating_add(tx.gas_limit()),
+            Err(error) if refuses_proposal(&error) => {
+                return Err(ProposalFault::InvalidTx { index, error })
+            }
+            // Counted by its envelope's gas limit when it decodes at all.
+            Err(_) => wanted = wanted.saturating_add(gas_wanted(raw.as_ref()).unwrap_or(0)),
+        }
+    }
+    if wanted > max_gas {
+        return Err(ProposalFault::GasBeyondBlock {
+            wanted,
+            max: max_gas,
+        });
+    }
+    Ok(())
+}
+
+/// PrepareProposal: `txs` without those [`check_proposal`] would refuse
+/// the proposal for (CheckTx admits none, so only a mempool fed otherwise
+/// holds one), in the same order.
+pub fn without_invalid<T: AsRef<[u8]> + Clone>(
+    txs: &[T],
+    decode: impl Fn(&[u8]) -> Result<TxEnvelope, TxError>,
+) -> Vec<T> {
+    txs.iter()
+        .filter(|raw| match decode(raw.as_ref()) {
+            Ok(_) => true,
+            Err(error) => !refuses_proposal(&error),
+        })
+        .cloned()
+        .collect()
+}
 
 /// Who sent a transaction, with which nonce, offering which tip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -316,6 +316,14 @@ impl<B: StateRead> DatabaseCommit for BlockOverlay<'_, B> {
                 self.wipe_storage(address);
                 continue;
             }
+            if account.is_empty() {
+                // EIP-161: a touched account left without nonce, balance or
+                // code is removed (a zero-value transfer to a fresh address
+                // creates nothing). It holds no storage: a contract's nonce
+                // is at least 1.
+                self.diff.accounts.insert(address, None);
+                continue;
+            }
             if account.is_created() {
                 self.wipe_storage(address);
             }
@@ -373,6 +381,30 @@ mod tests {
         assert_eq!(world.account(&a).unwrap().nonce, 2);
         assert_eq!(world.storage(&a, &U256::from(1)), U256::ZERO);
         assert_eq!(world.storage(&a, &U256::from(2)), U256::from(9));
+    }
+
+    #[test]
+    fn a_touched_empty_account_is_removed_and_a_funded_one_kept() {
+        let (empty, funded) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let mut world = WorldState::default();
+        world.load_account(empty, AccountRecord::default());
+        let mut overlay = BlockOverlay::new(&world);
+        let touched = |balance: u64| {
+            let mut account = Account::default();
+            account.info.balance = U256::from(balance);
+            account.mark_touch();
+            account
+        };
+        let mut changes = AddressMap::default();
+        changes.insert(empty, touched(0));
+        changes.insert(funded, touched(5));
+        overlay.commit(changes);
+        let diff = overlay.into_diff();
+        assert_eq!(diff.accounts.get(&empty), Some(&None));
+        let kept = diff.accounts.get(&funded).copied().flatten();
+        assert_eq!(kept.map(|a| a.balance), Some(U256::from(5)));
+        world.apply(&diff);
+        assert_eq!(world.account(&empty), None);
     }
 
     #[test]

@@ -43,9 +43,13 @@ pub struct VerifiedTx {
 
 impl VerifiedTx {
     /// Upper bound of what the sender must hold: `value + gas_limit × max_fee_per_gas`.
+    ///
+    /// A verified transaction's cost fits in 256 bits ([`decode_checked`]
+    /// refuses the others with [`TxError::CostOverflow`]); should one be built
+    /// otherwise, its cost saturates at `2^256 − 1`, which no sender can
+    /// spend beside a fee.
     pub fn max_cost(&self) -> U256 {
-        let env = &self.envelope;
-        U256::from(env.gas_limit()) * U256::from(env.max_fee_per_gas()) + env.value()
+        max_cost(&self.envelope).unwrap_or(U256::MAX)
     }
 
     /// The gas price this transaction pays at `base_fee` (EIP-1559 semantics;
@@ -79,6 +83,15 @@ pub enum Ecrecover {
     /// would: no C toolchain in the build, and it is the usual choice in
     /// Substrate-derived code.
     PureRust,
+}
+
+/// `value + gas_limit × max_fee_per_gas`, or `None` when it does not fit in
+/// 256 bits (a value near `2^256` plus any fee): the most a transaction can
+/// cost its sender.
+pub fn max_cost(tx: &TxEnvelope) -> Option<U256> {
+    U256::from(tx.gas_limit())
+        .checked_mul(U256::from(tx.max_fee_per_gas()))?
+        .checked_add(tx.value())
 }
 
 /// Decodes `raw`, recovers its sender with `ecrecover` and applies every
@@ -151,14 +164,34 @@ pub fn decode_checked(raw: &[u8], rules: &TxRules) -> Result<TxEnvelope, TxError
             return Err(TxError::TipAboveFeeCap);
         }
     }
+    check_arithmetic(&envelope)?;
     Ok(envelope)
+}
+
+/// The rules that keep every later sum in range: the cost fits in 256 bits
+/// (else `value + gas × fee` would wrap, and a transfer of `2^256 − 1` would
+/// pass any balance check), and the nonce can be incremented (EIP-2681).
+fn check_arithmetic(tx: &TxEnvelope) -> Result<(), TxError> {
+    if max_cost(tx).is_none() {
+        return Err(TxError::CostOverflow {
+            value: tx.value(),
+            gas: tx.gas_limit(),
+            max_fee: tx.max_fee_per_gas(),
+        });
+    }
+    if tx.nonce() == u64::MAX {
+        return Err(TxError::NonceMax);
+    }
+    Ok(())
 }
 
 /// EIP-7623's calldata floor, enforced by revm under Prague: the gas limit
 /// must also cover `21000 + 10 × tokens`. Neither contract creation nor the
 /// access list adds to the floor (revm: `GasParams::initial_tx_gas`).
 pub fn calldata_floor_gas(tx: &TxEnvelope) -> u64 {
-    TX_BASE_GAS + TX_FLOOR_GAS_PER_TOKEN * calldata_tokens(tx.input())
+    TX_FLOOR_GAS_PER_TOKEN
+        .saturating_mul(calldata_tokens(tx.input()))
+        .saturating_add(TX_BASE_GAS)
 }
 
 /// Calldata tokens (EIP-7623): one per zero byte, four per non-zero byte.
@@ -166,20 +199,26 @@ pub fn calldata_floor_gas(tx: &TxEnvelope) -> u64 {
 /// non-zero byte).
 fn calldata_tokens(input: &[u8]) -> u64 {
     let zeros = input.iter().filter(|b| **b == 0).count() as u64;
-    zeros + (input.len() as u64 - zeros) * 4
+    zeros.saturating_add((input.len() as u64 - zeros).saturating_mul(4))
 }
 
 /// Intrinsic gas: base cost, calldata bytes, contract creation and access list.
 pub fn intrinsic_gas(tx: &TxEnvelope) -> u64 {
     let input: &Bytes = tx.input();
-    let mut gas = TX_BASE_GAS + calldata_tokens(input) * 4;
+    // Saturating: the sizes are bounded by `max_tx_bytes` long before any
+    // sum could wrap, and a saturated figure is refused as too much gas.
+    let mut gas = calldata_tokens(input)
+        .saturating_mul(4)
+        .saturating_add(TX_BASE_GAS);
     if tx.kind().is_create() {
         // EIP-3860: 2 gas per 32-byte word of init code.
-        gas += TX_CREATE_GAS + (input.len() as u64).div_ceil(32) * 2;
+        let words = (input.len() as u64).div_ceil(32);
+        gas = gas.saturating_add(TX_CREATE_GAS.saturating_add(words.saturating_mul(2)));
     }
     if let Some(list) = tx.access_list() {
         for item in list.iter() {
-            gas += 2_400 + item.storage_keys.len() as u64 * 1_900;
+            let keys = (item.storage_keys.len() as u64).saturating_mul(1_900);
+            gas = gas.saturating_add(keys.saturating_add(2_400));
         }
     }
     gas

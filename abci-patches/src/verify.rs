@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use alloy_primitives::keccak256;
+use alloy_consensus::TxEnvelope;
+use alloy_primitives::{keccak256, Address, B256};
 
 use crate::error::TxError;
 use crate::genesis::Genesis;
@@ -71,44 +72,58 @@ impl Verifier {
 
     /// Decodes `raw`, applies every stateless rule and recovers the sender.
     pub fn verify(&self, raw: &[u8]) -> Result<VerifiedTx, TxError> {
-        match &self.senders {
+        let envelope = self.decode(raw)?;
+        self.recover(raw, envelope)
+    }
+
+    /// Decodes `raw` and applies every stateless rule but the signature's:
+    /// the cheap half of [`Self::verify`], which FinalizeBlock runs before
+    /// it checks the block's gas, and ProcessProposal alone.
+    pub fn decode(&self, raw: &[u8]) -> Result<TxEnvelope, TxError> {
+        tx::decode_checked(raw, &self.rules)
+    }
+
+    /// Recovers the sender of `envelope`, decoded from `raw` by
+    /// [`Self::decode`]: the costly half of [`Self::verify`].
+    pub fn recover(&self, raw: &[u8], envelope: TxEnvelope) -> Result<VerifiedTx, TxError> {
+        let hash = keccak256(raw);
+        let sender = match &self.senders {
             // Before (`sender-cache` off): recover every time. Why: each step
             // verifies what it is handed, and a sender is a pure function of
             // the bytes.
-            None => tx::verify(raw, &self.rules, self.ecrecover),
-            Some((cache, stage)) => self.verify_cached(raw, cache, *stage),
-        }
-    }
-
-    /// `sender-cache` on: decoding and the stateless rules always run; only
-    /// the recovery is skipped when the cache knows these bytes' sender.
-    fn verify_cached(
-        &self,
-        raw: &[u8],
-        cache: &SenderCache,
-        stage: Stage,
-    ) -> Result<VerifiedTx, TxError> {
-        let envelope = tx::decode_checked(raw, &self.rules)?;
-        let hash = keccak256(raw);
-        let cached = match stage {
-            Stage::Mempool => cache.get(&hash),
-            Stage::Block => cache.take(&hash),
-        };
-        let sender = match cached {
-            Some(sender) => sender,
-            None => {
-                let sender = tx::recover_sender(&envelope, self.ecrecover)?;
-                if stage == Stage::Mempool {
-                    cache.insert(hash, sender);
-                }
-                sender
-            }
+            None => tx::recover_sender(&envelope, self.ecrecover)?,
+            Some((cache, stage)) => self.recover_cached(&envelope, hash, cache, *stage)?,
         };
         Ok(VerifiedTx {
             envelope,
             hash,
             sender,
         })
+    }
+
+    /// `sender-cache` on: the recovery is skipped when the cache knows these
+    /// bytes' sender (decoding and the stateless rules always ran before).
+    fn recover_cached(
+        &self,
+        envelope: &TxEnvelope,
+        hash: B256,
+        cache: &SenderCache,
+        stage: Stage,
+    ) -> Result<Address, TxError> {
+        let cached = match stage {
+            Stage::Mempool => cache.get(&hash),
+            Stage::Block => cache.take(&hash),
+        };
+        match cached {
+            Some(sender) => Ok(sender),
+            None => {
+                let sender = tx::recover_sender(envelope, self.ecrecover)?;
+                if stage == Stage::Mempool {
+                    cache.insert(hash, sender);
+                }
+                Ok(sender)
+            }
+        }
     }
 }
 

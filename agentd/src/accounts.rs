@@ -19,13 +19,23 @@ use crate::keys;
 
 const HEADER: &str = "# feth keys v1";
 
-/// Where new keys come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where new keys come from. Its `Debug` never shows the seed (it derives
+/// every key): `Seed(<redacted>)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum KeySource {
     /// `key_i = keccak256(seed ‖ i)` (retried with a counter when invalid).
     Seed(B256),
     /// Fresh randomness.
     Random,
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Seed(_) => f.write_str("Seed(<redacted>)"),
+            Self::Random => f.write_str("Random"),
+        }
+    }
 }
 
 /// A set of accounts.
@@ -167,6 +177,16 @@ impl KeySet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_source_never_prints_its_seed() {
+        let seed = B256::repeat_byte(0xab);
+        let shown = format!("{:?}", KeySource::Seed(seed));
+        assert_eq!(shown, "Seed(<redacted>)");
+        let set = format!("{:?}", KeySet::new(KeySource::Seed(seed)));
+        assert!(!set.contains("abab"), "{set}");
+        assert_eq!(format!("{:?}", KeySource::Random), "Random");
+    }
 
     #[test]
     fn seeded_sets_are_reproducible_and_round_trip() {

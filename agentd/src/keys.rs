@@ -53,7 +53,10 @@ pub fn read_key_file(path: &Path) -> Result<SecretKey> {
 }
 
 /// Writes `contents` to `path` atomically with mode 0600: a temporary file in
-/// the same folder, then a rename, so a crash never leaves half a key file.
+/// the same folder, created exclusively (never through a file or link
+/// already there) and fsynced, then renamed over `path` and the folder
+/// fsynced, so a crash never leaves half a key file and no other user ever
+/// sees the contents.
 pub fn write_secret_file(path: &Path, contents: &[u8]) -> Result<()> {
     let dir = path
         .parent()
@@ -65,19 +68,31 @@ pub fn write_secret_file(path: &Path, contents: &[u8]) -> Result<()> {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("key"),
         std::process::id()
     ));
+    // A leftover of a crashed run of the same PID; a link planted there is
+    // removed, not followed.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot remove {}", tmp.display()))
+        }
+        _ => {}
+    }
     let mut file = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(&tmp)
         .with_context(|| format!("cannot create {}", tmp.display()))?;
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    file.write_all(contents)
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let written = file.write_all(contents).and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
+    }
     std::fs::rename(&tmp, path)
         .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync {}", dir.display()))?;
     Ok(())
 }
 
@@ -101,6 +116,26 @@ pub fn check_private(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("root.key");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        let tmp = dir
+            .path()
+            .join(format!(".root.key.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        write_secret_file(&path, b"0xsecret").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "0xsecret");
+        assert!(!tmp.exists() && std::fs::symlink_metadata(&tmp).is_err());
+        // Written again over the first: replaced whole, still private.
+        write_secret_file(&path, b"0xother").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "0xother");
+        check_private(&path).unwrap();
+    }
 
     #[test]
     fn key_file_round_trip_is_private() {

@@ -1,11 +1,13 @@
 //! abcid's in-process tests: a node in a temporary directory driven through
 //! its ABCI application and its web3 module, with real signed transactions.
 
+mod abci_socket;
 mod common;
 mod exec;
 mod filters;
 mod finalize;
 mod gas_limit;
+mod hostile;
 mod logs;
 mod mempool;
 mod nonce_queue;

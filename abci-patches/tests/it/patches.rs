@@ -1,5 +1,6 @@
 //! Every patch computes the same chain: one scenario of blocks (invalid
-//! transactions, reverts, contract calls, a block beyond the gas limit) with
+//! transactions, an overflowing cost, reverts, contract calls, a block
+//! beyond the gas limit) with
 //! CheckTx and CometBFT's rechecks between them (of senders the blocks touch
 //! and do not touch, and after CometBFT dropped an admitted transaction),
 //! run on the node without patches and on the node with one patch (and with
@@ -73,6 +74,12 @@ fn scenario() -> Scenario {
         Tx::transfer(1, stranger, 1).sign(&k5),
         // A replay of block 1's first call: nonce too low.
         Tx::call(1, contract, word(7)).sign(&k1),
+        // value = 2^256 − 1: `value + gas × fee` overflows (code 21).
+        Tx {
+            value: U256::MAX,
+            ..Tx::transfer(2, stranger, 0)
+        }
+        .sign(&k5),
         // Init code one byte over EIP-3860's limit.
         Tx {
             gas_limit: 400_000,
@@ -209,6 +216,21 @@ fn the_scenario_exercises_what_it_claims() {
     assert!(has("nonce too high") && has("nonce too low"), "{lines:#?}");
     assert!(has("insufficient funds") && has("invalid chain id"));
     assert!(has("invalid transaction encoding"));
+    // Refused at CheckTx and in the block, under every patch set (the
+    // transcripts are compared line by line).
+    let overflow: Vec<_> = lines
+        .iter()
+        .filter(|l| l.contains("tx cost overflows 256 bits"))
+        .collect();
+    assert!(
+        overflow
+            .iter()
+            .any(|l| l.starts_with("check ") && l.contains(" 21 0 "))
+            && overflow
+                .iter()
+                .any(|l| l.starts_with("result 2 ") && l.contains("code: 21,")),
+        "{overflow:#?}"
+    );
     assert!(
         has("max initcode size exceeded"),
         "EIP-3860 is in the scenario"

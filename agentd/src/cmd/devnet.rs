@@ -182,9 +182,13 @@ pub struct DevnetArgs {
     /// CometBFT P2P port.
     #[arg(long, default_value_t = devnet::DEFAULT_PORTS[1])]
     p2p_port: u16,
-    /// ABCI port between CometBFT and abcid.
+    /// ABCI port between CometBFT and abcid (with --abci-tcp).
     #[arg(long, default_value_t = devnet::DEFAULT_PORTS[2])]
     abci_port: u16,
+    /// Connect CometBFT and abcid over TCP on --abci-port instead of the
+    /// unix socket `DIR/abcid/abci.sock` (mode 0600).
+    #[arg(long)]
+    abci_tcp: bool,
     /// abcid's web3 JSON-RPC port.
     #[arg(long, default_value_t = devnet::DEFAULT_PORTS[3])]
     web3_port: u16,
@@ -262,6 +266,7 @@ impl DevnetArgs {
             rpc_port: self.rpc_port,
             p2p_port: self.p2p_port,
             abci_port: self.abci_port,
+            abci_tcp: self.abci_tcp,
             web3_port: self.web3_port,
             profiler_port: self.profiler_port,
             metrics_port: self.metrics_port,

@@ -178,6 +178,7 @@ impl LoadArgs {
         if self.refill_interval.is_zero() {
             bail!("--refill-interval must be more than 0");
         }
+        keys::check_private(key).context("--refill-key")?;
         let root = keys::read_key_file(key)?;
         let mut journal = self.keys.as_os_str().to_os_string();
         journal.push(".refill.json");

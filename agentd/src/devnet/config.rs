@@ -52,10 +52,7 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     let i = |v: u64| toml::Value::Integer(v as i64);
     let settings = [
         ("moniker", s("feth-devnet".into())),
-        (
-            "proxy_app",
-            s(format!("tcp://127.0.0.1:{}", opts.abci_port)),
-        ),
+        ("proxy_app", s(opts.abci_addr()?)),
         ("log_format", s(opts.log_format.as_str().into())),
         ("rpc.laddr", s(format!("tcp://127.0.0.1:{}", opts.rpc_port))),
         ("rpc.max_body_bytes", i(opts.rpc_max_body_bytes)),
@@ -150,6 +147,43 @@ mod tests {
         assert_eq!(
             instrumentation["prometheus_listen_addr"],
             toml::Value::String("127.0.0.1:7".into())
+        );
+    }
+
+    #[test]
+    fn cometbft_reaches_abcid_on_a_unix_socket_unless_told_tcp() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("config")).unwrap();
+        let path = home.path().join("config").join("config.toml");
+        let proxy_app = |opts: &DevnetOptions| {
+            std::fs::write(&path, "").unwrap();
+            write_config(home.path(), opts)?;
+            let doc: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+            anyhow::Ok(doc["proxy_app"].as_str().unwrap().to_string())
+        };
+        let opts = DevnetOptions {
+            dir: home.path().join("net"),
+            ..DevnetOptions::default()
+        }
+        .with_ports([1, 2, 3, 4, 5, 6, 7]);
+        let socket = home.path().join("net").join("abcid").join("abci.sock");
+        assert_eq!(
+            proxy_app(&opts).unwrap(),
+            format!("unix://{}", socket.display())
+        );
+        let tcp = DevnetOptions {
+            abci_tcp: true,
+            ..opts.clone()
+        };
+        assert_eq!(proxy_app(&tcp).unwrap(), "tcp://127.0.0.1:3");
+        let deep = DevnetOptions {
+            dir: home.path().join("d".repeat(120)),
+            ..opts
+        };
+        let err = proxy_app(&deep).unwrap_err().to_string();
+        assert!(
+            err.contains("--abci-tcp") && err.contains("longer"),
+            "{err}"
         );
     }
 

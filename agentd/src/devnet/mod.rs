@@ -92,8 +92,12 @@ pub struct DevnetOptions {
     pub rpc_port: u16,
     /// CometBFT P2P port.
     pub p2p_port: u16,
-    /// ABCI port between CometBFT and abcid.
+    /// ABCI port between CometBFT and abcid, used with `abci_tcp`.
     pub abci_port: u16,
+    /// Connect CometBFT and abcid over TCP (`abci_port`) rather than the
+    /// unix socket `abcid/abci.sock` in the devnet's folder (mode 0600).
+    #[serde(default)]
+    pub abci_tcp: bool,
     /// abcid's web3 JSON-RPC port.
     pub web3_port: u16,
     /// abcid's profiler JSON-RPC port.
@@ -173,6 +177,7 @@ impl Default for DevnetOptions {
             rpc_port: DEFAULT_PORTS[0],
             p2p_port: DEFAULT_PORTS[1],
             abci_port: DEFAULT_PORTS[2],
+            abci_tcp: false,
             web3_port: DEFAULT_PORTS[3],
             profiler_port: DEFAULT_PORTS[4],
             metrics_port: DEFAULT_PORTS[5],
@@ -196,7 +201,48 @@ impl Default for DevnetOptions {
     }
 }
 
+/// The longest path a unix socket address holds (`sun_path` less its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
 impl DevnetOptions {
+    /// Where CometBFT reaches abcid (`proxy_app`, `abcid --abci`): the unix
+    /// socket `DIR/abcid/abci.sock` (absolute), or `tcp://127.0.0.1:PORT`
+    /// with `abci_tcp`.
+    pub fn abci_addr(&self) -> Result<String> {
+        if self.abci_tcp {
+            return Ok(format!("tcp://127.0.0.1:{}", self.abci_port));
+        }
+        let path = self.abci_socket()?;
+        let len = path.as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            bail!(
+                "the ABCI socket path {} is {len} bytes, longer than a unix socket takes ({MAX_SOCKET_PATH}): use a shorter --dir, or --abci-tcp",
+                path.display()
+            );
+        }
+        Ok(format!("unix://{}", path.display()))
+    }
+
+    /// The unix socket between CometBFT and abcid (absolute).
+    pub fn abci_socket(&self) -> Result<PathBuf> {
+        let dir = std::path::absolute(&self.dir)
+            .with_context(|| format!("cannot make {} absolute", self.dir.display()))?;
+        Ok(dir.join("abcid").join("abci.sock"))
+    }
+
+    /// These options for `abcid`: TCP when the build cannot listen on a
+    /// unix socket (an older one, run by `feth compare --build-a`).
+    pub fn for_abcid(mut self, abcid: &Path) -> Self {
+        if !self.abci_tcp && !tools::abcid_takes_unix_abci(abcid) {
+            tracing::warn!(
+                "{} cannot listen on a unix socket: CometBFT connects over TCP",
+                abcid.display()
+            );
+            self.abci_tcp = true;
+        }
+        self
+    }
+
     /// A devnet of its own in `dir` (tests, benchmarks): the given ports
     /// (see [`free_ports`]) and 300 ms blocks; defaults for the rest.
     pub fn private(dir: &Path, ports: Ports) -> Self {
@@ -290,6 +336,13 @@ pub struct DevnetState {
     pub cometbft_pid: Option<u32>,
     /// abcid's PID, while running.
     pub abcid_pid: Option<u32>,
+    /// CometBFT's start time (`/proc/<pid>/stat` field 22) recorded at
+    /// spawn: `down` signals its PID only while it is that process.
+    #[serde(default)]
+    pub cometbft_started: Option<u64>,
+    /// abcid's start time recorded at spawn.
+    #[serde(default)]
+    pub abcid_started: Option<u64>,
     /// Whether abcid serves its metrics (an older build, run by `feth
     /// compare --build-a`, has no `--metrics`).
     #[serde(default)]
@@ -361,13 +414,13 @@ impl DevnetState {
 
     /// Whether CometBFT and abcid are running.
     pub fn running(&self) -> (bool, bool) {
-        let alive = |pid: Option<u32>, bin: &Path| {
+        let alive = |pid: Option<u32>, started: Option<u64>, bin: &Path| {
             let name = bin.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            pid.is_some_and(|p| process::is_running(p, name))
+            pid.is_some_and(|p| process::is_ours(p, started, name))
         };
         (
-            alive(self.cometbft_pid, &self.cometbft),
-            alive(self.abcid_pid, &self.abcid),
+            alive(self.cometbft_pid, self.cometbft_started, &self.cometbft),
+            alive(self.abcid_pid, self.abcid_started, &self.abcid),
         )
     }
 }
@@ -409,6 +462,7 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
     };
     std::fs::create_dir_all(opts.dir.join("logs"))
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    let opts = opts.for_abcid(&abcid);
     let cmt_home = opts.dir.join("cometbft");
     if !cmt_home.join("config").join("genesis.json").is_file() {
         init(&cometbft, &cmt_home, &opts)?;
@@ -428,6 +482,8 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
         abcid,
         cometbft_pid: None,
         abcid_pid: None,
+        cometbft_started: None,
+        abcid_started: None,
         abcid_metrics,
     };
     start_abcid(&mut state)?;
@@ -477,7 +533,7 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
     cmd.arg("--home")
         .arg(o.dir.join("abcid"))
         .arg("--abci")
-        .arg(format!("127.0.0.1:{}", o.abci_port))
+        .arg(o.abci_addr()?)
         .arg("--web3")
         .arg(format!("127.0.0.1:{}", o.web3_port))
         .arg("--cometbft-rpc")
@@ -503,11 +559,13 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
     cmd.args(&o.abcid_args);
     let pid = process::spawn_logged(cmd, &state.abcid_log())?;
     state.abcid_pid = Some(pid);
+    state.abcid_started = process::start_time(pid);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", o.abci_port)).is_err() {
+    while !abci_listening(o)? {
         if !process::is_running(pid, "abcid") || Instant::now() > deadline {
-            process::stop(pid, "abcid", Duration::ZERO);
+            process::stop_spawned(pid, state.abcid_started, "abcid", Duration::ZERO);
             state.abcid_pid = None;
+            state.abcid_started = None;
             bail!(
                 "abcid did not start (see {}):\n{}",
                 state.abcid_log().display(),
@@ -519,12 +577,27 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
     Ok(())
 }
 
+/// Whether abcid listens for CometBFT. The unix socket is there once abcid
+/// listens (it binds under another name and renames it into place), so it is
+/// not connected to: a probe would take one of the four connections abcid
+/// allows.
+fn abci_listening(o: &DevnetOptions) -> Result<bool> {
+    if o.abci_tcp {
+        return Ok(std::net::TcpStream::connect(("127.0.0.1", o.abci_port)).is_ok());
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let socket = o.abci_socket()?;
+    Ok(std::fs::symlink_metadata(socket).is_ok_and(|m| m.file_type().is_socket()))
+}
+
 fn start_cometbft(state: &mut DevnetState) -> Result<()> {
     let mut cmd = Command::new(&state.cometbft);
     cmd.arg("start")
         .arg("--home")
         .arg(state.options.dir.join("cometbft"));
-    state.cometbft_pid = Some(process::spawn_logged(cmd, &state.cometbft_log())?);
+    let pid = process::spawn_logged(cmd, &state.cometbft_log())?;
+    state.cometbft_pid = Some(pid);
+    state.cometbft_started = process::start_time(pid);
     Ok(())
 }
 
@@ -595,10 +668,12 @@ fn stop_processes(state: &mut DevnetState, graceful: bool) -> usize {
     };
     let mut stopped = 0;
     if let Some(pid) = state.cometbft_pid.take() {
-        stopped += usize::from(process::stop(pid, "cometbft", grace));
+        let started = state.cometbft_started.take();
+        stopped += usize::from(process::stop_spawned(pid, started, "cometbft", grace));
     }
     if let Some(pid) = state.abcid_pid.take() {
-        stopped += usize::from(process::stop(pid, "abcid", grace));
+        let started = state.abcid_started.take();
+        stopped += usize::from(process::stop_spawned(pid, started, "abcid", grace));
     }
     stopped
 }

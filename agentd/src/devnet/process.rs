@@ -42,6 +42,19 @@ pub fn is_running(pid: u32, name: &str) -> bool {
     matches && stat(pid).is_some_and(|(state, _)| !exited(state))
 }
 
+/// The start time of `pid` (clock ticks after boot, field 22 of
+/// `/proc/<pid>/stat`): recorded right after spawning, it tells the process
+/// started from any later one given the same PID.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|(_, start)| start)
+}
+
+/// Whether `pid` still is the process spawned at `started` (when recorded)
+/// running a binary named `name`.
+pub fn is_ours(pid: u32, started: Option<u64>, name: &str) -> bool {
+    is_running(pid, name) && started.is_none_or(|t| start_time(pid) == Some(t))
+}
+
 /// State letter and start time (clock ticks after boot) of `pid`, from
 /// `/proc/<pid>/stat`.
 fn stat(pid: u32) -> Option<(char, u64)> {
@@ -91,6 +104,22 @@ pub fn signal(pid: u32, signal: i32) {
     reap(pid);
 }
 
+/// Sends `signal` to the process group `pid` leads ([`spawn_logged`] starts
+/// each process as the leader of its own group), so that whatever it started
+/// stops with it; to `pid` alone when it leads no group.
+fn signal_group(pid: u32, signal: i32) {
+    // SAFETY: getpgid(2) and kill(2) have no memory-safety preconditions.
+    unsafe {
+        let pid = pid as libc::pid_t;
+        if libc::getpgid(pid) == pid {
+            libc::kill(-pid, signal);
+        } else {
+            libc::kill(pid, signal);
+        }
+    }
+    reap(pid);
+}
+
 /// Collects the exit status of `pid` if it is our child, so it does not
 /// linger as a zombie.
 fn reap(pid: u32) {
@@ -105,13 +134,18 @@ fn reap(pid: u32) {
 /// and waits until it has fully exited (its files closed, so a successor can
 /// take its locks). Returns whether a process was stopped.
 pub fn stop(pid: u32, name: &str, grace: Duration) -> bool {
-    if !is_running(pid, name) {
-        return false;
-    }
-    let Some((_, start_time)) = stat(pid) else {
+    stop_spawned(pid, None, name, grace)
+}
+
+/// Stops the process group of `pid` if `pid` still is the process spawned
+/// at `started` ([`start_time`], when recorded) running `name`: SIGTERM,
+/// then SIGKILL after `grace`, and waits until `pid` has fully exited.
+/// Returns whether a process was stopped.
+pub fn stop_spawned(pid: u32, started: Option<u64>, name: &str, grace: Duration) -> bool {
+    let Some(start_time) = ours(pid, started, name) else {
         return false;
     };
-    signal(pid, libc::SIGTERM);
+    signal_group(pid, libc::SIGTERM);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if has_exited(pid, start_time) {
@@ -119,29 +153,54 @@ pub fn stop(pid: u32, name: &str, grace: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    signal(pid, libc::SIGKILL);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline && !has_exited(pid, start_time) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    signal_group(pid, libc::SIGKILL);
+    wait_exited(pid, start_time);
     true
 }
 
 /// SIGKILLs `pid` (if it still runs `name`), with no SIGTERM first, and
 /// waits until it has fully exited. Returns whether a process was killed.
 pub fn kill(pid: u32, name: &str) -> bool {
-    if !is_running(pid, name) {
-        return false;
-    }
-    let Some((_, start_time)) = stat(pid) else {
+    kill_spawned(pid, None, name)
+}
+
+/// SIGKILLs the process group of `pid` if `pid` still is the process
+/// spawned at `started` running `name`, and waits until `pid` has fully
+/// exited. Returns whether a process was killed.
+pub fn kill_spawned(pid: u32, started: Option<u64>, name: &str) -> bool {
+    let Some(start_time) = ours(pid, started, name) else {
         return false;
     };
-    signal(pid, libc::SIGKILL);
+    signal_group(pid, libc::SIGKILL);
+    wait_exited(pid, start_time);
+    true
+}
+
+/// The start time of `pid` when it is the process spawned at `started`
+/// running `name`; `None` (logged when only the start time differs) when it
+/// is not, e.g. its PID was reused.
+fn ours(pid: u32, started: Option<u64>, name: &str) -> Option<u64> {
+    if !is_running(pid, name) {
+        return None;
+    }
+    let (_, start_time) = stat(pid)?;
+    if started.is_some_and(|t| t != start_time) {
+        tracing::warn!(
+            pid,
+            name,
+            "PID {pid} runs {name} but started after the one recorded: not signalled"
+        );
+        return None;
+    }
+    Some(start_time)
+}
+
+/// Waits up to 5 s until `pid`, started at `start_time`, has fully exited.
+fn wait_exited(pid: u32, start_time: u64) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline && !has_exited(pid, start_time) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    true
 }
 
 /// The last `lines` lines of a log file, for error messages.
@@ -181,6 +240,50 @@ mod tests {
             !stop(pid, "sleep", Duration::from_secs(1)),
             "nothing left to stop"
         );
+    }
+
+    /// The name of the binary `pid` runs.
+    fn exe_name(pid: u32) -> String {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+        exe.file_name().unwrap().to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn the_whole_group_stops_and_only_the_recorded_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let child_pid = dir.path().join("child.pid");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "sleep 30 & echo $! > {}; wait",
+            child_pid.display()
+        ));
+        let pid = spawn_logged(cmd, &dir.path().join("sh.log")).unwrap();
+        let started = start_time(pid);
+        assert!(started.is_some());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let child: u32 = loop {
+            if let Some(p) = std::fs::read_to_string(&child_pid)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "the shell wrote no child PID");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let name = exe_name(pid);
+        // Another start time under the same PID: a reused PID, left alone.
+        let other = started.map(|t| t + 1);
+        assert!(!is_ours(pid, other, &name));
+        assert!(!stop_spawned(pid, other, &name, Duration::ZERO));
+        assert!(is_ours(pid, started, &name));
+        assert!(stop_spawned(pid, started, &name, Duration::from_secs(5)));
+        // The shell's child, in its group, was signalled too.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stat(child).is_some_and(|(state, _)| !exited(state)) {
+            assert!(Instant::now() < deadline, "the group's sleep still runs");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

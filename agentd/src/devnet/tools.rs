@@ -127,6 +127,15 @@ pub fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
     })
 }
 
+/// Whether `abcid --abci` takes `unix://PATH` (builds before it did take a
+/// TCP address only).
+pub fn abcid_takes_unix_abci(abcid: &Path) -> bool {
+    Command::new(abcid)
+        .arg("--help")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("unix://PATH"))
+}
+
 /// The abcid binary of a build given as a path: the binary itself, or a
 /// folder holding it (`DIR/abcid`, or a checkout's `DIR/target/release/abcid`).
 pub fn build(path: &Path) -> Result<PathBuf> {

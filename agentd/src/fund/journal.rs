@@ -64,10 +64,13 @@ pub fn journal_path(keys_file: &Path) -> PathBuf {
     keys_file.with_file_name(name)
 }
 
-/// Writes `journal` to `path`.
+/// Writes `journal` to `path` atomically (a temporary file, fsynced, then
+/// renamed; mode 0600): a crash leaves the previous journal or the new one,
+/// never half of one, so a resumed run never misses a signed payment.
 pub(super) fn write(journal: &Journal, path: &Path) -> Result<()> {
     let bytes = serde_json::to_vec(journal)?;
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    crate::keys::write_secret_file(path, &bytes)
+        .with_context(|| format!("cannot write the funding journal {}", path.display()))
 }
 
 /// Deletes the journal at `path` once its payments are settled.
@@ -133,4 +136,44 @@ pub(super) async fn settle(
     )
     .await?;
     Ok(open.iter().map(Payment::accounts).sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn journal(payments: u64) -> Journal {
+        Journal {
+            root: Address::repeat_byte(1),
+            payments: (0..payments)
+                .map(|nonce| Payment {
+                    to: Address::repeat_byte(2),
+                    value: U256::from(nonce),
+                    nonce,
+                    raw: Bytes::from(vec![0xaa; 8]),
+                    hash: B256::repeat_byte(nonce as u8),
+                    pays: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_journal_is_replaced_whole_and_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = journal_path(&dir.path().join("keys.txt"));
+        write(&journal(3), &path).unwrap();
+        write(&journal(1), &path).unwrap();
+        let read: Journal = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(read.payments.len(), 1);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+    }
 }

@@ -1,6 +1,7 @@
 //! Bad transactions get their documented errors and change nothing; killing
 //! abcid or CometBFT with SIGKILL mid-stream loses nothing committed.
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use crate::common::{wait_until, TestNet};
@@ -73,6 +74,15 @@ async fn rejection(client: &EthClient, raw: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_transactions_get_their_documented_errors() {
     let net = TestNet::start().await;
+    // CometBFT reaches abcid on the devnet's private unix socket.
+    let options = &net.devnet.state.options;
+    let socket = options.abci_socket().unwrap();
+    assert_eq!(
+        options.abci_addr().unwrap(),
+        format!("unix://{}", socket.display())
+    );
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
     let client = net.client();
     let root = net.root_address;
     let to = Address::repeat_byte(7);
@@ -102,6 +112,11 @@ async fn bad_transactions_get_their_documented_errors() {
             let poor = feth::keys::random_key();
             transfer(&poor, 9000, 0, to, one)
         }),
+        // issue 27's free spam: value + gas × fee wraps in 256 bits.
+        (
+            "insufficient funds for gas * price + value: tx cost overflows 256 bits",
+            transfer(&net.root, 9000, 1, to, U256::MAX),
+        ),
         (
             "oversized data",
             sign::sign(

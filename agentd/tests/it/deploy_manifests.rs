@@ -157,6 +157,70 @@ fn the_kubernetes_job_gives_each_pod_its_shard_of_n() {
     );
 }
 
+/// The lines of the container (or init container) named `name`: from its
+/// `- name:` line to the next entry at the same indentation or less.
+fn container<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| l.trim() != format!("- name: {name}"));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no container {name}"));
+    let indent = first.len() - first.trim_start().len();
+    std::iter::once(first)
+        .chain(lines.take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > indent))
+        .collect()
+}
+
+/// Every job runs as a non-root user, with no service-account token, a
+/// read-only root filesystem and resource limits in each container; the
+/// agent never mounts the keys Secret (the init container hands it a 0600
+/// copy in memory).
+#[test]
+fn the_kubernetes_pods_run_locked_down() {
+    let load = read("deploy/k8s/feth-load-job.yaml");
+    let merge = read("deploy/k8s/feth-merge-job.yaml");
+    for (job, containers) in [(&load, &["feth", "copy-keys"][..]), (&merge, &["feth"][..])] {
+        assert_eq!(scalar(job, "automountServiceAccountToken"), "false");
+        assert_eq!(scalar(job, "runAsNonRoot"), "true");
+        let user: u32 = scalar(job, "runAsUser").parse().unwrap();
+        assert_ne!(user, 0, "not root");
+        for name in containers {
+            let c = container(job, name).join("\n");
+            assert_eq!(scalar(&c, "readOnlyRootFilesystem"), "true", "{name}");
+            assert_eq!(scalar(&c, "allowPrivilegeEscalation"), "false", "{name}");
+            let limits = c
+                .split("limits:")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{name}: no limits"));
+            assert_eq!(scalars(limits, "cpu").len(), 1, "{name}: a CPU limit");
+            assert_eq!(scalars(limits, "memory").len(), 1, "{name}: a memory limit");
+        }
+    }
+    let secret_volume = load
+        .split("secret:")
+        .next()
+        .and_then(|before| before.lines().map(str::trim).rfind(|l| !l.is_empty()))
+        .and_then(|l| l.strip_prefix("- name: "))
+        .expect("the volume holding the Secret")
+        .to_string();
+    let agent = container(&load, "feth").join("\n");
+    assert!(
+        !agent.contains(&format!("name: {secret_volume}")),
+        "the agent does not mount the Secret"
+    );
+    assert!(container(&load, "copy-keys")
+        .iter()
+        .any(|l| l.trim() == format!("- name: {secret_volume}")));
+    let copy = container(&load, "copy-keys").join("\n");
+    assert!(copy.contains(r#""-m", "0600""#), "a private copy: {copy}");
+    let keys_volume = load.split("- name: keys\n          emptyDir:").nth(1);
+    assert!(
+        keys_volume.is_some_and(|v| v.contains("medium: Memory")),
+        "the copy lives in memory"
+    );
+}
+
 #[test]
 fn the_compose_file_runs_one_agent_per_shard() {
     let compose = read("deploy/compose/docker-compose.yml");
@@ -199,4 +263,26 @@ fn the_compose_file_runs_one_agent_per_shard() {
         outs.iter().collect(),
         "the merge reads every agent's report"
     );
+}
+
+/// No key file or funding journal enters an image's build context.
+#[test]
+fn the_docker_build_context_leaves_out_keys_and_journals() {
+    let ignore = read(".dockerignore");
+    let patterns: BTreeSet<&str> = ignore
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    for pattern in [
+        "**/*.key",
+        "**/*keys*.txt",
+        "**/*.funding.json",
+        "**/*.refill.json",
+    ] {
+        assert!(
+            patterns.contains(pattern),
+            "{pattern} missing: {patterns:?}"
+        );
+    }
 }

@@ -15,10 +15,12 @@ impl NetworkState {
         let s = &mut self.nodes[i].state;
         let mut killed = 0;
         if let Some(pid) = s.cometbft_pid.take() {
-            killed += usize::from(process::kill(pid, "cometbft"));
+            let started = s.cometbft_started.take();
+            killed += usize::from(process::kill_spawned(pid, started, "cometbft"));
         }
         if let Some(pid) = s.abcid_pid.take() {
-            killed += usize::from(process::kill(pid, "abcid"));
+            let started = s.abcid_started.take();
+            killed += usize::from(process::kill_spawned(pid, started, "abcid"));
         }
         self.save()?;
         Ok(killed)

@@ -349,7 +349,8 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
             fresh: false,
             ..opts.node.clone()
         }
-        .with_ports(node_ports(opts, k, &mut free)?);
+        .with_ports(node_ports(opts, k, &mut free)?)
+        .for_abcid(&abcid);
         std::fs::create_dir_all(node_dir.join("logs"))
             .with_context(|| format!("cannot create {}", node_dir.display()))?;
         let home = node_dir.join("cometbft");
@@ -362,6 +363,8 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
             abcid: abcid.clone(),
             cometbft_pid: None,
             abcid_pid: None,
+            cometbft_started: None,
+            abcid_started: None,
             abcid_metrics,
         };
         nodes.push(Node {

@@ -121,7 +121,10 @@ impl Application for AbciApp {
             .node
             .block_gas_limit()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let mut txs = request.txs;
+        let mut txs = self
+            .node
+            .priced_for_next_block(request.txs)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
         if self.node.patches().has(Patch::NonceQueue) {
             txs = self
                 .node

@@ -15,7 +15,8 @@
 //!   keeps (`lite-recheck`); [`nonce_queue`]: future nonces waiting for their
 //!   predecessors (`nonce-queue`); [`checkexec`]: CheckTx's execution when
 //!   `check-tx-lite` is off.
-//! - [`proposal`]: PrepareProposal within the block's bytes and gas.
+//! - [`proposal`]: PrepareProposal within the block's bytes and gas;
+//!   [`fee_market`]: the opt-in EIP-1559 base fee.
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
 //!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
@@ -32,6 +33,7 @@ pub mod checkexec;
 pub mod codec;
 pub mod error;
 pub mod exec;
+pub mod fee_market;
 pub mod genesis;
 pub mod locks;
 pub mod mempool;

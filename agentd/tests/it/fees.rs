@@ -58,6 +58,10 @@ async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signe
     let signed = per_sender * keys.len() as u64;
     // The base fee did rise under the load.
     let top = highest_base_fee(&client, r.chain.first_block, r.chain.last_block).await;
+    eprintln!(
+        "fee market: {} signed, {} included, {} fee resends, base fee up to {top} wei over blocks {}..={}",
+        t.signed, t.included, t.fee_resends, r.chain.first_block, r.chain.last_block
+    );
     assert!(top > GWEI, "base fee never rose: {top} wei; {r:#?}");
     // None lost, none rejected (for its fee or anything else), some re-signed.
     assert_eq!((t.signed, t.included), (signed, signed), "{t:#?}");
@@ -128,7 +132,7 @@ async fn a_closed_loop_against_a_node_that_accepts_faster_than_it_commits_is_fla
         o.timeout_commit = "500ms".into();
     })
     .await;
-    let (keys, _dir) = funded(&net, 8, 63).await;
+    let (keys, _dir) = funded(&net, 32, 63).await;
     let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
     plan.duration = Some(Duration::from_secs(8));
     let mut settings = LoadSettings::new(&net.web3(), plan);
@@ -139,6 +143,10 @@ async fn a_closed_loop_against_a_node_that_accepts_faster_than_it_commits_is_fla
         .closed_loop_backlog
         .as_ref()
         .expect("a closed loop reports its backlog");
+    eprintln!(
+        "closed loop against a slow committer: {b:?}, committed {:.1} tx/s",
+        r.chain.committed_tps
+    );
     assert!(b.growing, "{b:#?}");
     assert!(b.end > b.mid, "{b:#?}");
     assert!(

@@ -218,6 +218,11 @@ async fn a_reset_status_connection_does_not_end_a_saturation_search() {
         ..SearchConfig::default()
     };
     let r = find_knee(&mut probe, &search, |_| {}).await.unwrap();
+    eprintln!(
+        "saturate through a resetting proxy: {} step(s), {} RPC retries",
+        r.steps.len(),
+        r.rpc_retries
+    );
     assert!(
         reset.load(Ordering::SeqCst),
         "the proxy reset no connection"

@@ -140,7 +140,11 @@ impl Application for AbciApp {
             .node
             .verifier()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let mut txs = proposal::without_invalid(&request.txs, |raw| verifier.decode(raw));
+        let valid = proposal::without_invalid(&request.txs, |raw| verifier.decode(raw));
+        let mut txs = self
+            .node
+            .priced_for_next_block(valid)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
         if self.node.patches().has(Patch::NonceQueue) {
             txs = self
                 .node

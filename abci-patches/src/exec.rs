@@ -10,6 +10,7 @@ use revm::{
 };
 
 use crate::error::TxError;
+use crate::fee_market;
 use crate::genesis::Genesis;
 use crate::patches::Patch;
 use crate::runner::{EvmPerTx, OneEvm, TxRunner};
@@ -190,7 +191,8 @@ pub fn execute_block(
     input: &BlockInput<'_>,
 ) -> ExecutedBlock {
     let cfg = cfg_env(genesis);
-    let env = block_env(genesis, input.height, input.time_secs, input.hash);
+    let mut env = block_env(genesis, input.height, input.time_secs, input.hash);
+    env.basefee = fee_market::next_base_fee(genesis, parent);
     if verifier.patches().has(Patch::SessionCache) {
         let runner = OneEvm::new(world, cfg, env);
         execute_txs(runner, genesis, verifier, parent, input)
@@ -209,6 +211,7 @@ fn execute_txs<R: TxRunner>(
     input: &BlockInput<'_>,
 ) -> ExecutedBlock {
     let mut block = BlockBuilder::new(input);
+    let base_fee = fee_market::next_base_fee(genesis, parent);
     for raw in input.txs {
         block.size += raw.len() as u64;
         let gas_left = genesis.block_gas_limit.saturating_sub(block.gas_used);
@@ -219,15 +222,22 @@ fn execute_txs<R: TxRunner>(
                 continue;
             }
         };
+        if let Err(error) = fee_market::covers(&verified, base_fee) {
+            block.outcomes.push(TxOutcome::Rejected {
+                hash: verified.hash,
+                error,
+            });
+            continue;
+        }
         match runner.run(tx_env(&verified)) {
-            Ok(result) => block.executed(raw, &verified, result, genesis.base_fee),
+            Ok(result) => block.executed(raw, &verified, result, base_fee),
             Err(e) => block.outcomes.push(TxOutcome::Rejected {
                 hash: verified.hash,
                 error: TxError::Execution(e.to_string()),
             }),
         }
     }
-    block.finish(runner.into_diff(), genesis, parent)
+    block.finish(runner.into_diff(), genesis, parent, base_fee)
 }
 
 /// The checks a transaction passes before it runs: the stateless rules, the
@@ -305,7 +315,13 @@ impl<'a> BlockBuilder<'a> {
     }
 
     /// The executed block, with the state changes `diff`.
-    fn finish(self, diff: StateDiff, genesis: &Genesis, parent: &BlockRecord) -> ExecutedBlock {
+    fn finish(
+        self,
+        diff: StateDiff,
+        genesis: &Genesis,
+        parent: &BlockRecord,
+        base_fee: u64,
+    ) -> ExecutedBlock {
         let input = self.input;
         let digests = Digests {
             state: diff.digest(),
@@ -322,7 +338,7 @@ impl<'a> BlockBuilder<'a> {
             timestamp_nanos: input.time_nanos,
             gas_used: self.gas_used,
             gas_limit: genesis.block_gas_limit,
-            base_fee: genesis.base_fee,
+            base_fee,
             miner: genesis.fee_recipient,
             app_hash,
             tx_hashes: self.tx_hashes,

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, U256};
 use serde::{Deserialize, Serialize};
 
+use crate::fee_market::FeeMarket;
+
 /// Default EIP-155 chain id of a devnet.
 pub const DEFAULT_CHAIN_ID: u64 = 9000;
 /// Default (constant) base fee: 1 gwei.
@@ -36,9 +38,14 @@ pub struct Genesis {
     /// EIP-155 chain id.
     #[serde(default = "default_chain_id")]
     pub chain_id: u64,
-    /// Constant base fee per gas, in wei.
+    /// Base fee per gas, in wei: constant, or with a `fee_market` the
+    /// genesis block's and the lowest the base fee falls to.
     #[serde(default = "default_base_fee")]
     pub base_fee: u64,
+    /// An EIP-1559 base fee that follows the gas used (opt-in; see
+    /// [`crate::fee_market`]); absent: the base fee is constant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fee_market: Option<FeeMarket>,
     /// Block gas limit: the gas limits of a proposal's transactions add up to
     /// at most this (PrepareProposal, and CometBFT's `block.max_gas`), and
     /// FinalizeBlock runs a transaction only if its gas limit fits in what the
@@ -82,6 +89,7 @@ impl Genesis {
         Self {
             chain_id,
             base_fee: DEFAULT_BASE_FEE,
+            fee_market: None,
             block_gas_limit: DEFAULT_BLOCK_GAS_LIMIT,
             max_tx_gas: DEFAULT_MAX_TX_GAS,
             max_tx_bytes: DEFAULT_MAX_TX_BYTES,

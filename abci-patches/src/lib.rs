@@ -16,7 +16,7 @@
 //!   predecessors (`nonce-queue`); [`checkexec`]: CheckTx's execution when
 //!   `check-tx-lite` is off.
 //! - [`proposal`]: PrepareProposal within the block's bytes and gas;
-//!   ProcessProposal's rules.
+//!   ProcessProposal's rules; [`fee_market`]: the opt-in EIP-1559 base fee.
 //! - [`call`]: read-only calls within a gas cap and a deadline;
 //!   [`snapshot`]: the committed state web3 reads see (`snapshot-reads`).
 //! - [`state`], [`store`]: in-memory world state and its redb persistence;
@@ -39,6 +39,7 @@ pub mod checkexec;
 pub mod codec;
 pub mod error;
 pub mod exec;
+pub mod fee_market;
 pub mod genesis;
 pub mod locks;
 pub mod mempool;

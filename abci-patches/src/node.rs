@@ -14,6 +14,7 @@ pub use crate::call::{CallFailure, CallLimits, CallOutcome, CallRequest};
 use crate::checkexec;
 use crate::error::TxError;
 use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
+use crate::fee_market;
 use crate::genesis::Genesis;
 use crate::locks::{AppGuard, AppLock, Poisoned, ReadGuard, StateLock, WriteGuard};
 use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
@@ -262,6 +263,45 @@ impl Node {
         self.with_chain(|c| c.genesis.block_gas_limit)
     }
 
+    /// The base fee of the next block ([`fee_market::next_base_fee`]).
+    pub fn next_base_fee(&self) -> Result<u64, NodeError> {
+        self.with_chain(|c| fee_market::next_base_fee(&c.genesis, &c.head))
+    }
+
+    /// PrepareProposal with a fee market: leaves out the transactions whose
+    /// fee cap is below the next block's base fee, and every later one of
+    /// their senders (their nonces would follow a gap). They stay in the
+    /// mempool until the base fee falls back (CheckTx refuses new ones).
+    pub fn priced_for_next_block<T: AsRef<[u8]>>(&self, txs: Vec<T>) -> Result<Vec<T>, NodeError> {
+        let (market, base_fee) = self.with_chain(|c| {
+            let base_fee = fee_market::next_base_fee(&c.genesis, &c.head);
+            (c.genesis.fee_market.is_some(), u128::from(base_fee))
+        })?;
+        let cap = |raw: &T| proposal::fee_cap(raw.as_ref());
+        if !market || txs.iter().all(|raw| cap(raw).is_none_or(|c| c >= base_fee)) {
+            return Ok(txs);
+        }
+        let verifier = self.verifier()?;
+        let mut blocked = std::collections::HashSet::new();
+        Ok(txs
+            .into_iter()
+            .filter(|raw| {
+                // Undecodable ones are FinalizeBlock's to refuse.
+                let Some(origin) = self.origin(&verifier, raw.as_ref()) else {
+                    return true;
+                };
+                if blocked.contains(&origin.sender) {
+                    return false;
+                }
+                if cap(raw).is_some_and(|c| c < base_fee) {
+                    blocked.insert(origin.sender);
+                    return false;
+                }
+                true
+            })
+            .collect())
+    }
+
     /// The genesis, once InitChain has run.
     pub fn genesis(&self) -> Result<Genesis, NodeError> {
         let _app = self.enter_read()?;
@@ -395,6 +435,13 @@ impl Node {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
+        // A new transaction must pay the next block's base fee; one already
+        // admitted stays while the base fee is above it (as in geth's pool).
+        if kind == CheckKind::New {
+            if let Err(e) = fee_market::covers(&verified, self.next_base_fee()?) {
+                return Ok(Err(e));
+            }
+        }
         let spend = Spend::from(&verified);
         let mut check = self.check()?;
         let committed = self.world()?.account(&verified.sender);

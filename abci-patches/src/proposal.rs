@@ -183,6 +183,15 @@ pub fn gas_wanted(raw: &[u8]) -> Option<u64> {
         .map(|tx| tx.gas_limit())
 }
 
+/// The fee cap per gas `raw` offers (its gas price, legacy); `None` when it
+/// does not decode.
+pub fn fee_cap(raw: &[u8]) -> Option<u128> {
+    let mut buf = raw;
+    TxEnvelope::decode_2718(&mut buf)
+        .ok()
+        .map(|tx| tx.max_fee_per_gas())
+}
+
 /// How many of `txs`, from the first, fit in a block of `max_bytes` raw bytes
 /// and `max_gas` gas. A transaction that does not decode counts its bytes
 /// but no gas: it is kept, and FinalizeBlock refuses it with its own code

@@ -1,11 +1,20 @@
 //! A small, fast Ethereum JSON-RPC client over HTTP keep-alive: exactly the
 //! calls feth makes, against any standard node (abcid, geth, …).
+//!
+//! Reads are retried over transient transport errors (reset, refused,
+//! timeout: [`feth_etl::retry`], 5 tries, 100 ms doubling to 2 s) and counted
+//! ([`EthClient::retries`]). `eth_sendRawTransaction` is not retried here: a
+//! timed-out submission may have been applied, so the caller decides (the
+//! load engine resends the very same signed bytes after its own per-sender
+//! back-off and counts it as a resend; the same bytes can never be applied
+//! twice, at worst they answer `already known` or `nonce too low`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use alloy_primitives::{Address, B256, U256, U64};
+use alloy_primitives::{Address, Bytes, B256, U256, U64};
 use anyhow::Context;
+use feth_etl::retry::{is_transient, retry, Backoff, RetryCounter, POOL_IDLE};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -104,6 +113,11 @@ const SEND_RAW: &str = "eth_sendRawTransaction";
 const NONCE: &str = "eth_getTransactionCount";
 const BALANCE: &str = "eth_getBalance";
 
+/// Whether `method` submits a transaction (not retried blindly).
+fn is_send(method: &str) -> bool {
+    method.starts_with("eth_send")
+}
+
 /// Appends `n` in decimal.
 fn push_u64(body: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
@@ -199,6 +213,7 @@ pub struct EthClient {
     /// `url`, parsed once rather than on every request.
     target: reqwest::Url,
     next_id: AtomicU64,
+    retries: RetryCounter,
 }
 
 impl EthClient {
@@ -207,6 +222,7 @@ impl EthClient {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .pool_max_idle_per_host(1024)
+            .pool_idle_timeout(POOL_IDLE)
             .tcp_nodelay(true)
             .build()
             .context("cannot build the HTTP client")?;
@@ -216,7 +232,45 @@ impl EthClient {
             url: url.to_string(),
             target,
             next_id: AtomicU64::new(1),
+            retries: RetryCounter::default(),
         })
+    }
+
+    /// Reads sent again after a transient transport error so far.
+    pub fn retries(&self) -> u64 {
+        self.retries.get()
+    }
+
+    /// POSTs `body` (JSON; each try shares its bytes) and returns the status
+    /// and the answer's bytes;
+    /// retried over transient transport errors when `idempotent`.
+    async fn exchange(
+        &self,
+        body: Bytes,
+        idempotent: bool,
+    ) -> Result<(reqwest::StatusCode, Bytes), RpcError> {
+        let once = || async {
+            let reply = self
+                .http
+                .post(self.target.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.0.clone())
+                .send()
+                .await?;
+            let status = reply.status();
+            Ok::<_, reqwest::Error>((status, Bytes::from(reply.bytes().await?)))
+        };
+        let policy = if idempotent {
+            Backoff::default()
+        } else {
+            Backoff {
+                tries: 1,
+                ..Backoff::default()
+            }
+        };
+        retry(policy, Some(&self.retries), is_transient, once)
+            .await
+            .map_err(|e| self.transport(e))
     }
 
     /// The endpoint URL.
@@ -232,15 +286,11 @@ impl EthClient {
     ) -> Result<T, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        let reply = self
-            .http
-            .post(self.target.clone())
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| self.transport(e))?;
-        let status = reply.status();
-        let bytes = reply.bytes().await.map_err(|e| self.transport(e))?;
+        let body = serde_json::to_vec(&body).map_err(|e| RpcError::Decode {
+            method: method.to_string(),
+            message: format!("cannot encode the request: {e}"),
+        })?;
+        let (status, bytes) = self.exchange(body.into(), !is_send(method)).await?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| RpcError::Decode {
             method: method.to_string(),
             message: format!(
@@ -302,17 +352,10 @@ impl EthClient {
         Ok(self.call::<U256>("eth_gasPrice", json!([])).await?.to())
     }
 
-    /// Posts a JSON body written by hand; returns the reply's bytes.
-    async fn post(&self, body: Vec<u8>) -> Result<impl AsRef<[u8]>, RpcError> {
-        let reply = self
-            .http
-            .post(self.target.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| self.transport(e))?;
-        reply.bytes().await.map_err(|e| self.transport(e))
+    /// Posts a JSON body written by hand (calls of `method`); returns the
+    /// reply's bytes.
+    async fn post(&self, method: &str, body: Vec<u8>) -> Result<impl AsRef<[u8]>, RpcError> {
+        Ok(self.exchange(body.into(), !is_send(method)).await?.1)
     }
 
     /// One hot-path call whose request `body` is written by hand; the reply
@@ -322,7 +365,7 @@ impl EthClient {
         method: &str,
         body: Vec<u8>,
     ) -> Result<T, RpcError> {
-        let reply = self.post(body).await?;
+        let reply = self.post(method, body).await?;
         let bytes = reply.as_ref();
         let reply: Reply<T> = serde_json::from_slice(bytes).map_err(|e| RpcError::Decode {
             method: method.to_string(),
@@ -349,7 +392,7 @@ impl EthClient {
         first_id: u64,
         n: usize,
     ) -> Option<Vec<Result<T, RpcError>>> {
-        let bytes = match self.post(body).await {
+        let bytes = match self.post(method, body).await {
             Ok(bytes) => bytes,
             Err(err) => return Some((0..n).map(|_| Err(err.clone())).collect()),
         };

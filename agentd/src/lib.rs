@@ -3,7 +3,8 @@
 //!
 //! - [`devnet`]: a local CometBFT + abcid devnet in one command.
 //! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
-//!   [`keys`]: key files.
+//!   [`keys`]: key files; [`fees`]: fee models and the base fee followed;
+//!   [`refusal`]: what a node's refusal of a transaction means.
 //! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
 //! - [`kvstore`]: CometBFT's own kvstore application, the consensus
 //!   engine's ceiling for `feth compare`.
@@ -26,6 +27,7 @@ pub mod kvstore;
 pub mod load;
 pub mod procstat;
 pub mod progress;
+pub mod refusal;
 pub mod report;
 pub mod saturate;
 pub mod sign;

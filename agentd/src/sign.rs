@@ -49,6 +49,8 @@ pub struct SignedTx {
     pub raw: Bytes,
     /// Transaction hash.
     pub hash: B256,
+    /// The fee it was signed with.
+    pub fee: Fee,
 }
 
 fn sign_hash(key: &SecretKey, hash: B256) -> Signature {
@@ -99,6 +101,7 @@ pub fn sign(key: &SecretKey, request: &TxRequest) -> SignedTx {
     SignedTx {
         hash: keccak256(&raw),
         raw,
+        fee: request.fee,
     }
 }
 

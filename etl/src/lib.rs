@@ -6,6 +6,7 @@
 //! * [`time`]: log timestamps → UTC (plain logs have no zone: `--log-tz`);
 //! * [`source`]: files, gzip, `--follow` across rotation;
 //! * [`rpc`]: header times and tx results from the node's RPC;
+//! * [`retry`]: idempotent RPC reads retried over transient transport errors;
 //! * [`store`]: the Redis layout (idempotent writes, one transaction per batch);
 //! * [`ingest`]: the pipeline from logs to Redis;
 //! * [`stats`]: the figures; [`output`]: tables, CSV, JSON;
@@ -21,6 +22,7 @@ pub mod ingest;
 pub mod local_redis;
 pub mod output;
 pub mod parse;
+pub mod retry;
 pub mod rpc;
 pub mod source;
 pub mod stats;

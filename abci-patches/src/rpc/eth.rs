@@ -52,7 +52,7 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         RpcResult::Ok(U64::from(w.node.head().map_err(internal)?.number))
     })?;
     m.register_method("eth_gasPrice", |_, w, _| {
-        RpcResult::Ok(U256::from(w.node.genesis().map_err(internal)?.base_fee))
+        RpcResult::Ok(U256::from(w.node.next_base_fee().map_err(internal)?))
     })?;
     m.register_method("eth_maxPriorityFeePerGas", |_, _, _| {
         RpcResult::Ok(U256::ZERO)
@@ -263,19 +263,30 @@ fn fee_history(w: &Web3, request: &FeeHistoryRequest) -> RpcResult<FeeHistory> {
         tag => resolve_number(w, tag)?.unwrap_or(head).min(head),
     };
     let oldest = newest.saturating_sub(request.count - 1);
-    let base_fee = u128::from(w.node.genesis().map_err(internal)?.base_fee);
-    let mut ratios = Vec::new();
+    let next_base_fee = u128::from(w.node.next_base_fee().map_err(internal)?);
+    let (mut ratios, mut base_fees) = (Vec::new(), Vec::new());
     for n in oldest..=newest {
-        let ratio = w
-            .node
-            .block(n)
-            .map_err(internal)?
-            .map_or(0.0, |b| b.gas_used as f64 / b.gas_limit.max(1) as f64);
-        ratios.push(ratio);
+        let block = w.node.block(n).map_err(internal)?;
+        ratios.push(
+            block
+                .as_ref()
+                .map_or(0.0, |b| b.gas_used as f64 / b.gas_limit.max(1) as f64),
+        );
+        base_fees.push(block.map_or(next_base_fee, |b| u128::from(b.base_fee)));
     }
     let blocks = ratios.len();
+    // The block after the newest: the head's successor's, or the next one stored.
+    let after = match newest < head {
+        true => w
+            .node
+            .block(newest + 1)
+            .map_err(internal)?
+            .map(|b| u128::from(b.base_fee)),
+        false => None,
+    };
+    base_fees.push(after.unwrap_or(next_base_fee));
     Ok(FeeHistory {
-        base_fee_per_gas: vec![base_fee; blocks + 1],
+        base_fee_per_gas: base_fees,
         gas_used_ratio: ratios,
         base_fee_per_blob_gas: vec![0; blocks + 1],
         blob_gas_used_ratio: vec![0.0; blocks],

@@ -242,6 +242,11 @@ pub struct DevnetArgs {
     /// `block.max_gas`); 150 M, a fast EVM chain's, by default.
     #[arg(long, default_value_t = devnet::DEFAULT_BLOCK_GAS_LIMIT)]
     block_gas_limit: u64,
+    /// Give a new chain an EIP-1559 base fee that follows the gas used
+    /// (target: half the block gas limit; at most 1/8 per block; never below
+    /// the 1 gwei it starts at). Off: the base fee is 1 gwei, constant.
+    #[arg(long)]
+    fee_market: bool,
     /// Run this abcid build: the binary, or a folder holding it (a checkout
     /// with `target/release/abcid` will do); default: the one next to feth.
     #[arg(long, value_name = "BINARY_OR_DIR")]
@@ -287,6 +292,7 @@ impl DevnetArgs {
             no_profiler: self.no_profiler,
             patches: self.patches,
             block_gas_limit: self.block_gas_limit,
+            fee_market: self.fee_market,
             abcid: self.abcid,
             abcid_args: Vec::new(),
         }

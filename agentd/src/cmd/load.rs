@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::args::{emit, load_shard, NetworkArgs};
+use crate::fees::FeePolicy;
 use crate::load::metrics::LoadMetrics;
 use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::plan::{
@@ -112,6 +113,18 @@ pub struct LoadArgs {
     /// past its balance reverts and is counted as reverted).
     #[arg(long, default_value = "1")]
     value: String,
+    /// The highest max fee per gas (gas price, on a legacy chain) the agent
+    /// signs: wei, or with a unit (`50gwei`). A transaction refused because
+    /// the base fee passed this cap is a rejection. Default: no cap.
+    #[arg(long, value_name = "AMOUNT")]
+    max_fee: Option<String>,
+    /// EIP-1559 chains: each transaction's max fee is this many times the
+    /// base fee of the latest block read, plus the tip (wallets use 2). Below
+    /// ~1.15 a base fee rising under the load overtakes transactions signed
+    /// a block earlier: they are re-signed with a higher fee and sent again
+    /// (fee resends).
+    #[arg(long, default_value_t = 2.0, value_name = "M")]
+    base_fee_multiplier: f64,
     /// Per-request timeout, seconds.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
@@ -231,6 +244,27 @@ impl LoadArgs {
                 WorkloadArg::Erc20 => WorkloadKind::Erc20,
             },
             value: units::parse_amount(&self.value)?,
+            fees: self.fees()?,
+        })
+    }
+
+    /// `--max-fee` and `--base-fee-multiplier`.
+    fn fees(&self) -> Result<FeePolicy> {
+        let cap = match &self.max_fee {
+            Some(text) => {
+                let wei = units::parse_amount(text).context("--max-fee")?;
+                if wei.is_zero() {
+                    bail!("--max-fee must be more than 0 wei");
+                }
+                Some(u128::try_from(wei).map_err(|_| {
+                    anyhow::anyhow!("--max-fee {text} is beyond any fee a node takes (2^128 wei)")
+                })?)
+            }
+            None => None,
+        };
+        Ok(FeePolicy {
+            multiplier: positive("--base-fee-multiplier", self.base_fee_multiplier)?,
+            cap,
         })
     }
 }
@@ -326,6 +360,17 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         )?;
         writeln!(out, "                {}", limited.reason)?;
     }
+    if let Some(b) = r.closed_loop_backlog.as_ref().filter(|b| b.growing) {
+        writeln!(
+            out,
+            "WARNING         the node accepted faster than it committed: the backlog (accepted − committed) grew from {} to {} over the second half of sending (+{:.1} tx/s while {:.1} tx/s committed); the committed TPS above is a drain, not a steady state",
+            b.mid, b.end, b.growth_per_second, b.committed_per_second
+        )?;
+        writeln!(
+            out,
+            "                lower the load (fewer senders, or an open loop with --rate) until the backlog stays flat"
+        )?;
+    }
     writeln!(
         out,
         "send rate       {:>10.1}  tx/s submitted over {:.1} s (not a TPS figure)",
@@ -359,12 +404,17 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         t.duplicates_folded
     )?;
     for (reason, n) in &t.rejected_by_reason {
-        writeln!(out, "  rejected      {n:>8}  {reason}")?;
+        let text = t
+            .rejected_texts
+            .get(reason)
+            .and_then(|texts| texts.first())
+            .map_or(String::new(), |text| format!(" (e.g. \"{text}\")"));
+        writeln!(out, "  rejected      {n:>8}  {reason}{text}")?;
     }
     writeln!(
         out,
-        "recovery        {} back-offs, {} resends, {} nonce resyncs",
-        r.backoffs, r.resends, r.resyncs
+        "recovery        {} back-offs, {} resends, {} fee resends (re-signed with a higher fee), {} nonce resyncs, {} RPC read retries",
+        r.backoffs, r.resends, t.fee_resends, r.resyncs, r.rpc_retries
     )?;
     if let Some(f) = &r.refill {
         writeln!(

@@ -106,7 +106,17 @@ pub async fn run(args: SaturateArgs) -> Result<()> {
         _ = tokio::signal::ctrl_c() => bail!("interrupted"),
     };
     bar.finish_and_clear();
-    emit(json, &report, |out| print_outcome(out, &report))?;
+    emit(json, &report, |out| {
+        print_outcome(out, &report)?;
+        if report.rpc_retries > 0 {
+            writeln!(
+                out,
+                "rpc    {} read(s) retried after a transient transport error (reset, refused, timeout)",
+                report.rpc_retries
+            )?;
+        }
+        Ok(())
+    })?;
     if let Outcome::AgentLimited { at_tps, .. } = report.outcome {
         bail!("the agent could not offer {at_tps:.0} tx/s: no knee is claimed (see above)");
     }

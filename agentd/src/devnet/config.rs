@@ -112,6 +112,9 @@ pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result
         "block_gas_limit": opts.block_gas_limit,
         "alloc": { root.to_string(): { "balance": balance } },
     });
+    if opts.fee_market {
+        genesis["app_state"]["fee_market"] = json!({"elasticity": 2, "max_change_denominator": 8});
+    }
     let out = serde_json::to_string_pretty(&genesis)?;
     std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))
 }

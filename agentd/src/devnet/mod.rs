@@ -139,6 +139,11 @@ pub struct DevnetOptions {
     /// and CometBFT's `block.max_gas`).
     #[serde(default = "default_block_gas_limit")]
     pub block_gas_limit: u64,
+    /// An EIP-1559 base fee that rises with full blocks and falls with empty
+    /// ones (genesis `app_state.fee_market`: target half the block gas
+    /// limit, at most 1/8 per block, never below 1 gwei); off: constant.
+    #[serde(default)]
+    pub fee_market: bool,
     /// The abcid binary to run, when not the one found next to feth
     /// (another build, for `feth compare --build-a/--build-b`).
     #[serde(default)]
@@ -195,6 +200,7 @@ impl Default for DevnetOptions {
             no_profiler: false,
             patches: default_patches(),
             block_gas_limit: DEFAULT_BLOCK_GAS_LIMIT,
+            fee_market: false,
             abcid: None,
             abcid_args: Vec::new(),
         }

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::journal::Payment;
 use crate::eth::{EthClient, RpcError};
+use crate::refusal::{self, Refusal};
 
 /// A progress bar with rate and ETA, hidden unless `show`.
 pub(super) fn bar(show: bool, len: u64, what: &str) -> ProgressBar {
@@ -39,8 +40,10 @@ pub(crate) async fn send_in_order(
             match client.send_raw(&p.raw).await {
                 Ok(_) => break,
                 Err(RpcError::Rpc { message, .. })
-                    if message.contains("already known")
-                        || message.starts_with("nonce too low") =>
+                    if matches!(
+                        refusal::classify(&message),
+                        Refusal::AlreadyKnown | Refusal::NonceTooLow
+                    ) =>
                 {
                     break
                 }
@@ -63,13 +66,10 @@ pub(crate) async fn send_in_order(
     Ok(())
 }
 
-/// Whether an error means "try the same transaction again later".
+/// Whether an error means "try the same transaction again later" (a full
+/// mempool or a rate limit: [`crate::refusal`]).
 pub fn is_busy(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    m.contains("txpool is full")
-        || m.contains("mempool is full")
-        || m.contains("rate limit")
-        || m.contains("too many requests")
+    refusal::classify(message).is_busy()
 }
 
 /// Waits until the root's committed nonce passes `nonce`; the bar counts

@@ -54,7 +54,7 @@ use super::ready::ReadyQueue;
 use super::slots::SlotClock;
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
-use crate::sign::{self, SignedTx, TxRequest};
+use crate::sign::{self, Fee, SignedTx, TxRequest};
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use futures::StreamExt;
 use rand::SeedableRng;
@@ -74,6 +74,9 @@ pub struct Counters {
     pub resends: AtomicU64,
     /// Nonce resynchronisations.
     pub resyncs: AtomicU64,
+    /// Transactions re-signed with a higher fee (same nonce) after a node
+    /// refused their fee, and sent again.
+    pub fee_resends: AtomicU64,
 }
 
 /// A transaction submitted and not yet settled.
@@ -82,6 +85,8 @@ struct Current {
     hash: B256,
     raw: Bytes,
     nonce: u64,
+    /// The fee it was signed with.
+    fee: Fee,
 }
 
 /// Transactions signed ahead, by nonce (few: at most one request's worth).
@@ -314,7 +319,7 @@ impl Engine {
             Workload::Transfer => self.cfg.plan.value,
             Workload::Erc20 { .. } => U256::ZERO,
         };
-        crate::fees::max_cost(self.cfg.fee, self.cfg.gas_limit) + value
+        self.cfg.fees.max_cost(self.cfg.gas_limit) + value
     }
 
     /// Workers, i.e. requests in flight at most.
@@ -336,6 +341,12 @@ impl Engine {
     /// to resend, or due ones and room in its pipeline.
     fn has_work(&self, acct: &Acct) -> bool {
         acct.has_resends() || (!acct.slots.is_empty() && acct.window.len() < self.per_sender())
+    }
+
+    /// RPC reads of every endpoint sent again after a transient transport
+    /// error so far.
+    pub fn rpc_retries(&self) -> u64 {
+        self.clients.iter().map(|c| c.retries()).sum()
     }
 
     /// The largest backlog one sender had: due transactions it could not
@@ -364,8 +375,13 @@ impl Engine {
         t.saturating_duration_since(self.start).as_secs_f64()
     }
 
-    /// Signs account `a`'s transfer with `nonce`.
+    /// Signs account `a`'s transfer with `nonce` at the fee of the moment.
     fn sign(&self, a: usize, nonce: u64) -> SignedTx {
+        self.sign_at(a, nonce, self.cfg.fees.fee())
+    }
+
+    /// Signs account `a`'s transfer with `nonce` at `fee`.
+    fn sign_at(&self, a: usize, nonce: u64, fee: Fee) -> SignedTx {
         let to = match self.cfg.plan.recipients {
             Recipients::Existing => {
                 // Another account of the set, varying with the nonce.
@@ -399,7 +415,7 @@ impl Engine {
                 to: Some(to),
                 value,
                 gas_limit: self.cfg.gas_limit,
-                fee: self.cfg.fee,
+                fee,
                 input,
             },
         )
@@ -670,6 +686,7 @@ impl Engine {
             hash: tx.hash,
             raw: tx.raw,
             nonce,
+            fee: tx.fee,
         }
     }
 
@@ -773,6 +790,30 @@ impl Engine {
         }
     }
 
+    /// Re-signs `c` of account `a`, refused for its fee, with the same nonce
+    /// and a higher fee ([`crate::fees::FeeFollower::bump`]), to go again in
+    /// its place in the window; the ledger follows it under its new hash.
+    /// `false` when the fee cap allows no higher fee (or `c` is settled).
+    fn resign(&self, a: usize, c: &Current) -> bool {
+        let Some(fee) = self.cfg.fees.bump(c.fee) else {
+            return false;
+        };
+        let tx = self.sign_at(a, c.nonce, fee);
+        let mut acct = self.acct(a);
+        let Some(p) = acct.window.iter_mut().find(|p| p.tx.hash == c.hash) else {
+            return false;
+        };
+        self.ledger().resigned(&c.hash, tx.hash, tx.raw.clone());
+        p.tx = Current {
+            hash: tx.hash,
+            raw: tx.raw,
+            nonce: c.nonce,
+            fee,
+        };
+        p.sending = false;
+        true
+    }
+
     async fn resync_low(&self, a: usize, nonce: u64) {
         self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
         let pending = self
@@ -849,6 +890,14 @@ impl Engine {
                 }
                 Outcome::Rejected(reason) => {
                     self.settle(a, c, Some(reason));
+                }
+                Outcome::FeeTooLow(reason) => {
+                    if self.resign(a, c) {
+                        self.counters.fee_resends.fetch_add(1, Ordering::Relaxed);
+                        again = Some(again.unwrap_or(Again::Now));
+                    } else {
+                        self.settle(a, c, Some(reason));
+                    }
                 }
                 Outcome::NonceTooLow => {
                     // Our own earlier submission may have been included (a

@@ -137,6 +137,16 @@ impl Ledger {
         }
     }
 
+    /// The pending transaction `old` was re-signed as `new` (same nonce, a
+    /// higher fee, signed bytes `raw`) to be sent in its place: one
+    /// transaction in the figures, followed under its new hash.
+    pub fn resigned(&mut self, old: &B256, new: B256, raw: Bytes) {
+        if let Some(mut live) = self.live.remove(old) {
+            live.raw = raw;
+            self.live.insert(new, live);
+        }
+    }
+
     /// A node refused `hash` at `at`. One already accepted stays in flight
     /// (an earlier submission of it is in a mempool).
     pub fn refuse(&mut self, hash: &B256, reason: &str, at: f64) {

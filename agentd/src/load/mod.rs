@@ -62,6 +62,7 @@ use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
+use crate::fees::FeeFollower;
 use crate::procstat;
 use crate::sign::Fee;
 
@@ -214,6 +215,16 @@ pub struct LoadReport {
     /// loop): the committed TPS is then about the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_limited: Option<AgentLimited>,
+    /// A closed loop's backlog (accepted − committed) over the sending time;
+    /// `growing` set when it rose: the node accepted faster than it
+    /// committed and the committed TPS is a drain, not a steady state
+    /// (absent for open loops, short runs and older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop_backlog: Option<report::ClosedLoopBacklog>,
+    /// RPC reads sent again after a transient transport error (reset,
+    /// refused, timeout), web3 and CometBFT (absent in older files).
+    #[serde(default)]
+    pub rpc_retries: u64,
     /// The agent's CPU (user + system, whole process) while sending, per
     /// signed transaction, µs.
     pub agent_cpu_us_per_tx: f64,
@@ -358,7 +369,9 @@ async fn engine_config(
     chain_id: u64,
     refill: bool,
 ) -> Result<EngineConfig> {
-    let fee = crate::fees::detect(client).await?;
+    let (fee, base_fee) = crate::fees::detect_with_base_fee(client).await?;
+    let fees = Arc::new(FeeFollower::new(fee, base_fee, plan.fees));
+    let fee = fees.fee();
     let (workload, gas_limit) = match plan.workload {
         WorkloadKind::Transfer => (Workload::Transfer, crate::fund::TRANSFER_GAS),
         WorkloadKind::Erc20 => {
@@ -375,6 +388,7 @@ async fn engine_config(
         workload,
         gas_limit,
         fee,
+        fees,
         chain_id,
         refill,
     })
@@ -395,7 +409,14 @@ fn run_config(settings: &LoadSettings, keys: &KeySet, cfg: &EngineConfig) -> Run
         fee: match cfg.fee {
             Fee::Legacy { gas_price } => format!("legacy, gas price {gas_price} wei"),
             Fee::Eip1559 { max_fee, tip } => {
-                format!("eip1559, max fee {max_fee} wei, tip {tip} wei")
+                let policy = cfg.fees.policy();
+                let cap = policy
+                    .cap
+                    .map_or_else(|| "no cap".to_string(), |c| format!("cap {c} wei"));
+                format!(
+                    "eip1559, max fee {} × base fee + tip {tip} wei ({cap}), {max_fee} wei at start",
+                    policy.multiplier
+                )
             }
         },
         chain_id: cfg.chain_id,
@@ -431,12 +452,13 @@ fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> Join
             };
             let height = scanner.next_height().saturating_sub(1);
             pb.set_message(format!(
-                "sent {}  accepted {}  rejected {}  in flight {in_flight}  backoffs {}  resends {}  blocks {blocks} (height {height})",
+                "sent {}  accepted {}  rejected {}  in flight {in_flight}  backoffs {}  resends {}  fee resends {}  blocks {blocks} (height {height})",
                 c.sent.load(Ordering::Relaxed),
                 c.accepted.load(Ordering::Relaxed),
                 c.rejected.load(Ordering::Relaxed),
                 c.backoffs.load(Ordering::Relaxed),
                 c.resends.load(Ordering::Relaxed),
+                c.fee_resends.load(Ordering::Relaxed),
             ));
             pb.tick();
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -579,6 +601,8 @@ pub struct Running {
     config: RunConfig,
     environment: Environment,
     block_clock: String,
+    /// CometBFT's RPC, when known (for its retry count).
+    comet: Option<feth_etl::rpc::Rpc>,
     wait: Duration,
     /// The refill task and what stops it.
     refill: Option<(
@@ -659,11 +683,12 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     let ledger = Arc::new(Mutex::new(ledger));
     let scanner = Scanner::new(
         clients[0].clone(),
-        comet,
+        comet.clone(),
         height,
         engine_start,
         ledger.clone(),
-    );
+    )
+    .following_fees(cfg.fees.clone());
     let (stop_scan, stop_rx) = tokio::sync::watch::channel(false);
     let scan_task = {
         let s = scanner.clone();
@@ -713,6 +738,7 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         config,
         environment,
         block_clock,
+        comet,
         wait: settings.wait,
         refill,
     })
@@ -779,7 +805,11 @@ impl Running {
     fn report(&self, tally: &Tally, sent: &Sent) -> LoadReport {
         let c = &self.engine.counters;
         let open_loop = self.engine.schedule() != RateSchedule::Closed;
-        let totals = tally.totals.clone();
+        let mut totals = tally.totals.clone();
+        totals.fee_resends = c.fee_resends.load(Ordering::Relaxed);
+        let series = tally.series();
+        let closed_loop_backlog =
+            (!open_loop).then(|| report::closed_loop_backlog(&series, sent.seconds));
         let schedule_lag_ms = open_loop.then(|| tally.lag_total.latency());
         let agent_limited = report::agent_limited(
             schedule_lag_ms.as_ref(),
@@ -794,6 +824,9 @@ impl Running {
             send_seconds: sent.seconds,
             schedule_lag_ms,
             agent_limited,
+            closed_loop_backlog: closed_loop_backlog.flatten(),
+            rpc_retries: self.engine.rpc_retries()
+                + self.comet.as_ref().map_or(0, feth_etl::rpc::Rpc::retries),
             agent_cpu_us_per_tx: sent.cpu.as_secs_f64() * 1e6 / totals.signed.max(1) as f64,
             slots_busy: sent.slots_full.as_secs_f64() / sent.seconds.max(1e-9),
             totals,
@@ -802,7 +835,7 @@ impl Running {
             backoffs: c.backoffs.load(Ordering::Relaxed),
             resends: c.resends.load(Ordering::Relaxed),
             resyncs: c.resyncs.load(Ordering::Relaxed),
-            series: tally.series(),
+            series,
             blocks: tally.block_rows(),
             windows: tally.windows(),
             dropped: tally.dropped(),

@@ -1,6 +1,8 @@
-//! What a node's answer to one submitted transaction means to the engine.
+//! What a node's answer to one submitted transaction means to the engine
+//! (the refusal's kind read by [`crate::refusal`], as funding reads it).
 
 use crate::eth::RpcError;
+use crate::refusal::{self, Refusal};
 
 /// A node's answer to one transaction, classified.
 pub(super) enum Outcome {
@@ -8,7 +10,10 @@ pub(super) enum Outcome {
     Accepted,
     /// A full mempool or a rate limit: back off, send the same again.
     Busy,
-    /// The sender cannot pay (the reason as the node put it).
+    /// The fee is below what the node takes now (its base fee): re-sign
+    /// with a higher fee (the node's text).
+    FeeTooLow(String),
+    /// The sender cannot pay (the node's text).
     InsufficientFunds(String),
     /// No answer: the same bytes go again after a back-off.
     Timeout,
@@ -16,7 +21,7 @@ pub(super) enum Outcome {
     NonceTooLow,
     /// A nonce is missing before this one.
     NonceTooHigh,
-    /// Refused for good, for this reason.
+    /// Refused for good: the node's whole text (counted by its kind).
     Rejected(String),
 }
 
@@ -24,38 +29,18 @@ pub(super) enum Outcome {
 pub(super) fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outcome {
     match result {
         Ok(_) => Outcome::Accepted,
-        Err(RpcError::Rpc { message, .. }) => {
-            let m = message.to_ascii_lowercase();
-            if m.contains("already known")
-                || m.contains("already exists")
-                || m.contains("alreadyknown")
-            {
-                Outcome::Accepted
-            } else if crate::fund::is_busy(&m) {
-                Outcome::Busy
-            } else if m.contains("nonce too low") {
-                Outcome::NonceTooLow
-            } else if m.contains("nonce too high") {
-                Outcome::NonceTooHigh
-            } else if m.contains("insufficient funds") {
-                Outcome::InsufficientFunds(reason(&message))
-            } else {
-                Outcome::Rejected(reason(&message))
-            }
-        }
+        Err(RpcError::Rpc { message, .. }) => match refusal::classify(&message) {
+            Refusal::AlreadyKnown => Outcome::Accepted,
+            Refusal::MempoolFull | Refusal::RateLimited => Outcome::Busy,
+            Refusal::NonceTooLow => Outcome::NonceTooLow,
+            Refusal::NonceTooHigh => Outcome::NonceTooHigh,
+            Refusal::FeeTooLow => Outcome::FeeTooLow(message),
+            Refusal::InsufficientFunds => Outcome::InsufficientFunds(message),
+            Refusal::Other => Outcome::Rejected(message),
+        },
         Err(RpcError::Transport { .. }) => Outcome::Timeout,
         Err(RpcError::Decode { message, .. }) => {
             Outcome::Rejected(format!("bad answer: {message}"))
         }
     }
-}
-
-/// A rejection message without its per-transaction numbers, to count by reason.
-fn reason(message: &str) -> String {
-    message
-        .split(':')
-        .next()
-        .unwrap_or(message)
-        .trim()
-        .to_string()
 }

@@ -1,11 +1,13 @@
 //! What a load sends, as a person asks for it ([`LoadPlan`]), and what the
 //! engine runs once the chain has decided the rest ([`EngineConfig`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, U256};
 
 use super::pick::{Picker, RateSchedule};
+use crate::fees::{FeeFollower, FeePolicy};
 use crate::sign::Fee;
 
 /// Where transfers go.
@@ -81,6 +83,8 @@ pub struct LoadPlan {
     pub workload: WorkloadKind,
     /// Value per transfer: wei, or token units for ERC-20 transfers.
     pub value: U256,
+    /// How fees follow the base fee, and their cap.
+    pub fees: FeePolicy,
 }
 
 impl LoadPlan {
@@ -98,6 +102,7 @@ impl LoadPlan {
             per_request: 1,
             picker: Picker::new(super::pick::AccountDist::Uniform, senders),
             recipients: Recipients::Fresh,
+            fees: FeePolicy::default(),
             workload: WorkloadKind::Transfer,
             value: U256::from(1u64),
         }
@@ -114,8 +119,10 @@ pub struct EngineConfig {
     pub workload: Workload,
     /// Gas limit per transaction.
     pub gas_limit: u64,
-    /// Fee model.
+    /// Fee model, as detected at start.
     pub fee: Fee,
+    /// The fee new and re-signed transactions take, following the base fee.
+    pub fees: Arc<FeeFollower>,
     /// EIP-155 chain id.
     pub chain_id: u64,
     /// Senders refused for insufficient funds wait to be topped up (see

@@ -101,8 +101,20 @@ pub struct Totals {
     pub rejected: u64,
     /// Neither after the bounded wait.
     pub unresolved: u64,
-    /// Rejections by reason.
+    /// Rejections by kind of reason ([`crate::refusal::Refusal::name`]:
+    /// "fee below base fee", "nonce too low", "mempool full", "already
+    /// known", "insufficient funds", "other" …; older files: the text before
+    /// the first colon).
     pub rejected_by_reason: BTreeMap<String, u64>,
+    /// The nodes' own texts behind each kind, the first
+    /// [`TEXTS_PER_KIND`] different ones (absent in older files).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rejected_texts: BTreeMap<String, Vec<String>>,
+    /// Transactions re-signed with the same nonce and a higher fee after a
+    /// node refused their fee as below its base fee, and sent again (not
+    /// rejections; absent in older files).
+    #[serde(default)]
+    pub fee_resends: u64,
     /// Submissions of a hash already counted (identical bytes signed again,
     /// e.g. after a nonce resync), folded into it: counted once, under its
     /// last status.
@@ -129,6 +141,19 @@ pub struct ChainFigures {
     pub committed_tps: f64,
     /// All transactions per second, committed.
     pub committed_tps_all: f64,
+}
+
+/// Raw refusal texts kept per kind of reason.
+pub const TEXTS_PER_KIND: usize = 3;
+
+/// Keeps `text` among `texts[kind]` when it is new and there is room (cut at
+/// 300 characters).
+pub fn keep_text(texts: &mut BTreeMap<String, Vec<String>>, kind: &str, text: &str) {
+    let kept = texts.entry(kind.to_string()).or_default();
+    let text: String = text.chars().take(300).collect();
+    if kept.len() < TEXTS_PER_KIND && !kept.contains(&text) {
+        kept.push(text);
+    }
 }
 
 /// The `q` quantile (0–1) of `sorted` (ascending), the nearest rank; 0 when empty.
@@ -205,9 +230,96 @@ pub fn agent_limited(
     })
 }
 
+/// Backlog growth over the second half of a closed loop's sending, as a
+/// share of what was committed meanwhile, past which the run is a drain.
+pub const BACKLOG_GROWTH_SHARE: f64 = 0.25;
+/// Backlog growth (transactions) below which a closed loop is never flagged.
+pub const BACKLOG_GROWTH_FLOOR: u64 = 50;
+
+/// A closed loop's backlog: transactions the node accepted and had not yet
+/// committed (accepted − committed), over the sending time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClosedLoopBacklog {
+    /// Whether it grew over the run: the node accepted faster than it
+    /// committed, and the committed TPS is a drain, not a steady state.
+    pub growing: bool,
+    /// Backlog at the middle of the sending time.
+    pub mid: u64,
+    /// Backlog when sending ended.
+    pub end: u64,
+    /// The largest backlog while sending.
+    pub max: u64,
+    /// Its growth over the second half of the sending time, tx/s.
+    pub growth_per_second: f64,
+    /// Committed over that half, tx/s.
+    pub committed_per_second: f64,
+}
+
+/// The backlog of a closed loop from its per-second `series` over its first
+/// `send_seconds`: growing when it rose over the second half by more than
+/// [`BACKLOG_GROWTH_SHARE`] of what was committed meanwhile and more than
+/// [`BACKLOG_GROWTH_FLOOR`]. `None` for runs of under 4 seconds.
+pub fn closed_loop_backlog(series: &[Second], send_seconds: f64) -> Option<ClosedLoopBacklog> {
+    let sending: Vec<&Second> = series
+        .iter()
+        .filter(|s| (s.second as f64) < send_seconds)
+        .collect();
+    if sending.len() < 4 {
+        return None;
+    }
+    let mut backlog = Vec::with_capacity(sending.len());
+    let (mut accepted, mut included) = (0i64, 0i64);
+    for s in &sending {
+        accepted += i64::try_from(s.accepted).unwrap_or(i64::MAX);
+        included += i64::try_from(s.included).unwrap_or(i64::MAX);
+        backlog.push(u64::try_from(accepted - included).unwrap_or(0));
+    }
+    let half = sending.len() / 2;
+    let (mid, end) = (backlog[half - 1], backlog[backlog.len() - 1]);
+    let seconds = (sending.len() - half) as f64;
+    let committed: u64 = sending[half..].iter().map(|s| s.included).sum();
+    let growth = end.saturating_sub(mid);
+    Some(ClosedLoopBacklog {
+        growing: growth > BACKLOG_GROWTH_FLOOR
+            && growth as f64 > BACKLOG_GROWTH_SHARE * committed as f64,
+        mid,
+        end,
+        max: backlog.iter().copied().max().unwrap_or(0),
+        growth_per_second: (end as f64 - mid as f64) / seconds,
+        committed_per_second: committed as f64 / seconds,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn second(second: u64, accepted: u64, included: u64) -> Second {
+        Second {
+            second,
+            accepted,
+            included,
+            ..Second::default()
+        }
+    }
+
+    #[test]
+    fn a_closed_loop_whose_backlog_grows_is_a_drain() {
+        // Accepts 1,245 tx/s, commits 250: the issue's run.
+        let drain: Vec<Second> = (0..10).map(|s| second(s, 1245, 250)).collect();
+        let b = closed_loop_backlog(&drain, 10.0).unwrap();
+        assert!(b.growing, "{b:?}");
+        assert_eq!((b.mid, b.end, b.max), (4975, 9950, 9950));
+        assert_eq!(b.growth_per_second, 995.0);
+        // Steady: what is accepted is committed, the backlog stays at ~1 block.
+        let mut steady = vec![second(0, 500, 0)];
+        steady.extend((1..10).map(|s| second(s, 250, 250)));
+        let b = closed_loop_backlog(&steady, 10.0).unwrap();
+        assert!(!b.growing, "{b:?}");
+        assert_eq!((b.mid, b.end), (500, 500));
+        // The drain after sending stops is not part of it.
+        assert!(closed_loop_backlog(&drain[..3], 3.0).is_none());
+    }
 
     fn lag(p99: f64) -> Latency {
         Latency {

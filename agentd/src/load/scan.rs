@@ -7,6 +7,8 @@
 //!   (one call per block); a node without it gets one
 //!   `eth_getTransactionReceipt` per transaction of ours, so the load works
 //!   against any standard JSON-RPC node.
+//! - The base fee of every block read goes to the load's [`FeeFollower`],
+//!   so new transactions are signed with a fee that follows it.
 //! - A node that does not answer (restarting) is asked again, with a
 //!   back-off up to 5 s; nothing is skipped.
 
@@ -24,6 +26,7 @@ use serde_json::json;
 use super::ledger::Ledger;
 use super::tally::BlockFacts;
 use crate::eth::{EthClient, RpcError};
+use crate::fees::FeeFollower;
 
 /// Longest pause between polls of a node that does not answer.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -87,6 +90,7 @@ pub struct Scanner {
     ledger: Arc<Mutex<Ledger>>,
     next: Arc<AtomicU64>,
     block_receipts: Arc<AtomicBool>,
+    fees: Option<Arc<FeeFollower>>,
 }
 
 impl Scanner {
@@ -106,7 +110,14 @@ impl Scanner {
             ledger,
             next: Arc::new(AtomicU64::new(height + 1)),
             block_receipts: Arc::new(AtomicBool::new(true)),
+            fees: None,
         }
+    }
+
+    /// This scanner, handing the base fee of every block it reads to `fees`.
+    pub fn following_fees(mut self, fees: Arc<FeeFollower>) -> Self {
+        self.fees = Some(fees);
+        self
     }
 
     /// The next height to read.
@@ -154,6 +165,9 @@ impl Scanner {
         let Some(block) = self.client.block(number).await? else {
             return Ok(false);
         };
+        if let (Some(fees), Some(base)) = (&self.fees, block.base_fee_per_gas) {
+            fees.observe(base.saturating_to());
+        }
         let ours: Vec<B256> = {
             let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
             block

@@ -240,14 +240,17 @@ impl Tally {
         self.row(at).row.accepted += 1;
     }
 
-    /// A final rejection.
-    pub fn rejected(&mut self, reason: &str) {
+    /// A final rejection, for the node's reason `text` (its whole answer):
+    /// counted by kind ([`crate::refusal`]), a few of its raw texts kept.
+    pub fn rejected(&mut self, text: &str) {
         self.totals.rejected += 1;
+        let kind = crate::refusal::classify(text).name();
         *self
             .totals
             .rejected_by_reason
-            .entry(reason.to_string())
+            .entry(kind.to_string())
             .or_default() += 1;
+        super::report::keep_text(&mut self.totals.rejected_texts, kind, text);
     }
 
     /// The agent's memory and transactions in flight, sampled at `at`.

@@ -198,6 +198,7 @@ mod tests {
                 behind_tps: 800.0,
             },
             clock: Clock::CometbftHeaders,
+            rpc_retries: 0,
         }
     }
 

@@ -14,8 +14,16 @@
 //! - Clock: CometBFT header times (ns) when its RPC is known, given or named
 //!   by the node (abcid answers `abcid_cometbftRpc`); otherwise web3 block
 //!   timestamps (whole seconds). A node that names none is no error.
-//! - Mempool: CometBFT's `/num_unconfirmed_txs`, else web3 `txpool_status`
-//!   (pending + queued) when the node answers it, else unknown.
+//! - Mempool: the larger of CometBFT's `/num_unconfirmed_txs` and the node's
+//!   web3 `txpool_status` (pending + queued), of those that answer; unknown
+//!   (`None`, printed `?`) when neither does. CometBFT's `/status` does not
+//!   name its mempool type: with `flood` the transactions wait in CometBFT
+//!   and its count is right; with `mempool.type = "app"` (Cosmos EVM and
+//!   other app-side mempools) CometBFT says 0 while the application's
+//!   txpool holds them. The larger count is right in both.
+//! - RPC reads are retried over transient transport errors (a reset
+//!   connection, refused, a timeout; see [`feth_etl::retry`]) and counted
+//!   ([`Probe::rpc_retries`]): one reset does not end a search.
 //! - Valid/invalid: CometBFT's `/block_results`; over web3 every transaction
 //!   of a block counts as valid and invalid is unknown.
 //! - Between steps: up to `drain` for every accepted transaction to be in a
@@ -96,6 +104,8 @@ pub struct EvmProbe {
     comet: Option<Rpc>,
     txpool: bool,
     clock_source: String,
+    /// Retries of the load runs of the steps so far.
+    load_retries: u64,
 }
 
 #[derive(Deserialize)]
@@ -139,17 +149,17 @@ impl EvmProbe {
             .with_context(|| format!("cannot reach the web3 node at {url}"))?;
         let (comet, clock_source) =
             crate::blocks::discover_comet(&client, cfg.comet_rpc.as_deref()).await?;
-        let txpool = comet.is_none()
-            && client
-                .call::<TxpoolStatus>("txpool_status", json!([]))
-                .await
-                .is_ok();
+        let txpool = client
+            .call::<TxpoolStatus>("txpool_status", json!([]))
+            .await
+            .is_ok();
         Ok(Self {
             cfg,
             client,
             comet,
             txpool,
             clock_source,
+            load_retries: 0,
         })
     }
 
@@ -178,16 +188,23 @@ impl EvmProbe {
         })
     }
 
-    /// Transactions waiting in the node's mempool; `None` when it does not say.
+    /// Transactions waiting in the node's mempool (see the module docs);
+    /// `None` when nothing says.
     async fn mempool(&self) -> Option<u64> {
-        if let Some(rpc) = &self.comet {
-            return rpc.mempool().await.ok().map(|m| m.txs);
-        }
-        if !self.txpool {
-            return None;
-        }
-        let s: TxpoolStatus = self.client.call("txpool_status", json!([])).await.ok()?;
-        Some(s.pending.to::<u64>() + s.queued.to::<u64>())
+        let comet = match &self.comet {
+            Some(rpc) => rpc.mempool().await.ok().map(|m| m.txs),
+            None => None,
+        };
+        let txpool = match self.txpool {
+            true => self
+                .client
+                .call::<TxpoolStatus>("txpool_status", json!([]))
+                .await
+                .ok()
+                .map(|s| s.pending.to::<u64>().saturating_add(s.queued.to::<u64>())),
+            false => None,
+        };
+        larger_count(comet, txpool)
     }
 
     async fn window(&self, first: u64, last: u64) -> Result<BlockWindow> {
@@ -284,6 +301,7 @@ impl EvmProbe {
         let marks = self.window_marks(&engine, seconds).await;
         engine.stop();
         let report = running.finish().await?;
+        self.load_retries += report.rpc_retries;
         let (open, close) = marks?;
         ensure!(
             report.totals.included > 0,
@@ -343,5 +361,33 @@ impl Probe for EvmProbe {
         seconds: f64,
     ) -> impl Future<Output = Result<StepMeasure>> + Send {
         self.run_step(rate, seconds)
+    }
+
+    fn rpc_retries(&self) -> u64 {
+        self.client.retries() + self.comet.as_ref().map_or(0, Rpc::retries) + self.load_retries
+    }
+}
+
+/// The larger of two mempool counts, of those known.
+fn larger_count(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::larger_count;
+
+    #[test]
+    fn an_app_side_mempool_is_read_from_the_txpool_and_nothing_known_is_unknown() {
+        // mempool.type = "app": CometBFT says 0, the application's txpool knows.
+        assert_eq!(larger_count(Some(0), Some(1_245)), Some(1_245));
+        // flood: CometBFT holds them.
+        assert_eq!(larger_count(Some(300), Some(0)), Some(300));
+        assert_eq!(larger_count(None, Some(7)), Some(7));
+        assert_eq!(larger_count(Some(7), None), Some(7));
+        assert_eq!(larger_count(None, None), None);
     }
 }

@@ -83,4 +83,10 @@ pub trait Probe {
         rate: f64,
         seconds: f64,
     ) -> impl Future<Output = anyhow::Result<StepMeasure>> + Send;
+
+    /// RPC reads sent again after a transient transport error (reset,
+    /// refused, timeout) so far; 0 for a probe that does not count them.
+    fn rpc_retries(&self) -> u64 {
+        0
+    }
 }

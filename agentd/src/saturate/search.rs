@@ -211,6 +211,10 @@ pub struct SearchReport {
     pub outcome: Outcome,
     /// The clock committed rates were computed with.
     pub clock: Clock,
+    /// RPC reads sent again after a transient transport error over the
+    /// search (a reset connection no longer ends it; absent in older files).
+    #[serde(default)]
+    pub rpc_retries: u64,
 }
 
 /// What the search reports as it goes.
@@ -446,6 +450,7 @@ pub async fn find_knee<P: Probe>(
         steps,
         outcome,
         clock,
+        rpc_retries: probe.rpc_retries(),
     })
 }
 

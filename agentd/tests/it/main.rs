@@ -15,6 +15,7 @@ mod deploy_manifests;
 mod devnet_network;
 mod devnet_nodes;
 mod etl_devnet;
+mod fees;
 mod fund;
 mod geth;
 mod jenkinsfile;

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::retry::{is_transient, retry, Backoff, RetryCounter, POOL_IDLE};
 use crate::store::{BlockFacts, TimeSource};
 use crate::time;
 
@@ -79,6 +80,7 @@ pub struct Rpc {
     base: String,
     batch: usize,
     concurrency: Arc<Semaphore>,
+    retries: Arc<RetryCounter>,
 }
 
 #[derive(Deserialize)]
@@ -177,6 +179,7 @@ impl Rpc {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(POOL_IDLE)
             .build()
             .map_err(|source| RpcError::Http {
                 url: base.clone(),
@@ -188,7 +191,14 @@ impl Rpc {
             base,
             batch: batch.max(1),
             concurrency: Arc::new(Semaphore::new(concurrency.max(1))),
+            retries: Arc::new(RetryCounter::default()),
         })
+    }
+
+    /// Requests sent again after a transient transport error so far (this
+    /// client and its clones).
+    pub fn retries(&self) -> u64 {
+        self.retries.get()
     }
 
     /// The node URL.
@@ -204,30 +214,20 @@ impl Rpc {
         }
     }
 
-    /// Sends the request `send` makes, again after a pause when it fails to
-    /// connect or times out (three retries).
+    /// Sends the request `send` makes (an idempotent read), again after a
+    /// pause when a transient transport error ends it (see [`crate::retry`]).
     async fn with_retries<T, F, Fut>(&self, what: &str, send: F) -> Result<T, RpcError>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, reqwest::Error>>,
     {
-        let mut attempt = 0u32;
-        loop {
-            match send().await {
-                Ok(v) => return Ok(v),
-                Err(e) if attempt < 3 && (e.is_connect() || e.is_timeout()) => {
-                    attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
-                }
-                Err(source) => {
-                    return Err(RpcError::Http {
-                        url: self.base.clone(),
-                        what: what.to_string(),
-                        source,
-                    })
-                }
-            }
-        }
+        retry(Backoff::default(), Some(&self.retries), is_transient, send)
+            .await
+            .map_err(|source| RpcError::Http {
+                url: self.base.clone(),
+                what: what.to_string(),
+                source,
+            })
     }
 
     /// GET with a few retries on connection errors.

@@ -329,8 +329,14 @@ fn sum_totals(inputs: &[Input]) -> Totals {
         t.rejected += r.rejected;
         t.unresolved += r.unresolved;
         t.duplicates_folded += r.duplicates_folded;
+        t.fee_resends += r.fee_resends;
         for (reason, n) in &r.rejected_by_reason {
             *t.rejected_by_reason.entry(reason.clone()).or_default() += n;
+        }
+        for (kind, texts) in &r.rejected_texts {
+            for text in texts {
+                super::report::keep_text(&mut t.rejected_texts, kind, text);
+            }
         }
     }
     t

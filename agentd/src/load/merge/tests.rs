@@ -78,6 +78,8 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
         },
         schedule_lag_ms: None,
         agent_limited: None,
+        closed_loop_backlog: None,
+        rpc_retries: 0,
         agent_cpu_us_per_tx: 0.0,
         slots_busy: 0.0,
         backoffs: 0,

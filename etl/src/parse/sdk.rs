@@ -17,7 +17,7 @@
 use memchr::memmem::Finder;
 
 use super::event::{done, Format, Line, Malformed};
-use super::scan::{JObj, JVal, Kvs};
+use super::scan::{parse_u64, JObj, JVal, Kvs};
 use super::tendermint::{classify, tm_event, Fields};
 use crate::time::{self, Civil};
 
@@ -136,7 +136,7 @@ impl SdkLines {
                 network = self.network(v);
                 continue;
             }
-            f.take(k, super::scan::parse_u64(v), Some(v));
+            f.take(k, parse_u64(v), Some(v));
         }
         done(
             Format::SdkConsole,

@@ -14,27 +14,37 @@ use feth_etl::parse::{Event, Format, Line, Parser};
 use crate::common::*;
 use crate::recorded_rpc::{serve_truth, Truth};
 
-const TRUTH: &str = "cosmos-evm-cometbft-v0.39.3.truth.json";
-/// (file, its line format, whether its stamps have a date).
-const LOGS: [(&str, Format, bool); 3] = [
-    (
-        "cosmos-evm-cometbft-v0.39.3.console.log",
-        Format::SdkConsole,
-        false,
-    ),
-    (
-        "cosmos-evm-cometbft-v0.39.3.nocolor.log",
-        Format::SdkConsole,
-        false,
-    ),
-    (
-        "cosmos-evm-cometbft-v0.39.3.json.log",
-        Format::SdkJson,
-        true,
-    ),
-];
-/// What `Version info` says inside the app (the v0.39.3 module reports 0.39.0).
-const SOFTWARE: &str = "Cosmos SDK app on CometBFT 0.39.0";
+/// One chain's captures: its ground truth and its logs, (file, line
+/// format, whether its stamps have a date), in the order they were taken.
+struct Capture {
+    truth: &'static str,
+    logs: &'static [(&'static str, Format, bool)],
+    /// What `Version info` says inside the app.
+    version: &'static str,
+}
+
+const CAPTURES: [Capture; 1] = [Capture {
+    truth: "cosmos-evm-cometbft-v0.39.3.truth.json",
+    logs: &[
+        (
+            "cosmos-evm-cometbft-v0.39.3.console.log",
+            Format::SdkConsole,
+            false,
+        ),
+        (
+            "cosmos-evm-cometbft-v0.39.3.nocolor.log",
+            Format::SdkConsole,
+            false,
+        ),
+        (
+            "cosmos-evm-cometbft-v0.39.3.json.log",
+            Format::SdkJson,
+            true,
+        ),
+    ],
+    // The v0.39.3 module's version constant says 0.39.0.
+    version: "0.39.0",
+}];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -55,7 +65,7 @@ struct Seen {
 
 /// Parses every line of a fixture: each must be in `format` and none
 /// malformed or foreign.
-fn parse_fixture(name: &str, format: Format) -> BTreeMap<u64, Seen> {
+fn parse_fixture(name: &str, format: Format, want_version: &str) -> BTreeMap<u64, Seen> {
     let text = std::fs::read_to_string(fixture(name)).expect("fixture");
     let mut p = Parser::new();
     let mut utc = feth_etl::time::Clock::utc();
@@ -86,7 +96,7 @@ fn parse_fixture(name: &str, format: Format) -> BTreeMap<u64, Seen> {
             other => panic!("{name}:{}: {other:?}: {line}", i + 1),
         }
     }
-    assert_eq!(version.as_deref(), Some("0.39.0"), "{name}");
+    assert_eq!(version.as_deref(), Some(want_version), "{name}");
     let c = |needle: &str| text.lines().filter(|l| l.contains(needle)).count();
     assert_eq!(
         seen.values().filter(|s| s.commit.is_some()).count(),
@@ -126,11 +136,17 @@ fn contiguous(name: &str, seen: &BTreeMap<u64, Seen>) -> (u64, u64) {
 
 #[test]
 fn sdk_fixtures_parse_and_agree_with_the_rpc() {
-    let truth = Truth::read(TRUTH);
+    for cap in &CAPTURES {
+        check_capture(cap);
+    }
+}
+
+fn check_capture(cap: &Capture) {
+    let truth = Truth::read(cap.truth);
     let by_height = truth.by_height();
     let mut covered = Vec::new();
-    for (name, format, dated) in LOGS {
-        let seen = parse_fixture(name, format);
+    for &(name, format, dated) in cap.logs {
+        let seen = parse_fixture(name, format, cap.version);
         let (lo, hi) = contiguous(name, &seen);
         covered.push((lo, hi));
         let mut txs = 0;
@@ -161,12 +177,63 @@ fn sdk_fixtures_parse_and_agree_with_the_rpc() {
             txs >= 25,
             "{name}: the capture's bank sends are in its blocks ({txs})"
         );
+        if !dated {
+            console_clock_agrees(name, &by_height);
+        }
     }
-    // The three captures are consecutive runs of one chain.
-    assert_eq!(covered[0].0, 1, "the first capture starts at genesis");
+    // A chain's captures are consecutive runs of it.
+    assert_eq!(
+        covered[0].0, 1,
+        "{}: the first capture starts at genesis",
+        cap.truth
+    );
     for w in covered.windows(2) {
         assert!(w[1].0 <= w[0].1 + 1, "captures leave a gap: {covered:?}");
     }
+}
+
+/// Go's `time.Kitchen` (`6:17AM`) of a UTC instant, and of a minute later.
+fn kitchen(ns: i64) -> [String; 2] {
+    [0, 60].map(|later| {
+        let secs = ns.div_euclid(1_000_000_000) + later;
+        let (h, m) = (secs.rem_euclid(86_400) / 3600, secs.rem_euclid(3600) / 60);
+        let h12 = if h % 12 == 0 { 12 } else { h % 12 };
+        format!("{h12}:{m:02}{}", if h < 12 { "AM" } else { "PM" })
+    })
+}
+
+/// The console stamps (time of day only; the capture's zone was UTC) of a
+/// log's commit lines, read with plain string operations, agree with the
+/// recorded header times: log and ground truth are of the same run.
+fn console_clock_agrees(name: &str, by_height: &BTreeMap<u64, &crate::recorded_rpc::Block>) {
+    let text = std::fs::read_to_string(fixture(name)).expect("fixture");
+    let mut checked = 0;
+    for l in text
+        .lines()
+        .filter(|l| l.contains("finalizing commit of block"))
+    {
+        let mut plain = String::new();
+        let mut rest = l;
+        while let Some(p) = rest.find('\x1b') {
+            plain.push_str(&rest[..p]);
+            rest = rest[p..].split_once('m').map_or("", |(_, r)| r);
+        }
+        plain.push_str(rest);
+        let stamp = plain.split(' ').next().expect("stamp");
+        let h: u64 = plain
+            .split("height=")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|h| h.parse().ok())
+            .expect("height");
+        let want = kitchen(by_height[&h].time_ns());
+        assert!(
+            want.iter().any(|w| w == stamp),
+            "{name}: height {h}: {stamp} vs {want:?}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "{name}");
 }
 
 /// The stored facts of every height: (txs, valid, invalid, time_ns, time_src).
@@ -204,12 +271,19 @@ fn gzip_copy(src: &Path, dir: &Path) -> PathBuf {
 
 #[tokio::test]
 async fn sdk_logs_ingest_with_rpc_header_times() {
-    let truth = Truth::read(TRUTH);
+    for cap in &CAPTURES {
+        ingest_capture(cap).await;
+    }
+}
+
+async fn ingest_capture(cap: &Capture) {
+    let truth = Truth::read(cap.truth);
     let by_height = truth.by_height();
     let rpc = serve_truth(&truth).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    for (name, format, _) in LOGS {
-        let (lo, hi) = contiguous(name, &parse_fixture(name, format));
+    let software = format!("Cosmos SDK app on CometBFT {}", cap.version);
+    for &(name, format, _) in cap.logs {
+        let (lo, hi) = contiguous(name, &parse_fixture(name, format, cap.version));
         let log = fixture(name);
         let redis = Redis::start();
         let mut args = ingest_args(&redis.url, &[&log]);
@@ -218,7 +292,7 @@ async fn sdk_logs_ingest_with_rpc_header_times() {
         let r = &out.report;
         let f = &r.files[0];
         assert_eq!((f.malformed, f.foreign), (0, 0), "{name}: {f:?}");
-        assert_eq!(f.detected.software, SOFTWARE, "{name}");
+        assert_eq!(f.detected.software, software, "{name}");
         assert_eq!(r.chain_id, truth.chain_id, "{name}");
         assert_eq!(r.chain_id_from, "RPC /status", "{name}");
         assert_eq!(r.heights, Some((lo, hi)), "{name}");
@@ -289,9 +363,10 @@ async fn sdk_logs_ingest_with_rpc_header_times() {
 
 #[tokio::test]
 async fn sdk_console_without_rpc_guesses_no_day() {
-    let truth = Truth::read(TRUTH);
-    let (name, format, _) = LOGS[0];
-    let (lo, hi) = contiguous(name, &parse_fixture(name, format));
+    let cap = &CAPTURES[0];
+    let truth = Truth::read(cap.truth);
+    let (name, format, _) = cap.logs[0];
+    let (lo, hi) = contiguous(name, &parse_fixture(name, format, cap.version));
     let log = fixture(name);
     let redis = Redis::start();
 
@@ -342,9 +417,10 @@ async fn sdk_console_without_rpc_guesses_no_day() {
 
 #[tokio::test]
 async fn sdk_json_without_rpc_uses_its_dated_commit_lines() {
-    let truth = Truth::read(TRUTH);
-    let (name, format, _) = LOGS[2];
-    let seen = parse_fixture(name, format);
+    let cap = &CAPTURES[0];
+    let truth = Truth::read(cap.truth);
+    let (name, format, _) = cap.logs[2];
+    let seen = parse_fixture(name, format, cap.version);
     let (lo, hi) = contiguous(name, &seen);
     let redis = Redis::start();
     let mut args = ingest_args(&redis.url, &[&fixture(name)]);

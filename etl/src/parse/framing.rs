@@ -41,15 +41,18 @@ fn is_level(c: u8) -> bool {
     matches!(c, b'I' | b'D' | b'E' | b'W')
 }
 
-/// Whether a record starts at `s` (no prefix handling). `stamped`: a
-/// Cosmos SDK console record must carry its time (see [`sdk::console_level`]).
+/// Whether a record starts at `s` (no prefix handling). `strict` (after a
+/// prefix of unknown shape): a JSON record must open with a key (`{"`, not
+/// e.g. a Go stack trace's `{0x4ee0750, …}`), and a Cosmos SDK console
+/// record must carry its time (see [`sdk::console_level`]).
 #[inline]
-fn starts_record(s: &[u8], stamped: bool) -> bool {
+fn starts_record(s: &[u8], strict: bool) -> bool {
     match s {
-        [b'{', ..] => true,
+        [b'{', b'"', ..] => true,
+        [b'{', ..] => !strict,
         [l, b'[', d, ..] if is_level(*l) && d.is_ascii_digit() => true,
         [a, b, c, d, b'-', ..] if [a, b, c, d].iter().all(|x| x.is_ascii_digit()) => true,
-        _ => sdk::console_level(s, stamped).is_some(),
+        _ => sdk::console_level(s, strict).is_some(),
     }
 }
 

@@ -142,6 +142,11 @@ fn console_lines_that_only_look_like_ours() {
             "2026/11/21 20:35:22.123 [JOB 1] WAL file 000002.log",
             "Foreign",
         ),
+        // A Go stack trace line (a real app's panic): no JSON record inside.
+        (
+            "github.com/cosmos/evm/server.startInProcess(_, {{0x0, 0x0}, {0x4ee0750, 0x171c}, ...}, ...)",
+            "Foreign",
+        ),
         (
             "some text INF finalized block height=7 num_txs_res=1",
             "Foreign",

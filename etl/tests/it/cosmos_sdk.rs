@@ -23,28 +23,47 @@ struct Capture {
     version: &'static str,
 }
 
-const CAPTURES: [Capture; 1] = [Capture {
-    truth: "cosmos-evm-cometbft-v0.39.3.truth.json",
-    logs: &[
-        (
-            "cosmos-evm-cometbft-v0.39.3.console.log",
-            Format::SdkConsole,
-            false,
-        ),
-        (
-            "cosmos-evm-cometbft-v0.39.3.nocolor.log",
-            Format::SdkConsole,
-            false,
-        ),
-        (
-            "cosmos-evm-cometbft-v0.39.3.json.log",
-            Format::SdkJson,
-            true,
-        ),
-    ],
-    // The v0.39.3 module's version constant says 0.39.0.
-    version: "0.39.0",
-}];
+const CAPTURES: [Capture; 2] = [
+    Capture {
+        truth: "cosmos-evm-cometbft-v0.39.3.truth.json",
+        logs: &[
+            (
+                "cosmos-evm-cometbft-v0.39.3.console.log",
+                Format::SdkConsole,
+                false,
+            ),
+            (
+                "cosmos-evm-cometbft-v0.39.3.nocolor.log",
+                Format::SdkConsole,
+                false,
+            ),
+            (
+                "cosmos-evm-cometbft-v0.39.3.json.log",
+                Format::SdkJson,
+                true,
+            ),
+        ],
+        // The v0.39.3 module's version constant says 0.39.0.
+        version: "0.39.0",
+    },
+    Capture {
+        truth: "cosmos-evm-cometbft-v0.38.21.truth.json",
+        logs: &[
+            (
+                "cosmos-evm-cometbft-v0.38.21.console.log",
+                Format::SdkConsole,
+                false,
+            ),
+            (
+                "cosmos-evm-cometbft-v0.38.21.json.log",
+                Format::SdkJson,
+                true,
+            ),
+        ],
+        // The v0.38.21 module's version constant says 0.38.19.
+        version: "0.38.19",
+    },
+];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -71,6 +90,7 @@ fn parse_fixture(name: &str, format: Format, want_version: &str) -> BTreeMap<u64
     let mut utc = feth_etl::time::Clock::utc();
     let mut seen: BTreeMap<u64, Seen> = BTreeMap::new();
     let mut version = None;
+    let mut foreign = 0;
     for (i, line) in text.lines().enumerate() {
         match p.parse(line.as_bytes()) {
             Line::Event(r) => {
@@ -93,9 +113,24 @@ fn parse_fixture(name: &str, format: Format, want_version: &str) -> BTreeMap<u64
                 }
             }
             Line::Other(f) => assert_eq!(f, format, "{name}:{}: {line}", i + 1),
+            Line::Foreign => foreign += 1,
+            Line::Blank => {}
             other => panic!("{name}:{}: {other:?}: {line}", i + 1),
         }
     }
+    // Every line is the SDK logger's (a stamp, a colour code or `{` first),
+    // except what the Go runtime wrote itself (the v0.38.21 app's panic on
+    // shutdown, a real one).
+    let not_logger = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| {
+            !(l.starts_with('{')
+                || l.starts_with('\x1b')
+                || l.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    assert_eq!(foreign, not_logger, "{name}: foreign lines");
     assert_eq!(version.as_deref(), Some(want_version), "{name}");
     let c = |needle: &str| text.lines().filter(|l| l.contains(needle)).count();
     assert_eq!(
@@ -291,7 +326,14 @@ async fn ingest_capture(cap: &Capture) {
         let out = ingest(&args).await;
         let r = &out.report;
         let f = &r.files[0];
-        assert_eq!((f.malformed, f.foreign), (0, 0), "{name}: {f:?}");
+        let go_runtime = std::fs::read_to_string(&log)
+            .expect("log")
+            .lines()
+            .filter(|l| l.starts_with("panic: ") || l.starts_with("goroutine "))
+            .count() as u64;
+        assert_eq!(f.malformed, 0, "{name}: {f:?}");
+        assert!(f.foreign >= go_runtime, "{name}: {f:?}");
+        assert_eq!(f.foreign == 0, go_runtime == 0, "{name}: {f:?}");
         assert_eq!(f.detected.software, software, "{name}");
         assert_eq!(r.chain_id, truth.chain_id, "{name}");
         assert_eq!(r.chain_id_from, "RPC /status", "{name}");

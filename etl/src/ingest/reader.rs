@@ -173,7 +173,7 @@ impl State {
                 if self.report.first_foreign.is_none() {
                     self.report.first_foreign = Some(BadLine {
                         line: self.report.lines,
-                        reason: "not a Tendermint/CometBFT or abcid log line".into(),
+                        reason: "not a Tendermint/CometBFT, Cosmos SDK or abcid log line".into(),
                         text: sample(line),
                     });
                 }

@@ -39,6 +39,8 @@ impl Dialect {
 #[derive(Debug, Clone, Default)]
 pub struct Detector {
     version: Option<String>,
+    /// Lines written by the Cosmos SDK logger.
+    sdk: bool,
     dialects: BTreeMap<Dialect, u64>,
     formats: BTreeMap<&'static str, u64>,
 }
@@ -72,12 +74,15 @@ fn format_name(f: Format) -> &'static str {
         Format::Json => "json",
         Format::TracingPlain => "abcid-plain",
         Format::TracingJson => "abcid-json",
+        Format::SdkConsole => "sdk-console",
+        Format::SdkJson => "sdk-json",
     }
 }
 
 impl Detector {
     /// Takes a line of known format (events and well-formed other lines).
     pub fn format(&mut self, f: Format) {
+        self.sdk |= matches!(f, Format::SdkConsole | Format::SdkJson);
         *self.formats.entry(format_name(f)).or_default() += 1;
     }
 
@@ -124,6 +129,11 @@ impl Detector {
                 "unknown (no block messages)".to_string(),
                 "nothing to tell from",
             ),
+        };
+        let software = if self.sdk {
+            format!("Cosmos SDK app on {software}")
+        } else {
+            software
         };
         Detected {
             software,

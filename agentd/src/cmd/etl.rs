@@ -76,8 +76,9 @@ pub enum EtlCommand {
 /// Reads Tendermint/CometBFT (and abcid) logs into Redis.
 #[derive(Debug, Clone, Args)]
 pub struct IngestArgs {
-    /// Node logs (Tendermint 0.34, CometBFT 0.37/0.38/1.x; plain or JSON;
-    /// plain text or gzip): version and format are detected per line.
+    /// Node logs (Tendermint 0.34, CometBFT 0.37/0.38/0.39/1.x, or a Cosmos
+    /// SDK app's log of them: console or JSON; plain or JSON; plain text or
+    /// gzip): version and format are detected per line.
     #[arg(long = "tendermint", value_name = "LOG", num_args = 1.., required_unless_present_any = ["abcid", "devnet"])]
     pub tendermint: Vec<PathBuf>,
     /// abcid logs (its per-block `block committed` lines: valid/invalid and
@@ -90,14 +91,16 @@ pub struct IngestArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["tendermint", "abcid"])]
     pub devnet: Option<PathBuf>,
     /// CometBFT RPC (e.g. http://127.0.0.1:26657): header times via
-    /// /blockchain, valid/invalid via /block_results.
+    /// /blockchain, valid/invalid via /block_results. Needed for block
+    /// times of a Cosmos SDK console log, whose clock has no date.
     #[arg(long, visible_alias = "rpc", value_name = "URL")]
     pub comet_rpc: Option<String>,
     /// Redis URL, e.g. redis://127.0.0.1:6379/0 (required).
     #[arg(long, value_name = "URL", env = "FETH_REDIS")]
     pub redis: Option<String>,
     /// Chain id (the namespace in Redis). Default: from --comet-rpc, else
-    /// from the logs' `Started node` line.
+    /// from the logs' `Started node` line (a Cosmos SDK app logs none: give
+    /// --chain-id or --comet-rpc).
     #[arg(long, value_name = "ID")]
     pub chain_id: Option<String>,
     /// Node name for the lines of these logs (default: the log file's name

@@ -1,6 +1,7 @@
-//! Fuzzes the line parser: any bytes, as one line and split into lines,
-//! must be classified without panicking, and every event's timestamp must
-//! convert (or be refused) without panicking.
+//! Fuzzes the line parser (every format it reads: Tendermint/CometBFT,
+//! abcid, Cosmos SDK console and JSON): any bytes, as one line and split
+//! into lines, must be classified without panicking, and every event's
+//! timestamp must convert (or be refused) without panicking.
 #![no_main]
 
 use feth_etl::parse::{Event, Line, Parser};
@@ -12,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let mut utc = Clock::utc();
     let mut check = |line: &[u8]| {
         if let Line::Event(r) = parser.parse(line) {
-            let _ = utc.unix_nanos(&r.time);
+            if let Some(t) = r.time {
+                let _ = utc.unix_nanos(&t);
+            }
             if let Event::Abcid { block_time, .. } = r.event {
                 let _ = utc.unix_nanos(&block_time);
             }

@@ -24,8 +24,8 @@ pub enum IngestError {
     Rpc(#[from] RpcError),
     /// No chain id given and none found.
     #[error(
-        "no chain id: none of the logs has a `Started node` line in its first 64 MiB. Pass \
-         --chain-id (or --comet-rpc to ask the node)"
+        "no chain id: none of the logs has a `Started node` line in its first 64 MiB (a \
+         Cosmos SDK app never logs one). Pass --chain-id (or --comet-rpc to ask the node)"
     )]
     NoChainId,
     /// The logs (or RPC) disagree with `--chain-id` or each other.

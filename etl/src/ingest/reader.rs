@@ -173,7 +173,7 @@ impl State {
                 if self.report.first_foreign.is_none() {
                     self.report.first_foreign = Some(BadLine {
                         line: self.report.lines,
-                        reason: "not a Tendermint/CometBFT or abcid log line".into(),
+                        reason: "not a Tendermint/CometBFT, Cosmos SDK or abcid log line".into(),
                         text: sample(line),
                     });
                 }
@@ -183,9 +183,13 @@ impl State {
 
     /// Turns an event line into an observation (or a chain check).
     fn event(&mut self, rec: &Record<'_>, line: &[u8]) {
-        let t = match self.clock.unix_nanos(&rec.time) {
-            Ok(t) => t,
-            Err(e) => return self.bad(e.to_string(), line),
+        let t = match rec.time.map(|c| self.clock.unix_nanos(&c)) {
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => return self.bad(e.to_string(), line),
+            None => {
+                self.report.undated += 1;
+                None
+            }
         };
         self.report.events += 1;
         self.detector.record(rec);
@@ -197,7 +201,7 @@ impl State {
                     txs: Some(txs),
                     ..BlockFacts::default()
                 };
-                self.obs(height, Some(node), Some(t), facts);
+                self.obs(height, Some(node), t, facts);
             }
             Event::Executed {
                 height,
@@ -308,6 +312,7 @@ fn file_report(job: &Job) -> FileReport {
         detected: Detector::default().detected(),
         lines: 0,
         events: 0,
+        undated: 0,
         other: 0,
         blank: 0,
         malformed: 0,

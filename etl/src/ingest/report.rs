@@ -35,6 +35,10 @@ pub struct FileReport {
     pub lines: u64,
     /// Lines with a block/node event.
     pub events: u64,
+    /// Event lines whose clock has no date (Cosmos SDK console `4:53AM`):
+    /// they give no commit time, and no day is guessed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub undated: u64,
     /// Well-formed lines of no interest.
     pub other: u64,
     /// Empty lines.
@@ -53,6 +57,12 @@ pub struct FileReport {
     pub end: ReadEnd,
     /// With `--follow`: rotations and truncations seen.
     pub follow: Option<FollowEnd>,
+}
+
+/// Whether a count is 0 (left out of the JSON, as before it existed).
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// RPC enrichment figures.

@@ -87,6 +87,8 @@ pub(super) async fn write_node_meta(
         let fmt = f.detected.main_format().unwrap_or("unknown");
         let tz = if fmt == "plain" {
             clock.zone_name().to_string()
+        } else if f.undated > 0 {
+            "none (the stamps have no date)".to_string()
         } else {
             "UTC (stamps carry their zone)".to_string()
         };
@@ -105,8 +107,14 @@ pub(super) async fn write_node_meta(
     Ok(())
 }
 
-/// Which block times `stats` will use for the written heights.
-fn block_time_source(written: &Written, rpc: Option<&RpcSummary>, clock: &Clock) -> String {
+/// Which block times `stats` will use for the written heights; `undated`:
+/// event lines whose clock has no date.
+fn block_time_source(
+    written: &Written,
+    rpc: Option<&RpcSummary>,
+    clock: &Clock,
+    undated: u64,
+) -> String {
     let with_rpc = rpc.map_or(0, |r| r.headers);
     if with_rpc > 0 {
         format!("header times from the node's RPC (/blockchain) for {with_rpc} heights")
@@ -120,6 +128,10 @@ fn block_time_source(written: &Written, rpc: Option<&RpcSummary>, clock: &Clock)
             "commit log times (`finalizing commit of block`), plain-log zone {}",
             clock.zone_name()
         )
+    } else if undated > 0 {
+        "none: the log's clock has no date (Cosmos SDK console stamps such as `4:53AM`) and \
+         no day is guessed; give --comet-rpc for the node's header times"
+            .to_string()
     } else {
         "none: no commit lines, abcid lines or RPC".to_string()
     }
@@ -142,6 +154,7 @@ impl Finished<'_> {
     /// The report.
     pub(super) fn report(self) -> IngestReport {
         let lines: u64 = self.files.iter().map(|f| f.lines).sum();
+        let undated: u64 = self.files.iter().map(|f| f.undated).sum();
         let w = self.written;
         IngestReport {
             run_id: self.run_id.to_string(),
@@ -153,7 +166,7 @@ impl Finished<'_> {
             heights: w.heights.bounds(),
             heights_with_commit_time: w.with_commit.len(),
             heights_with_abcid_time: w.with_abcid_time.len(),
-            block_time_source: block_time_source(&w, self.rpc.as_ref(), self.clock),
+            block_time_source: block_time_source(&w, self.rpc.as_ref(), self.clock, undated),
             nodes: w.nodes,
             files: self.files,
             rpc: self.rpc,

@@ -116,6 +116,14 @@ fn file_notes(out: &mut String, f: &FileReport) {
             );
         }
     }
+    if f.undated > 0 {
+        let _ = writeln!(
+            out,
+            "  {path}: {} event lines have a clock without a date (Cosmos SDK console); \
+             their times are not used and no day is guessed",
+            f.undated
+        );
+    }
     if f.end.unterminated {
         let _ = writeln!(
             out,

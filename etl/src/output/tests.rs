@@ -36,6 +36,7 @@ fn file(path: &str, node: &str, software: &str) -> FileReport {
         },
         lines: 100,
         events: 40,
+        undated: 0,
         other: 55,
         blank: 1,
         malformed: 0,

@@ -45,7 +45,7 @@ impl BlockLines {
         for (k, v) in Kvs::new(kvs) {
             a.take(k, JVal::Str(v));
         }
-        done(Format::TracingPlain, node, time, a.event())
+        done(Format::TracingPlain, node, Some(time), a.event())
     }
 
     /// tracing-subscriber's JSON line, nested (`"fields":{…}`) or flattened.
@@ -89,7 +89,7 @@ impl BlockLines {
         let Some(time) = ts.and_then(time::parse_rfc3339) else {
             return Line::Malformed(Malformed::BadTimestamp);
         };
-        done(Format::TracingJson, node, time, a.event())
+        done(Format::TracingJson, node, Some(time), a.event())
     }
 }
 

@@ -14,6 +14,10 @@ pub enum Format {
     TracingPlain,
     /// tracing-subscriber JSON (abcid).
     TracingJson,
+    /// Cosmos SDK console (zerolog: `4:53AM INF msg k=v`, colour codes or not).
+    SdkConsole,
+    /// Cosmos SDK JSON (zerolog: `{"level":…,"time":…,"message":…}`).
+    SdkJson,
 }
 
 /// Something a line says about a block or the node.
@@ -81,8 +85,9 @@ pub struct Record<'a> {
     pub format: Format,
     /// Node name from a line prefix (`node0  | …`, `[node0] …`), if any.
     pub node: Option<&'a str>,
-    /// When the line was written.
-    pub time: Civil,
+    /// When the line was written; `None` when the line's clock has no date
+    /// (Cosmos SDK console stamps such as `4:53AM`): no day is guessed.
+    pub time: Option<Civil>,
     /// What it says.
     pub event: Event<'a>,
 }
@@ -130,7 +135,7 @@ pub enum Line<'a> {
 pub(super) fn done<'a>(
     format: Format,
     node: Option<&'a str>,
-    time: Civil,
+    time: Option<Civil>,
     ev: Result<Option<Event<'a>>, Malformed>,
 ) -> Line<'a> {
     match ev {

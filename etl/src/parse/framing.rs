@@ -4,6 +4,7 @@
 use super::abcid;
 use super::event::{Line, Malformed};
 use super::scan::utf8;
+use super::sdk;
 use super::tendermint;
 
 /// Removes ANSI escape sequences (CSI `ESC [ … final` and two-byte `ESC x`).
@@ -32,6 +33,7 @@ pub(super) fn strip_ansi(line: &[u8], out: &mut Vec<u8>) {
 pub(super) struct Framing {
     tendermint: tendermint::Messages,
     abcid: abcid::BlockLines,
+    sdk: sdk::SdkLines,
 }
 
 #[inline]
@@ -39,14 +41,18 @@ fn is_level(c: u8) -> bool {
     matches!(c, b'I' | b'D' | b'E' | b'W')
 }
 
-/// Where a record starts in `s` (no prefix handling), if `s` starts with one.
+/// Whether a record starts at `s` (no prefix handling). `strict` (after a
+/// prefix of unknown shape): a JSON record must open with a key (`{"`, not
+/// e.g. a Go stack trace's `{0x4ee0750, …}`), and a Cosmos SDK console
+/// record must carry its time (see [`sdk::console_level`]).
 #[inline]
-fn starts_record(s: &[u8]) -> bool {
+fn starts_record(s: &[u8], strict: bool) -> bool {
     match s {
-        [b'{', ..] => true,
+        [b'{', b'"', ..] => true,
+        [b'{', ..] => !strict,
         [l, b'[', d, ..] if is_level(*l) && d.is_ascii_digit() => true,
-        [a, b, c, d, b'-', ..] => [a, b, c, d].iter().all(|x| x.is_ascii_digit()),
-        _ => false,
+        [a, b, c, d, b'-', ..] if [a, b, c, d].iter().all(|x| x.is_ascii_digit()) => true,
+        _ => sdk::console_level(s, strict).is_some(),
     }
 }
 
@@ -55,6 +61,7 @@ impl Framing {
         Self {
             tendermint: tendermint::Messages::new(),
             abcid: abcid::BlockLines::new(),
+            sdk: sdk::SdkLines::new(),
         }
     }
 
@@ -66,10 +73,17 @@ impl Framing {
             Some(&c) if is_level(c) && line.get(1) == Some(&b'[') => {
                 self.tendermint.plain(line, None)
             }
-            Some(c) if c.is_ascii_digit() => self.abcid.plain(line, None),
+            Some(c) if c.is_ascii_digit() => match sdk::console_level(line, true) {
+                Some(at) => self.sdk.console(line, at, None),
+                None => self.abcid.plain(line, None),
+            },
             Some(_) => {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     return Line::Blank;
+                }
+                // A Cosmos SDK console line without a timestamp.
+                if sdk::level_at(line, 0) {
+                    return self.sdk.console(line, 0, None);
                 }
                 self.prefixed(line)
             }
@@ -82,7 +96,7 @@ impl Framing {
     fn prefixed<'a>(&self, line: &'a [u8]) -> Line<'a> {
         let named = |name: &'a [u8], rest: &'a [u8]| -> Option<(Option<&'a str>, &'a [u8])> {
             let rest = rest.trim_ascii_start();
-            if !starts_record(rest) {
+            if !starts_record(rest, false) {
                 return None;
             }
             Some((utf8(name.trim_ascii()), rest))
@@ -110,7 +124,7 @@ impl Framing {
             let mut from = 0;
             while let Some(p) = memchr::memchr(b' ', &line[from..]) {
                 let at = from + p + 1;
-                if starts_record(&line[at..]) {
+                if starts_record(&line[at..], true) {
                     return Some((None, &line[at..]));
                 }
                 from = at;
@@ -118,17 +132,20 @@ impl Framing {
             None
         })();
         match found {
-            Some((node, rest)) => match rest[0] {
-                b'{' => self.json(rest, node),
-                c if is_level(c) => self.tendermint.plain(rest, node),
-                _ => self.abcid.plain(rest, node),
+            Some((node, rest)) => match rest {
+                [b'{', ..] => self.json(rest, node),
+                [c, b'[', ..] if is_level(*c) => self.tendermint.plain(rest, node),
+                _ => match sdk::console_level(rest, false) {
+                    Some(at) => self.sdk.console(rest, at, node),
+                    None => self.abcid.plain(rest, node),
+                },
             },
             None => Line::Foreign,
         }
     }
 
-    /// A JSON record: Tendermint/CometBFT's (`_msg`) or tracing-subscriber's
-    /// (`target`).
+    /// A JSON record: Tendermint/CometBFT's (`_msg`), tracing-subscriber's
+    /// (`target`) or the Cosmos SDK logger's (`message`).
     fn json<'a>(&self, line: &'a [u8], node: Option<&'a str>) -> Line<'a> {
         let line = line.trim_ascii_end();
         if let Some(l) = self.tendermint.json(line, node) {
@@ -136,6 +153,9 @@ impl Framing {
         }
         if self.abcid.is_tracing_json(line) {
             return self.abcid.json(line, node);
+        }
+        if let Some(l) = self.sdk.json(line, node) {
+            return l;
         }
         if line.last() == Some(&b'}') {
             Line::Foreign

@@ -10,7 +10,10 @@
 //!   (the message is left-aligned in 44 columns);
 //! * Tendermint/CometBFT JSON: `{"_msg":"…","height":1,…,"ts":"…Z"}`;
 //! * abcid (tracing-subscriber) plain: `2026-…Z  INFO abcid::block: block committed k=v…`;
-//! * abcid JSON: `{"timestamp":"…","fields":{"message":"block committed",…},"target":"abcid::block"}`.
+//! * abcid JSON: `{"timestamp":"…","fields":{"message":"block committed",…},"target":"abcid::block"}`;
+//! * Cosmos SDK console (zerolog): `4:53AM INF message k=v…` (the stamp may
+//!   have no date: such records carry no time);
+//! * Cosmos SDK JSON (zerolog): `{"level":"info","height":40,"time":"…","message":"…"}`.
 //!
 //! Messages read (wording checked against each version's source and real
 //! runs, see `tests/fixtures/README.md`):
@@ -26,13 +29,17 @@
 //! | abcid `block committed` | abcid | height, txs, valid, invalid, header time |
 //!
 //! Modules: `framing` (colour codes, prefixes, which format), `tendermint`
-//! (the node's messages, plain and JSON), `abcid` (its per-block line),
+//! (the node's messages, plain and JSON), `sdk` (the same messages through
+//! the Cosmos SDK logger), `abcid` (its per-block line),
 //! `scan` (numbers, `k=v` pairs, JSON objects), `event` (the types returned).
 
 mod abcid;
 mod event;
 mod framing;
 mod scan;
+mod sdk;
+#[cfg(test)]
+mod sdk_tests;
 mod tendermint;
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use crate::time;
 /// Messages of interest; the first letter is compared case-insensitively
 /// (CometBFT 1.0 capitalises it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Msg {
+pub(super) enum Msg {
     CommitDecided,
     Finalized,
     Executed,
@@ -31,7 +31,7 @@ const MESSAGES: [(&[u8], Msg); 6] = [
 /// Which message `msg` starts with, its length and whether its first letter
 /// was upper case. `msg` must end there (end of slice, space or `"`).
 #[inline]
-fn classify(msg: &[u8]) -> Option<(Msg, usize, bool)> {
+pub(super) fn classify(msg: &[u8]) -> Option<(Msg, usize, bool)> {
     let first = *msg.first()?;
     let lower = first.to_ascii_lowercase();
     if !matches!(lower, b'f' | b'e' | b'c' | b'v' | b's') {
@@ -56,7 +56,7 @@ fn classify(msg: &[u8]) -> Option<(Msg, usize, bool)> {
 
 /// Fields a message may carry, gathered in one pass over its key/values.
 #[derive(Default)]
-struct Fields<'a> {
+pub(super) struct Fields<'a> {
     height: Option<u64>,
     num_txs: Option<u64>,
     num_txs_res: Option<u64>,
@@ -75,7 +75,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn take(&mut self, key: &[u8], val: Option<u64>, raw: Option<&'a [u8]>) {
+    pub(super) fn take(&mut self, key: &[u8], val: Option<u64>, raw: Option<&'a [u8]>) {
         match key {
             b"height" => self.num("height", val, |f| &mut f.height),
             b"num_txs" => self.num("num_txs", val, |f| &mut f.num_txs),
@@ -90,7 +90,7 @@ impl<'a> Fields<'a> {
 }
 
 /// Builds the event for a Tendermint/CometBFT message from its fields.
-fn tm_event<'a>(
+pub(super) fn tm_event<'a>(
     msg: Msg,
     capitalized: bool,
     f: &Fields<'a>,
@@ -197,7 +197,7 @@ impl Messages {
         done(
             Format::Plain,
             node,
-            time,
+            Some(time),
             tm_event(kind, capitalized, &f, network),
         )
     }
@@ -250,7 +250,7 @@ impl Messages {
         done(
             Format::Json,
             node,
-            time,
+            Some(time),
             tm_event(kind, capitalized, &f, network),
         )
     }

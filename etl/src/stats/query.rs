@@ -50,14 +50,14 @@ pub enum StatsError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Nothing ingested for this chain/range.
-    #[error("no blocks of chain {chain:?} in heights {from}–{to} in Redis. {hint}")]
+    #[error("no blocks of chain {chain:?} in {} in Redis. {hint}", heights_text(*from, *to))]
     Empty {
         /// Chain asked for.
         chain: String,
-        /// Range asked for.
-        from: u64,
-        /// Range asked for.
-        to: u64,
+        /// First height asked for (`None`: no lower bound).
+        from: Option<u64>,
+        /// Last height asked for (`None`: no upper bound).
+        to: Option<u64>,
         /// Chains that do have data.
         hint: String,
     },
@@ -76,13 +76,25 @@ pub enum StatsError {
     BadRange(String),
 }
 
+/// A height range as people write it: `all heights`, `heights from 5 on`,
+/// `heights up to 9`, `heights 5–9`, `height 5`.
+fn heights_text(from: Option<u64>, to: Option<u64>) -> String {
+    match (from, to) {
+        (None, None) => "all heights".to_string(),
+        (Some(a), None) => format!("heights from {a} on"),
+        (None, Some(b)) => format!("heights up to {b}"),
+        (Some(a), Some(b)) if a == b => format!("height {a}"),
+        (Some(a), Some(b)) => format!("heights {a}–{b}"),
+    }
+}
+
 /// Reads the chain's blocks from Redis and computes the figures.
 pub async fn query(args: &StatsQuery) -> Result<StatsReport, StatsError> {
     let (from, to) = checked_range(args)?;
     let store = Store::connect(&args.redis, &args.chain_id, args.redis_retry).await?;
     let heights = store.heights(from, to).await?;
     if heights.is_empty() {
-        return Err(nothing_stored(&store, args, from, to).await?);
+        return Err(nothing_stored(&store, args).await?);
     }
     let rows = store.blocks(&heights).await?;
     let nodes = store.nodes().await?;
@@ -125,12 +137,7 @@ fn checked_range(args: &StatsQuery) -> Result<(u64, u64), StatsError> {
 }
 
 /// The error for a range with no blocks, naming the chains there are.
-async fn nothing_stored(
-    store: &Store,
-    args: &StatsQuery,
-    from: u64,
-    to: u64,
-) -> Result<StatsError, StoreError> {
+async fn nothing_stored(store: &Store, args: &StatsQuery) -> Result<StatsError, StoreError> {
     let chains = store.chains().await?;
     let hint = if chains.is_empty() {
         "This Redis holds no ingested chain: run `feth etl --tendermint LOG… --redis URL` first."
@@ -140,8 +147,8 @@ async fn nothing_stored(
     };
     Ok(StatsError::Empty {
         chain: args.chain_id.clone(),
-        from,
-        to,
+        from: args.from,
+        to: args.to,
         hint,
     })
 }
@@ -165,4 +172,31 @@ fn commit_node<'a>(
             .collect::<Vec<_>>()
             .join(", "),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_read_as_people_write_them() {
+        let empty = |from, to| {
+            StatsError::Empty {
+                chain: "9001".into(),
+                from,
+                to,
+                hint: "Chains in this Redis: 9000.".into(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            empty(None, None),
+            "no blocks of chain \"9001\" in all heights in Redis. Chains in this Redis: 9000."
+        );
+        assert!(empty(Some(5), None).contains(" in heights from 5 on in "));
+        assert!(empty(None, Some(9)).contains(" in heights up to 9 in "));
+        assert!(empty(Some(5), Some(9)).contains(" in heights 5–9 in "));
+        assert!(empty(Some(7), Some(7)).contains(" in height 7 in "));
+        assert!(!empty(None, None).contains(&u64::MAX.to_string()));
+    }
 }

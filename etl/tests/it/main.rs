@@ -4,7 +4,9 @@
 mod all_versions;
 mod cometbft_038;
 mod common;
+mod cosmos_sdk;
 mod fixtures;
+mod recorded_rpc;
 mod resilience;
 #[path = "../../benches/common/tile.rs"]
 mod tile;

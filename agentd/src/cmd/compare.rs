@@ -14,6 +14,7 @@ use clap::{Args, ValueEnum};
 
 use super::args::{emit, load_senders, SearchArgs};
 use super::Exit;
+use crate::compare::gate::Undecidable;
 use crate::compare::ladder::{self, Step};
 use crate::compare::run::{CompareConfig, LiveNode};
 use crate::compare::{
@@ -134,7 +135,8 @@ fn decide(
     baseline: Option<&CompareReport>,
     candidate: &CompareReport,
 ) -> Result<()> {
-    let verdict = compare::gate(baseline, candidate, &gate_config(args)?)?;
+    let verdict =
+        undecidable_is_inconclusive(compare::gate(baseline, candidate, &gate_config(args)?))?;
     if let Some(path) = &args.markdown {
         write_markdown(path, &verdict, candidate)?;
     }
@@ -146,9 +148,21 @@ fn decide(
 
 /// Run mode's gate: the verdict on stderr, after the report.
 fn decide_quietly(args: &CompareArgs, report: &CompareReport) -> Result<()> {
-    let verdict = compare::gate(None, report, &gate_config(args)?)?;
+    let verdict = undecidable_is_inconclusive(compare::gate(None, report, &gate_config(args)?))?;
     eprint!("{}", verdict.describe());
     exit_for(&verdict)
+}
+
+/// A gate the figures cannot decide exits as inconclusive, saying why.
+fn undecidable_is_inconclusive(verdict: Result<GateVerdict>) -> Result<GateVerdict> {
+    verdict.map_err(|e| match e.downcast::<Undecidable>() {
+        Ok(why) => Exit {
+            status: INCONCLUSIVE_STATUS,
+            message: format!("{why} (exit status {INCONCLUSIVE_STATUS})"),
+        }
+        .into(),
+        Err(e) => e,
+    })
 }
 
 fn exit_for(verdict: &GateVerdict) -> Result<()> {

@@ -19,6 +19,13 @@ use super::summary::Metric;
 use super::verdict::{GateVerdict, Pairing};
 use crate::stats::{welch_log_ratio, LogRatio};
 
+/// The figures cannot decide at all: no round yielded a usable figure on
+/// both sides (every one a lower bound, or every fixed-rate window behind).
+/// A gate answers this as inconclusive, never as a pass.
+#[derive(Debug, thiserror::Error)]
+#[error("INCONCLUSIVE: {0}")]
+pub struct Undecidable(pub String);
+
 /// How the gate decides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateConfig {
@@ -85,10 +92,10 @@ fn paired(
         .and_then(|s| s.figure(cfg.metric))
         .ok_or_else(|| anyhow!("step {cand:?} has no {} figure", cfg.metric.label()))?;
     let estimate = summary.vs_first.ok_or_else(|| {
-        anyhow!(
-            "step {cand:?} shares no round with {base:?} in which both yielded {}: nothing to gate on",
+        Undecidable(format!(
+            "step {cand:?} shares no round with {base:?} in which both yielded a usable {} (lower bounds and windows behind the fixed rate are kept out): nothing to decide on; see the report's warnings",
             cfg.metric.label()
-        )
+        ))
     })?;
     let mut warnings = Vec::new();
     if baseline_given {

@@ -203,6 +203,34 @@ fn two_rounds_are_inconclusive_with_their_own_status() {
 }
 
 #[test]
+fn lower_bounds_alone_cannot_decide_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = builds(&A, &A, 2);
+    for run in &mut r.runs {
+        run.lower_bound = Some("kept up with the overload".into());
+    }
+    let rounds = Rounds {
+        setups: r.setups.clone(),
+        runs: r.runs.clone(),
+        ladder: vec!["a".to_string(), "b".to_string()],
+        stopped: None,
+    };
+    let r = CompareReport::assemble(r.environment.clone(), r.settings.clone(), rounds, None, 1.0)
+        .unwrap();
+    let report = write(dir.path(), "bounds.json", &r);
+    let out = gate(&report, &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(INCONCLUSIVE_STATUS), "{stderr}");
+    assert!(
+        stderr.contains("INCONCLUSIVE: step \"b\" shares no round"),
+        "{stderr}"
+    );
+    // CPU per transaction at the fixed rate is still measured: it decides.
+    let out = gate(&report, &["--gate-metric", "cpu"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+#[test]
 fn reports_without_a_pairing_are_compared_unpaired_and_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base.json", &single(&A, 2));

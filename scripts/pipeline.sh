@@ -7,8 +7,8 @@
 # Settings come from the environment (defaults in brackets):
 #   FETH [target/release/feth], ABCID: the candidate build [target/release/abcid]
 #   OUT: where reports go [reports]; DEVNET: the local devnet [.devnet/ci]
-#   BLOCK_TIME [500ms]; SENDERS [1000]; KNEE_SECONDS measured at the knee [60];
-#   REPEAT [3]
+#   BLOCK_TIME [500ms]; SENDERS [1000]; WINDOW_SECONDS measured per window [10];
+#   ROUNDS of the interleaved comparison [8]
 #   MAX_REGRESSION: percent [5]; BASELINE_DIR: the last good build's
 #     compare.json and abcid [baseline]
 #   SATURATE_ARGS, COMPARE_ARGS: extra arguments (CI's short form uses them)
@@ -27,8 +27,8 @@ OUT="${OUT:-reports}"
 DEVNET="${DEVNET:-.devnet/ci}"
 BLOCK_TIME="${BLOCK_TIME:-500ms}"
 SENDERS="${SENDERS:-1000}"
-KNEE_SECONDS="${KNEE_SECONDS:-60}"
-REPEAT="${REPEAT:-3}"
+WINDOW_SECONDS="${WINDOW_SECONDS:-10}"
+ROUNDS="${ROUNDS:-8}"
 MAX_REGRESSION="${MAX_REGRESSION:-5}"
 BASELINE_DIR="${BASELINE_DIR:-baseline}"
 RPC_PORT="${RPC_PORT:-26657}" P2P_PORT="${P2P_PORT:-26656}" ABCI_PORT="${ABCI_PORT:-26658}"
@@ -117,10 +117,11 @@ stage_etl() {
     > "$OUT/stats.json"
 }
 
-# The candidate against the last good build, both on fresh local devnets of
-# their own (or, on one's own node, the candidate measured REPEAT times).
+# The candidate against the last good build, both on local devnets of their
+# own, measured in ROUNDS interleaved rounds (or, on one's own node, the
+# candidate measured ROUNDS times).
 stage_compare() {
-  local common=(--repeat "$REPEAT" --seconds "$KNEE_SECONDS" --senders "$SENDERS"
+  local common=(--rounds "$ROUNDS" --seconds "$WINDOW_SECONDS" --senders "$SENDERS"
                 --timeout-commit "$BLOCK_TIME" --out "$OUT/flamegraphs"
                 --markdown "$OUT/compare.md" --quiet --json)
   if [ "$own_node" = 1 ]; then
@@ -141,15 +142,21 @@ stage_compare() {
   "$FETH" report "$OUT/compare.json" --out "$OUT/report"
 }
 
-# Fails (exit 3) when the candidate is slower than the last good build by
-# more than MAX_REGRESSION percent and beyond noise.
+# Decides on the comparison's own interleaved pairing (b, the candidate,
+# against a, the last good build): passes only when shown no more than
+# MAX_REGRESSION percent slower; fails with exit 3 when shown slower, and with
+# exit 4 when the rounds could not tell (run more: ROUNDS), never a pass.
 stage_gate() {
   if [ ! -f "$BASELINE_DIR/compare.json" ]; then
     echo "pipeline: no $BASELINE_DIR/compare.json yet: nothing to gate; this build's becomes the baseline"
     return
   fi
-  "$FETH" compare --baseline "$BASELINE_DIR/compare.json" --candidate "$OUT/compare.json" \
-    --step b --max-regression "$MAX_REGRESSION" --json > "$OUT/gate.json"
+  # One's own node has no pairing (one step): the last good build's report
+  # is compared with this one, unpaired.
+  local baseline=()
+  [ "$own_node" = 1 ] && baseline=(--baseline "$BASELINE_DIR/compare.json")
+  "$FETH" compare --candidate "$OUT/compare.json" "${baseline[@]}" --step b \
+    --max-regression "$MAX_REGRESSION" --markdown "$OUT/gate.md" --json > "$OUT/gate.json"
 }
 
 # What the next build compares against: this build's report and abcid.

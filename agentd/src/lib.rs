@@ -32,4 +32,5 @@ pub mod report;
 pub mod saturate;
 pub mod sign;
 pub mod sink;
+pub mod stats;
 pub mod units;

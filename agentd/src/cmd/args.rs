@@ -112,9 +112,9 @@ pub struct SearchArgs {
     /// Highest rate offered, tx/s.
     #[arg(long, default_value_t = SearchConfig::default().max_tps)]
     pub max: f64,
-    /// Measured seconds per step.
-    #[arg(long, default_value_t = SearchConfig::default().step_secs)]
-    pub step_secs: f64,
+    /// Measured seconds per step [default: 10; `feth compare`: 5].
+    #[arg(long)]
+    pub step_secs: Option<f64>,
     /// Seconds of load before each step's window.
     #[arg(long, default_value_t = 3.0)]
     pub warmup_secs: f64,
@@ -124,9 +124,11 @@ pub struct SearchArgs {
     /// Most steps.
     #[arg(long, default_value_t = SearchConfig::default().max_steps)]
     pub max_steps: usize,
-    /// Stop once (first rate behind) / (last rate kept up) ≤ 1 + resolution.
-    #[arg(long, default_value_t = SearchConfig::default().resolution)]
-    pub resolution: f64,
+    /// Stop once (first rate behind) / (last rate kept up) ≤ 1 + resolution
+    /// [default: 0.1; `feth compare`: 1, the doubling alone, since its search
+    /// only places operating points].
+    #[arg(long)]
+    pub resolution: Option<f64>,
     /// Schedule lag p99 (ms) above which the agent missed its schedule.
     #[arg(long, default_value_t = SearchConfig::default().lag_limit_ms)]
     pub lag_limit_ms: f64,
@@ -139,16 +141,21 @@ pub struct SearchArgs {
 impl SearchArgs {
     /// The search these arguments ask for.
     pub fn search_config(&self) -> SearchConfig {
+        self.search_config_over(SearchConfig::default())
+    }
+
+    /// The search these arguments ask for, `defaults` filling what they leave out.
+    pub fn search_config_over(&self, defaults: SearchConfig) -> SearchConfig {
         SearchConfig {
             start_tps: self.start,
             max_tps: self.max,
-            step_secs: self.step_secs,
+            step_secs: self.step_secs.unwrap_or(defaults.step_secs),
             tolerance: self.tolerance,
             max_steps: self.max_steps,
-            resolution: self.resolution,
+            resolution: self.resolution.unwrap_or(defaults.resolution),
             lag_limit_ms: self.lag_limit_ms,
             agent_lag_limit_ms: self.agent_lag_limit_ms,
-            ..SearchConfig::default()
+            ..defaults
         }
     }
 

@@ -1,26 +1,35 @@
 //! `feth compare`: is the chain faster after a change, by how much, and is
 //! that more than noise? Run mode (`--ladder`, `--only`, `--build-a/-b`,
-//! `--network`) measures the steps in interleaved rounds and prints the
-//! table; gate mode (`--baseline OLD.json --candidate NEW.json
-//! --max-regression PCT`) compares two saved reports and exits with
-//! [`REGRESSION_STATUS`] on a regression.
+//! `--network`) measures the steps in short interleaved rounds and prints
+//! the tables; with `--max-regression PCT` it then gates its own last step
+//! against its first. Gate mode (`--candidate NEW.json --max-regression
+//! PCT [--baseline OLD.json]`) decides on a saved report. A gate answers
+//! pass (0), regression ([`REGRESSION_STATUS`]) or inconclusive
+//! ([`INCONCLUSIVE_STATUS`]).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::args::{emit, load_senders, SearchArgs};
 use super::Exit;
+use crate::compare::gate::Undecidable;
 use crate::compare::ladder::{self, Step};
 use crate::compare::run::{CompareConfig, LiveNode};
-use crate::compare::{self, render, CompareReport, GateConfig, GateVerdict, Kind, Settings};
+use crate::compare::{
+    self, render, CompareReport, GateConfig, GateVerdict, Kind, Metric, Settings,
+};
 use crate::devnet;
+use crate::saturate::SearchConfig;
+use crate::stats::GateAnswer;
 
-/// Exit status of `feth compare` when the gate finds a regression: 1 is any
-/// ordinary error (unreadable report, mismatched conditions) and 2 clap's
-/// usage error, so a CI job can tell "slower" from "broken".
+/// Exit status of a gate that found a regression: 1 is any ordinary error
+/// (unreadable report, mismatched conditions) and 2 clap's usage error, so a
+/// CI job can tell "slower" from "broken".
 pub const REGRESSION_STATUS: i32 = 3;
+/// Exit status of a gate the data could not decide: run more rounds; never a pass.
+pub const INCONCLUSIVE_STATUS: i32 = 4;
 
 /// `feth compare …`
 #[derive(Debug, Args)]
@@ -41,32 +50,53 @@ pub struct CompareArgs {
     json: bool,
 }
 
-/// The regression gate's arguments: two saved reports and a threshold.
+/// The figure a gate decides on.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GateMetric {
+    /// Committed TPS under overload.
+    Tps,
+    /// Node CPU per committed transaction at the fixed rate.
+    Cpu,
+}
+
+/// The regression gate's arguments.
 #[derive(Debug, Args)]
 pub struct GateArgs {
-    /// The report to gate against (written by `feth compare --json`).
-    #[arg(long, value_name = "OLD.json", requires_all = ["candidate", "max_regression"])]
-    baseline: Option<PathBuf>,
-    /// The report of the change.
-    #[arg(long, value_name = "NEW.json", requires = "baseline")]
+    /// Gate a saved report (written by `feth compare --json`): on its own
+    /// interleaved pairing, its --step (default: the last) against its first.
+    #[arg(long, value_name = "NEW.json", requires = "max_regression")]
     candidate: Option<PathBuf>,
-    /// Largest drop of mean committed TPS that passes, percent of the baseline's.
-    #[arg(long, value_name = "PCT", requires = "baseline")]
+    /// A separate baseline report, used only when the candidate has no
+    /// pairing (one step): then an unpaired Welch comparison, which says so.
+    #[arg(long, value_name = "OLD.json", requires = "candidate")]
+    baseline: Option<PathBuf>,
+    /// Largest worsening that passes, percent. In run mode: gate the run's
+    /// last step against its first once it is measured.
+    #[arg(long, value_name = "PCT")]
     max_regression: Option<f64>,
-    /// The step compared in both reports [default: the last step of each: `all`
-    /// of a patch ladder, `b` of two builds].
-    #[arg(long, value_name = "NAME", requires = "baseline")]
+    /// The figure the gate decides on.
+    #[arg(long, value_enum, default_value = "tps")]
+    gate_metric: GateMetric,
+    /// The candidate step [default: the last step: `b` of two builds].
+    #[arg(long, value_name = "NAME")]
     step: Option<String>,
-    /// Compare reports measured under different conditions (CPU, cores, gas
-    /// limit, block time, …) anyway, with the differences as warnings.
+    /// Compare two reports measured under different conditions anyway, with
+    /// the differences as warnings.
     #[arg(long, requires = "baseline")]
     force: bool,
 }
 
 /// Runs `feth compare`.
 pub async fn run(args: CompareArgs) -> Result<()> {
-    if args.gate.baseline.is_some() {
-        return run_gate(args).await;
+    if let Some(candidate) = &args.gate.candidate {
+        let candidate = CompareReport::read(candidate)?;
+        let baseline = args
+            .gate
+            .baseline
+            .as_deref()
+            .map(CompareReport::read)
+            .transpose()?;
+        return decide(&args, baseline.as_ref(), &candidate);
     }
     let cfg = compare_config(&args)?;
     let report = compare::run::run(&cfg).await?;
@@ -76,59 +106,84 @@ pub async fn run(args: CompareArgs) -> Result<()> {
     }
     emit(args.json, &report, |out| {
         write!(out, "{}", render::table(&report))
-    })
-}
-
-/// Gate mode: two saved reports and a threshold.
-async fn run_gate(args: CompareArgs) -> Result<()> {
-    let g = &args.gate;
-    let (Some(baseline), Some(candidate), Some(max_regression_pct)) =
-        (&g.baseline, &g.candidate, g.max_regression)
-    else {
-        bail!(
-            "feth compare needs --baseline OLD.json --candidate NEW.json --max-regression PCT \
-             (two reports written by `feth compare --json`) to gate a change"
-        );
-    };
-    let cfg = GateConfig {
-        max_regression_pct,
-        step: g.step.clone(),
-        force: g.force,
-    };
-    let baseline = CompareReport::read(baseline)?;
-    let candidate = CompareReport::read(candidate)?;
-    let verdict = compare::gate(&baseline, &candidate, &cfg)?;
-    if let Some(path) = &args.markdown {
-        write_markdown(path, &verdict, &baseline, &candidate)?;
-    }
-    emit(args.json, &verdict, |out| {
-        write!(out, "{}", verdict.describe())
     })?;
-    if !verdict.outcome.passes() {
-        return Err(Exit {
-            status: REGRESSION_STATUS,
-            message: format!(
-                "regression: committed TPS fell {:.1} %, more than the {} % allowed (exit status {REGRESSION_STATUS})",
-                -verdict.change_pct, verdict.max_regression_pct
-            ),
-        }
-        .into());
+    if args.gate.max_regression.is_some() {
+        // The report is out (stdout); the verdict goes to stderr.
+        return decide_quietly(&args, &report);
     }
     Ok(())
 }
 
-/// Writes the verdict and both reports' tables as Markdown to `path`.
-fn write_markdown(
-    path: &Path,
-    verdict: &GateVerdict,
-    baseline: &CompareReport,
+fn gate_config(args: &CompareArgs) -> Result<GateConfig> {
+    let Some(pct) = args.gate.max_regression else {
+        bail!("the gate needs --max-regression PCT");
+    };
+    Ok(GateConfig {
+        max_regression_pct: pct,
+        step: args.gate.step.clone(),
+        metric: match args.gate.gate_metric {
+            GateMetric::Tps => Metric::Tps,
+            GateMetric::Cpu => Metric::CpuPerTx,
+        },
+        force: args.gate.force,
+    })
+}
+
+/// Gate mode: the verdict on stdout (JSON with --json).
+fn decide(
+    args: &CompareArgs,
+    baseline: Option<&CompareReport>,
     candidate: &CompareReport,
 ) -> Result<()> {
+    let verdict =
+        undecidable_is_inconclusive(compare::gate(baseline, candidate, &gate_config(args)?))?;
+    if let Some(path) = &args.markdown {
+        write_markdown(path, &verdict, candidate)?;
+    }
+    emit(args.json, &verdict, |out| {
+        write!(out, "{}", verdict.describe())
+    })?;
+    exit_for(&verdict)
+}
+
+/// Run mode's gate: the verdict on stderr, after the report.
+fn decide_quietly(args: &CompareArgs, report: &CompareReport) -> Result<()> {
+    let verdict = undecidable_is_inconclusive(compare::gate(None, report, &gate_config(args)?))?;
+    eprint!("{}", verdict.describe());
+    exit_for(&verdict)
+}
+
+/// A gate the figures cannot decide exits as inconclusive, saying why.
+fn undecidable_is_inconclusive(verdict: Result<GateVerdict>) -> Result<GateVerdict> {
+    verdict.map_err(|e| match e.downcast::<Undecidable>() {
+        Ok(why) => Exit {
+            status: INCONCLUSIVE_STATUS,
+            message: format!("{why} (exit status {INCONCLUSIVE_STATUS})"),
+        }
+        .into(),
+        Err(e) => e,
+    })
+}
+
+fn exit_for(verdict: &GateVerdict) -> Result<()> {
+    let status = match verdict.outcome {
+        GateAnswer::Pass => return Ok(()),
+        GateAnswer::Regression => REGRESSION_STATUS,
+        GateAnswer::Inconclusive => INCONCLUSIVE_STATUS,
+    };
+    Err(Exit {
+        status,
+        message: format!("{} (exit status {status})", verdict.explanation),
+    }
+    .into())
+}
+
+/// Writes the verdict and the report's tables as Markdown to `path`.
+fn write_markdown(path: &Path, verdict: &GateVerdict, report: &CompareReport) -> Result<()> {
     let text = format!(
-        "{}\n#### candidate\n\n{}\n#### baseline\n\n{}",
+        "{}\n#### the comparison\n\n{}",
         verdict.markdown(),
-        render::markdown(candidate),
-        render::markdown(baseline)
+        render::markdown(report)
     );
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
@@ -138,7 +193,8 @@ fn write_markdown(
 #[derive(Debug, Args)]
 pub struct StepsArgs {
     /// Patch sets, cumulative: `none,+parallel-abci,+rwlock,all` (`+NAME`
-    /// adds to the step before, `-NAME` removes, a bare set starts afresh).
+    /// adds to the step before, `-NAME` removes, a bare set starts afresh;
+    /// a step named again, as in `all,all`, is measured again: A/A).
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["only", "build_a", "network"])]
     ladder: Option<String>,
     /// Each of these patches alone, against `none`: `fast-ecrecover,sender-cache`.
@@ -167,23 +223,40 @@ pub struct StepsArgs {
     /// With --network: its CometBFT RPC (else asked of the node).
     #[arg(long, value_name = "URL", requires = "network")]
     comet_rpc: Option<String>,
-    /// With --network: the step's name in the report (the gate matches it).
+    /// With --network: the step's name in the report.
     #[arg(long, default_value = "node", requires = "network")]
     name: String,
 }
 
-/// How every run is made.
+/// How the rounds are made.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Rounds: every step runs once per round, in alternating order.
-    #[arg(long, default_value_t = 2)]
-    repeat: usize,
-    /// Seconds measured at the knee per run.
-    #[arg(long, default_value_t = 60.0)]
+    /// Rounds: every step measured once per round, in alternating order (at
+    /// least 5 for a verdict) [default: 8; with --until-resolved: the most,
+    /// default 100, the budget bounding it].
+    #[arg(long, alias = "repeat")]
+    rounds: Option<usize>,
+    /// Seconds measured per window (each run measures two: saturation, fixed rate).
+    #[arg(long, default_value_t = 10.0)]
     seconds: f64,
-    /// Hold this offered rate (tx/s) in every run instead of searching the knee.
+    /// The fixed rate (tx/s) of the CPU-per-transaction windows [default:
+    /// 0.6 × the slowest step's knee].
     #[arg(long)]
     rate: Option<f64>,
+    /// The saturation windows' rate (the same for every step) over the
+    /// highest rate any step's search fell behind at.
+    #[arg(long, default_value_t = 1.25)]
+    overload: f64,
+    /// Changes smaller than this, percent, are "no change".
+    #[arg(long, value_name = "PCT", default_value_t = 2.0)]
+    floor: f64,
+    /// Add rounds until every step's intervals (TPS and CPU per transaction,
+    /// against the previous step) are within ±PCT, or --budget is spent.
+    #[arg(long, value_name = "PCT")]
+    until_resolved: Option<f64>,
+    /// With --until-resolved: the longest the whole comparison may take.
+    #[arg(long, default_value = "30m", requires = "until_resolved")]
+    budget: String,
     /// Funded senders per devnet (with --network: the first N of --keys).
     #[arg(long, default_value_t = 500)]
     senders: usize,
@@ -193,7 +266,7 @@ pub struct RunArgs {
     /// Block gas limit of every devnet.
     #[arg(long, default_value_t = crate::devnet::DEFAULT_BLOCK_GAS_LIMIT)]
     block_gas_limit: u64,
-    /// Blocks profiled per run, after its measured window (0: none).
+    /// Blocks profiled per step in the first round (0: none).
     #[arg(long, default_value_t = 3)]
     profile_blocks: u32,
     /// Skip the reference run of CometBFT's own kvstore application.
@@ -209,34 +282,64 @@ pub struct RunArgs {
 
 /// The steps and the kind of comparison the arguments ask for.
 fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
-    Ok(
-        match (&s.ladder, &s.only, &s.build_a, &s.build_b, &s.network) {
-            (Some(spec), ..) => (Kind::Patches, ladder::ladder(spec)?),
-            (_, Some(list), ..) => (Kind::Patches, ladder::only(list)?),
-            (_, _, Some(a), Some(b), _) => (
-                Kind::Builds,
-                ladder::builds(
-                    devnet::tools::build(a)?,
-                    devnet::tools::build(b)?,
-                    &s.patches,
-                ),
-            ),
-            (.., Some(_)) => (Kind::Live, vec![ladder::live(&s.name)]),
-            _ => bail!(
-                "say what to compare: --ladder SPEC, --only LIST, --build-a A --build-b B or \\
-             --network URL --keys FILE; or gate two reports with --baseline/--candidate"
-            ),
-        },
-    )
+    Ok(match (&s.ladder, &s.only, &s.build_a, &s.build_b, &s.network) {
+        (Some(spec), ..) => (Kind::Patches, ladder::ladder(spec)?),
+        (_, Some(list), ..) => (Kind::Patches, ladder::only(list)?),
+        (_, _, Some(a), Some(b), _) => (
+            Kind::Builds,
+            ladder::builds(devnet::tools::build(a)?, devnet::tools::build(b)?, &s.patches),
+        ),
+        (.., Some(_)) => (Kind::Live, vec![ladder::live(&s.name)]),
+        _ => bail!(
+            "say what to compare: --ladder SPEC, --only LIST, --build-a A --build-b B or \
+             --network URL --keys FILE; or gate a report with --candidate NEW.json --max-regression PCT"
+        ),
+    })
+}
+
+/// The search's defaults in a comparison: short steps, the doubling alone.
+fn compare_search_defaults() -> SearchConfig {
+    SearchConfig {
+        step_secs: 5.0,
+        resolution: 1.0,
+        ..SearchConfig::default()
+    }
 }
 
 fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
     let (kind, steps) = steps(&args.steps)?;
     let r = &args.runs;
-    if r.repeat == 0 || !(r.seconds > 0.0 && r.seconds.is_finite()) {
-        bail!("--repeat must be at least 1 and --seconds a positive number");
+    let default_rounds = if r.until_resolved.is_some() { 100 } else { 8 };
+    let rounds = r.rounds.unwrap_or(default_rounds);
+    if rounds == 0 || !(r.seconds > 0.0 && r.seconds.is_finite()) {
+        bail!("--rounds must be at least 1 and --seconds a positive number");
     }
-    let search = args.search.search_config();
+    if !(r.overload > 1.0 && r.overload.is_finite()) {
+        bail!(
+            "--overload must be above 1 (a rate above what the step commits), got {}",
+            r.overload
+        );
+    }
+    if !(0.0..50.0).contains(&r.floor) {
+        bail!(
+            "--floor must be a percentage from 0 to below 50, got {}",
+            r.floor
+        );
+    }
+    if let Some(rate) = r.rate.filter(|v| !(*v > 0.0 && v.is_finite())) {
+        bail!("--rate must be a positive number of tx/s, got {rate}");
+    }
+    let until_resolved = match r.until_resolved {
+        Some(pct) if !(pct > 0.0 && pct < 100.0) => {
+            bail!("--until-resolved must be a percentage above 0, got {pct}")
+        }
+        Some(pct) => Some((
+            pct / 100.0,
+            crate::units::parse_duration(&r.budget)?.as_secs_f64(),
+        )),
+        None => None,
+    };
+    let search = args.search.search_config_over(compare_search_defaults());
     search.validate()?;
     let live = match (&args.steps.network, &args.steps.keys) {
         (Some(web3), Some(keys)) => Some(LiveNode {
@@ -246,20 +349,27 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         }),
         _ => None,
     };
+    let warmup = args.search.warmup()?;
     Ok(CompareConfig {
         settings: Settings {
             kind,
             block_gas_limit: r.block_gas_limit,
             timeout_commit: r.timeout_commit.clone(),
             seconds: r.seconds,
-            repeat: r.repeat,
+            warmup_secs: warmup.as_secs_f64(),
+            rounds: 0,
             senders: r.senders,
             workload: "transfer".to_string(),
-            fixed_rate: r.rate,
+            overload: r.overload,
+            fixed_rate: 0.0,
+            floor: r.floor / 100.0,
+            search,
+            until_resolved,
         },
+        rate: r.rate,
+        max_rounds: rounds,
         steps,
-        search,
-        warmup: args.search.warmup()?,
+        warmup,
         profile_blocks: if live.is_some() { 0 } else { r.profile_blocks },
         reference: !r.no_reference && live.is_none(),
         live,

@@ -6,7 +6,8 @@
 //! (`+name` adds a patch, `-name` removes one):
 //! `none,+parallel-abci,+rwlock,all` is four steps, the last three
 //! cumulative. `--only a,b` is `none` and then each patch alone. Two builds
-//! are the steps `a` and `b`, each with its own abcid binary.
+//! are the steps `a` and `b`, each with its own abcid binary. A step named
+//! again (`all,all`) is measured again as `all#2`: an A/A comparison.
 
 use std::path::PathBuf;
 
@@ -47,10 +48,17 @@ pub fn ladder(spec: &str) -> Result<Vec<Step>> {
             None if token.starts_with('-') => relative(&steps, spec, token)?,
             None => token.to_string(),
         };
-        if steps.iter().any(|s| s.name == token) {
-            bail!("--ladder `{spec}` names the step `{token}` twice");
-        }
-        steps.push(Step::new(token, patches));
+        // A step named again is measured again, under its own name: `all,all`
+        // is an A/A comparison, the noise floor.
+        let repeats = steps
+            .iter()
+            .filter(|s| s.patches == patches && s.name.starts_with(token))
+            .count();
+        let name = match repeats {
+            0 => token.to_string(),
+            n => format!("{token}#{}", n + 1),
+        };
+        steps.push(Step::new(&name, patches));
     }
     at_least_two(steps, "--ladder")
 }
@@ -96,20 +104,6 @@ fn at_least_two(steps: Vec<Step>, flag: &str) -> Result<Vec<Step>> {
     Ok(steps)
 }
 
-/// The order of the runs: `repeat` rounds over the steps, every other round
-/// reversed (A B C, C B A, A B C …), so that a drift of the machine or of
-/// the chain over the run weighs on every step alike. Gives `(round, step)`.
-pub fn interleaved(steps: usize, repeat: usize) -> Vec<(usize, usize)> {
-    (0..repeat)
-        .flat_map(|round| {
-            (0..steps).map(move |i| {
-                let step = if round % 2 == 0 { i } else { steps - 1 - i };
-                (round, step)
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,7 +136,8 @@ mod tests {
         let err = |spec: &str| ladder(spec).unwrap_err().to_string();
         assert!(err("+rwlock,all").contains("starts with a relative step"));
         assert!(err("none,,all").contains("empty step"));
-        assert!(err("none,+rwlock,+rwlock").contains("twice"));
+        let aa = ladder("all,all").unwrap();
+        assert_eq!(names_and_sets(&aa), [("all", "all"), ("all#2", "all")]);
         assert!(err("all").contains("at least two"));
     }
 
@@ -166,24 +161,5 @@ mod tests {
         let steps = builds("/x/abcid".into(), "/y/abcid".into(), "all");
         assert_eq!(names_and_sets(&steps), [("a", "all"), ("b", "all")]);
         assert_eq!(steps[1].abcid.as_deref(), Some("/y/abcid".as_ref()));
-    }
-
-    #[test]
-    fn rounds_alternate_direction_and_run_every_step_once_each() {
-        assert_eq!(
-            interleaved(3, 3),
-            [
-                (0, 0),
-                (0, 1),
-                (0, 2),
-                (1, 2),
-                (1, 1),
-                (1, 0),
-                (2, 0),
-                (2, 1),
-                (2, 2)
-            ]
-        );
-        assert!(interleaved(4, 0).is_empty());
     }
 }

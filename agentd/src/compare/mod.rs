@@ -1,14 +1,18 @@
 //! `feth compare`: is the chain faster after a change, by how much, and is
 //! that more than noise?
 //!
-//! - [`ladder`]: the steps and the interleaved order of their runs.
-//! - [`run`]: running them (fresh devnets, knee, measurement), with [`etl`]
-//!   (a run's logs through the etl) and [`profile`] (profiled blocks,
-//!   differential flamegraphs).
-//! - [`report`]: the data model (machine, conditions, runs, per-step summaries).
-//! - [`summary`]: per-step statistics over the repeats, ratios paired by round.
-//! - [`render`]: the report as an aligned text table or GitHub Markdown.
-//! - [`gate`](mod@gate): the regression gate between a baseline and a candidate report;
+//! - [`ladder`]: the steps.
+//! - [`session`]: a step's node kept alive (paused between its windows)
+//!   across the rounds.
+//! - [`run`]: setting each step up once, then short interleaved rounds of
+//!   two windows each (saturation, fixed rate), with [`etl`] (a run's logs
+//!   through the etl) and [`profile`] (profiled blocks, differential
+//!   flamegraphs).
+//! - [`report`]: the data model (machine, conditions, setups, runs).
+//! - [`summary`]: per-step levels and paired log-ratios with Holm's verdicts
+//!   ([`crate::stats`]).
+//! - [`render`]: the report as aligned text tables or GitHub Markdown.
+//! - [`gate`](mod@gate): the regression gate's three answers;
 //!   [`verdict`]: what it decided, and why.
 
 pub mod etl;
@@ -18,6 +22,7 @@ pub mod profile;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod summary;
 pub mod verdict;
 
@@ -25,8 +30,6 @@ pub mod verdict;
 mod testing;
 
 pub use gate::{gate, GateConfig};
-pub use report::{
-    Change, CompareReport, Environment, Kind, ReferenceRun, Settings, StepRun, StepSummary,
-};
-pub use summary::summarise;
-pub use verdict::{GateVerdict, Outcome};
+pub use report::{CompareReport, Environment, Kind, ReferenceRun, Settings, StepRun, StepSetup};
+pub use summary::{summarise, Metric, StepSummary};
+pub use verdict::{GateVerdict, Pairing};

@@ -1,10 +1,14 @@
-//! A comparison report for people: an aligned text table for a terminal and
-//! the same as GitHub-flavoured Markdown for a CI comment, each followed by
-//! the reference line and the machine and conditions it was measured under.
+//! A comparison report for people: aligned text tables for a terminal and
+//! the same as GitHub-flavoured Markdown for a CI comment. The first table
+//! is the verdict (committed TPS and node CPU per transaction, each step
+//! against the one before it and against the first, every ratio with its
+//! interval); the second the other figures; then what the run could see
+//! (the minimum detectable effect), the reference and the conditions.
 
-use super::report::{Change, CompareReport, Kind, StepSummary};
-use crate::bench::stats::RatioEstimate;
+use super::report::{CompareReport, Kind};
+use super::summary::{Figure, Level, Metric, StepSummary};
 use crate::saturate::Clock;
+use crate::stats::LogRatio;
 
 /// How a column's cells line up.
 #[derive(Clone, Copy, PartialEq)]
@@ -13,29 +17,80 @@ enum Align {
     Right,
 }
 
-/// The table's columns: header and alignment.
-const COLUMNS: [(&str, Align); 11] = [
+/// A table: headers with their alignment, then rows of cells.
+struct Table {
+    columns: Vec<(&'static str, Align)>,
+    rows: Vec<Vec<String>>,
+}
+
+/// The verdict table's columns.
+const VERDICT: [(&str, Align); 9] = [
+    ("step", Align::Left),
+    ("committed tx/s (95 % CI)", Align::Right),
+    ("× previous (95 % CI)", Align::Right),
+    ("change", Align::Left),
+    ("× first (95 % CI)", Align::Right),
+    ("node µs/tx (95 % CI)", Align::Right),
+    ("× previous (95 % CI)", Align::Right),
+    ("change", Align::Left),
+    ("× first (95 % CI)", Align::Right),
+];
+
+/// The other figures' columns.
+const DETAIL: [(&str, Align); 9] = [
     ("step", Align::Left),
     ("patches", Align::Left),
-    ("committed tx/s median (min–max)", Align::Right),
-    ("mean (95 % CI)", Align::Right),
-    ("× previous (95 % CI)", Align::Right),
-    ("× first", Align::Right),
-    ("change", Align::Left),
+    ("latency p50 ms", Align::Right),
+    ("latency p99 ms", Align::Right),
+    ("Mgas/s", Align::Right),
     ("block p50/p95 ms", Align::Right),
     ("valid/invalid", Align::Right),
-    ("node µs/tx", Align::Right),
+    ("agent µs/tx", Align::Right),
     ("knee tx/s", Align::Right),
 ];
 
-/// The report as an aligned text table, then the reference, machine and conditions lines.
+/// The report as aligned text tables, then the lines below them.
 pub fn table(report: &CompareReport) -> String {
-    let rows: Vec<[String; 11]> = report.steps.iter().map(cells).collect();
-    let widths: Vec<usize> = (0..COLUMNS.len())
+    let mut out = Vec::new();
+    for t in tables(report) {
+        out.extend(aligned(&t));
+        out.push(String::new());
+    }
+    out.extend(footer(report));
+    out.join("\n") + "\n"
+}
+
+/// The report as GitHub-flavoured Markdown tables, then the lines below them.
+pub fn markdown(report: &CompareReport) -> String {
+    let mut out = Vec::new();
+    for t in tables(report) {
+        out.extend(github(&t));
+        out.push(String::new());
+    }
+    out.extend(footer(report).into_iter().map(|l| format!("{l}  ")));
+    out.join("\n") + "\n"
+}
+
+fn tables(report: &CompareReport) -> [Table; 2] {
+    [
+        Table {
+            columns: VERDICT.to_vec(),
+            rows: report.steps.iter().map(verdict_cells).collect(),
+        },
+        Table {
+            columns: DETAIL.to_vec(),
+            rows: report.steps.iter().map(detail_cells).collect(),
+        },
+    ]
+}
+
+fn aligned(t: &Table) -> Vec<String> {
+    let widths: Vec<usize> = (0..t.columns.len())
         .map(|c| {
-            rows.iter()
+            t.rows
+                .iter()
                 .map(|r| r[c].chars().count())
-                .chain([COLUMNS[c].0.chars().count()])
+                .chain([t.columns[c].0.chars().count()])
                 .max()
                 .unwrap_or(0)
         })
@@ -44,7 +99,7 @@ pub fn table(report: &CompareReport) -> String {
         let padded: Vec<String> = cells
             .iter()
             .zip(&widths)
-            .zip(COLUMNS)
+            .zip(&t.columns)
             .map(|((text, width), (_, align))| {
                 let pad = " ".repeat(width - text.chars().count());
                 match align {
@@ -57,86 +112,90 @@ pub fn table(report: &CompareReport) -> String {
     };
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
     let mut out = vec![
-        line(COLUMNS.iter().map(|(h, _)| *h).collect()),
+        line(t.columns.iter().map(|(h, _)| *h).collect()),
         rule.join("  "),
     ];
     out.extend(
-        rows.iter()
+        t.rows
+            .iter()
             .map(|r| line(r.iter().map(String::as_str).collect())),
     );
-    out.extend(footer(report));
-    out.join("\n") + "\n"
+    out
 }
 
-/// The report as a GitHub-flavoured Markdown table, then the reference, machine and
-/// conditions lines.
-pub fn markdown(report: &CompareReport) -> String {
+fn github(t: &Table) -> Vec<String> {
     let row = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
     let mut out = vec![
-        row(COLUMNS.iter().map(|(h, _)| h.to_string()).collect()),
-        row(COLUMNS
+        row(t.columns.iter().map(|(h, _)| h.to_string()).collect()),
+        row(t
+            .columns
             .iter()
-            .map(|(_, a)| match a {
-                Align::Left => "---".to_string(),
-                Align::Right => "---:".to_string(),
-            })
+            .map(|(_, a)| if *a == Align::Left { "---" } else { "---:" }.to_string())
             .collect()),
     ];
-    for step in &report.steps {
-        out.push(row(cells(step)
-            .iter()
-            .map(|c| c.replace('|', "\\|"))
-            .collect()));
+    for cells in &t.rows {
+        out.push(row(cells.iter().map(|c| c.replace('|', "\\|")).collect()));
     }
-    out.push(String::new());
-    for line in footer(report) {
-        out.push(format!("{line}  "));
-    }
-    out.join("\n") + "\n"
+    out
 }
 
-/// One step's cells, in the order of [`COLUMNS`].
-fn cells(s: &StepSummary) -> [String; 11] {
-    let m = &s.committed_tps_mean;
-    let mean = match (m.ci95_low, m.ci95_high) {
-        (Some(low), Some(high)) => format!("{} ({}–{})", tps(m.mean), tps(low), tps(high)),
-        _ => format!("{} (one run)", tps(m.mean)),
+fn verdict_cells(s: &StepSummary) -> Vec<String> {
+    let mut cells = vec![s.step.clone()];
+    for metric in [Metric::Tps, Metric::CpuPerTx] {
+        let f = s.figure(metric);
+        let digits = if metric == Metric::Tps { 0 } else { 1 };
+        cells.push(
+            f.and_then(|f| f.level)
+                .map_or("—".into(), |l| level(&l, digits)),
+        );
+        cells.push(
+            f.and_then(|f| f.vs_previous)
+                .map_or("—".into(), |r| ratio(&r)),
+        );
+        cells.push(f.map_or("—", |f| f.change.words()).to_string());
+        cells.push(f.and_then(|f| f.vs_first).map_or("—".into(), |r| ratio(&r)));
+    }
+    cells
+}
+
+fn detail_cells(s: &StepSummary) -> Vec<String> {
+    let lvl = |m: Metric, scale: f64, digits: usize| {
+        s.figure(m)
+            .and_then(|f| f.level)
+            .map_or("—".to_string(), |l| level(&scaled(&l, scale), digits))
     };
-    [
+    vec![
         s.step.clone(),
         s.patches.clone(),
-        format!(
-            "{} ({}–{})",
-            tps(s.committed_tps_median),
-            tps(s.committed_tps_min),
-            tps(s.committed_tps_max)
-        ),
-        mean,
-        s.vs_previous.as_ref().map_or("—".to_string(), ratio),
-        s.vs_first
-            .as_ref()
-            .map_or("—".to_string(), |r| format!("{:.3}", r.mean)),
-        change_words(s.change).to_string(),
+        lvl(Metric::LatencyP50, 1.0, 0),
+        lvl(Metric::LatencyP99, 1.0, 0),
+        lvl(Metric::GasPerSec, 1e-6, 1),
         format!("{:.0}/{:.0}", s.block_time_p50_ms, s.block_time_p95_ms),
         format!(
             "{}/{}",
             s.valid,
             s.invalid.map_or("?".to_string(), |i| i.to_string())
         ),
-        s.node_cpu_us_per_tx
-            .map_or("?".to_string(), |us| format!("{us:.1}")),
+        format!("{:.1}", s.agent_cpu_us_per_tx),
         s.knee_tps.map_or("—".to_string(), tps),
     ]
 }
 
-/// What a step's change says, in words a reader cannot miss.
-fn change_words(change: Change) -> &'static str {
-    match change {
-        Change::First => "(first)",
-        Change::Gain => "gain",
-        Change::Loss => "LOSS",
-        Change::NoClearChange => "no gain beyond noise",
-        Change::OneRun => "one round: untested",
+fn scaled(l: &Level, k: f64) -> Level {
+    Level {
+        mean: l.mean * k,
+        low: l.low.map(|v| v * k),
+        high: l.high.map(|v| v * k),
+        rounds: l.rounds,
+    }
+}
+
+/// `2,351 (2,310–2,393)`, or the mean alone with one round.
+fn level(l: &Level, digits: usize) -> String {
+    let n = |v: f64| format!("{v:.digits$}");
+    match (l.low, l.high) {
+        (Some(lo), Some(hi)) => format!("{} ({}–{})", n(l.mean), n(lo), n(hi)),
+        _ => format!("{} (1 round)", n(l.mean)),
     }
 }
 
@@ -149,28 +208,81 @@ pub(super) fn tps(value: f64) -> String {
     }
 }
 
-/// `1.500 (1.452–1.548)`, or the mean alone with one pair.
-fn ratio(r: &RatioEstimate) -> String {
-    match (r.ci95_low, r.ci95_high) {
-        (Some(low), Some(high)) => format!("{:.3} ({low:.3}–{high:.3})", r.mean),
-        _ => format!("{:.3}", r.mean),
+/// `1.500 (1.452–1.548)`, or the ratio alone with one round.
+fn ratio(r: &LogRatio) -> String {
+    match (r.low, r.high) {
+        (Some(low), Some(high)) => format!("{:.3} ({low:.3}–{high:.3})", r.ratio),
+        _ => format!("{:.3}", r.ratio),
     }
 }
 
-/// The reference, machine and conditions lines.
+/// What the run could see, the reference, machine and conditions lines.
 fn footer(report: &CompareReport) -> Vec<String> {
+    let mut lines = detectable(report);
+    lines.extend(lower_bounds(report));
+    lines.push(reference_line(report));
+    lines.extend(conditions(report));
+    lines
+}
+
+/// The minimum detectable effect of each comparison with the previous step.
+fn detectable(report: &CompareReport) -> Vec<String> {
+    let mde = |f: Option<&Figure>| {
+        f.and_then(|f| f.vs_previous)
+            .and_then(|r| r.mde.map(|m| (m, r.rounds, r.method)))
+    };
+    let mut lines = vec![format!(
+        "what this run could see (minimum detectable change against the previous step, α 0.05, power 0.8; floor {:.0} %):",
+        report.settings.floor * 100.0
+    )];
+    for s in report.steps.iter().skip(1) {
+        let part = |m: Metric| match mde(s.figure(m)) {
+            Some((v, n, method)) => {
+                format!("{} ±{:.1} % ({n} rounds, {method:?})", m.label(), v * 100.0)
+            }
+            None => format!("{} — (too few rounds)", m.label()),
+        };
+        lines.push(format!(
+            "  {}: {}; {}",
+            s.step,
+            part(Metric::Tps),
+            part(Metric::CpuPerTx)
+        ));
+    }
+    if let Some(why) = &report.stopped {
+        lines.push(format!("rounds: {why}"));
+    }
+    lines
+}
+
+/// Steps or runs whose saturation figure was only a lower bound.
+fn lower_bounds(report: &CompareReport) -> Vec<String> {
+    let mut lines: Vec<String> = report
+        .setups
+        .iter()
+        .filter_map(|s| {
+            s.lower_bound
+                .as_ref()
+                .map(|why| format!("warning: step {}: no knee ({why}); its saturation figures are lower bounds, kept out", s.step))
+        })
+        .collect();
+    for s in report.steps.iter().filter(|s| s.lower_bounds > 0) {
+        lines.push(format!(
+            "note: step {}: {} of {} runs kept up with the overload (lower bounds), kept out of its TPS",
+            s.step, s.lower_bounds, s.runs
+        ));
+    }
+    lines
+}
+
+fn conditions(report: &CompareReport) -> Vec<String> {
     let e = &report.environment;
     let s = &report.settings;
-    let ladder = match s.kind {
+    let kind = match s.kind {
         Kind::Patches => "patch-set ladder",
         Kind::Builds => "two builds",
         Kind::Live => "one running node",
     };
-    let rate = s
-        .fixed_rate
-        .map_or("knee searched per run".to_string(), |r| {
-            format!("fixed rate {} tx/s", tps(r))
-        });
     let mut clocks: Vec<Clock> = Vec::new();
     for c in report.runs.iter().map(|r| r.measure.clock) {
         if !clocks.contains(&c) {
@@ -179,23 +291,20 @@ fn footer(report: &CompareReport) -> Vec<String> {
     }
     let clocks: Vec<&str> = clocks.into_iter().map(clock_words).collect();
     vec![
-        reference_line(report),
         format!(
             "machine: {}, {} cores, {:.1} GiB, host {}, kernel {}; feth {}, CometBFT {}",
-            e.cpu_model,
-            e.cores,
-            e.memory_gib,
-            e.host,
-            e.kernel,
-            e.feth_version,
-            e.cometbft_version
+            e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version, e.cometbft_version
         ),
         format!(
-            "conditions: {ladder}, gas limit {}, timeout_commit {}, {} s per run, {} repeats interleaved, {} senders, workload {}, {rate}; clock: {}; {:.1} min in all",
+            "conditions: {kind}, gas limit {}, timeout_commit {}, {} rounds interleaved, per run {} s at {:.2} × the highest rate a step fell behind at and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
             s.block_gas_limit,
             s.timeout_commit,
+            s.rounds,
             s.seconds,
-            s.repeat,
+            s.overload,
+            s.seconds,
+            tps(s.fixed_rate),
+            s.warmup_secs,
             s.senders,
             s.workload,
             if clocks.is_empty() { "none".to_string() } else { clocks.join(" + ") },
@@ -220,12 +329,12 @@ fn reference_line(report: &CompareReport) -> String {
     let best = report
         .steps
         .iter()
-        .max_by(|a, b| a.committed_tps_median.total_cmp(&b.committed_tps_median));
-    match best.and_then(|b| b.ratio_to_reference.map(|share| (b, share))) {
+        .filter_map(|s| Some((s, s.ratio_to_reference?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    match best {
         Some((b, share)) => format!(
-            "{ceiling}; best step {} at {} = {:.1} % of it",
+            "{ceiling}; best step {} at {:.1} % of it",
             b.step,
-            tps(b.committed_tps_median),
             share * 100.0
         ),
         None => ceiling,
@@ -243,158 +352,62 @@ fn clock_words(clock: Clock) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::{markdown, table};
-    use crate::compare::report::Kind;
-    use crate::compare::testing::{ladder, report};
-
-    /// The char column where `needle` starts in `line`.
-    fn column(line: &str, needle: &str) -> usize {
-        let byte = line
-            .find(needle)
-            .unwrap_or_else(|| panic!("{needle:?} not in {line:?}"));
-        line[..byte].chars().count()
-    }
+    use crate::compare::testing::ladder;
 
     #[test]
-    fn the_table_says_what_each_step_did_in_aligned_columns() {
+    fn the_table_says_what_each_step_did_with_intervals() {
         let text = table(&ladder());
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2 + 4 + 3, "{text}");
-        let (header, rule, rows) = (lines[0], lines[1], &lines[2..6]);
-        assert!(rule.chars().all(|c| c == '-' || c == ' '), "{rule}");
-        assert_eq!(rule.chars().count(), header.chars().count(), "{text}");
-        let first = [
-            "none",
-            "none",
-            "100 (90–110)",
-            "100 (75–125)",
-            "—",
-            "—",
-            "(first)",
-        ];
-        let gain = [
-            "+parallel",
-            "150 (135–165)",
-            "1.500 (1.500–1.500)",
-            "1.500",
-            "gain",
-        ];
-        let flat = [
-            "+rwlock",
-            "1.002 (0.918–1.086)",
-            "no gain beyond noise",
-            "9000/0",
-        ];
-        let loss = [
-            "all",
-            "120 (108–132)",
-            "0.799 (0.732–0.865)",
-            "1.200",
-            "LOSS",
-        ];
-        for (row, cells) in rows.iter().zip([&first[..], &gain, &flat, &loss]) {
-            for cell in cells {
-                assert!(row.contains(cell), "{cell:?} not in {row:?}");
-            }
-            assert!(row.contains("510/620") && row.contains("250.0"), "{row}");
-        }
-        // Left-aligned columns start, right-aligned ones end, where their header does.
+        let (header, rows) = (lines[0], &lines[2..6]);
+        assert!(header.starts_with("step") && header.contains("× previous (95 % CI)"));
+        assert!(
+            rows[0].starts_with("none") && rows[0].contains("(first)"),
+            "{}",
+            rows[0]
+        );
+        assert!(
+            rows[1].contains("1.500 (1.500–1.500)") && rows[1].contains("gain"),
+            "{}",
+            rows[1]
+        );
+        assert!(
+            rows[3].contains("0.800 (0.800–0.800)") && rows[3].contains("LOSS"),
+            "{}",
+            rows[3]
+        );
+        // Every row as wide as the header: the columns line up.
         for row in rows {
-            assert_eq!(
-                column(row, "510/620"),
-                column(header, "block p50/p95 ms") + 16 - 7
-            );
             assert_eq!(row.chars().count(), header.chars().count(), "{row}");
         }
-        let change = column(header, "change");
-        for (row, word) in rows.iter().zip(["(first)", "gain", "no gain", "LOSS"]) {
-            assert_eq!(column(row, word), change, "{row}");
-        }
-        assert_eq!(
-            lines[6],
-            "reference: cometbft kvstore commits 1000 tx/s (knee 1050); best step +rwlock at 150 = 15.0 % of it"
-        );
-        assert!(
-            lines[7].starts_with("machine: Test CPU @ 2.0GHz, 2 cores, 7.8 GiB"),
-            "{}",
-            lines[7]
-        );
         for part in [
-            "gas limit 150000000",
-            "timeout_commit 500ms",
-            "20 s per run",
-            "3 repeats interleaved",
-            "knee searched per run",
+            "what this run could see",
+            "+rwlock: committed tx/s ±",
+            "reference: cometbft kvstore commits 1000 tx/s",
+            "machine: Test CPU @ 2.0GHz, 2 cores",
+            "6 rounds interleaved",
             "clock: CometBFT header times",
         ] {
-            assert!(lines[8].contains(part), "{part:?} not in {}", lines[8]);
+            assert!(text.contains(part), "{part:?} not in\n{text}");
         }
     }
 
     #[test]
-    fn one_round_unknowns_and_a_fixed_rate_say_so() {
-        let mut r = report(Kind::Builds, &[("a", &[1234.0]), ("b", &[1300.0])], None);
-        r.settings.fixed_rate = Some(1500.0);
-        r.steps[1].invalid = None;
-        r.steps[1].node_cpu_us_per_tx = None;
-        r.steps[1].knee_tps = None;
-        let text = table(&r);
-        let b = text.lines().nth(3).unwrap_or_default();
-        for cell in [
-            "1300 (1300–1300)",
-            "1300 (one run)",
-            "1.053",
-            "one round: untested",
-        ] {
-            assert!(b.contains(cell), "{cell:?} not in {b:?}");
-        }
-        assert!(
-            b.contains("26000/?") && b.contains(" ? ") && b.ends_with('—'),
-            "{b}"
-        );
-        assert!(text.contains("reference: none measured"), "{text}");
-        assert!(
-            text.contains("two builds") && text.contains("fixed rate 1500 tx/s"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn markdown_is_a_github_table_with_the_same_content() {
+    fn markdown_is_github_tables_with_the_same_content() {
         let mut r = ladder();
         r.steps[0].step = "a|b".to_string();
         let text = markdown(&r);
         let lines: Vec<&str> = text.lines().collect();
-        let bars = |l: &str| l.replace("\\|", "").matches('|').count();
-        assert_eq!(bars(lines[0]), 12, "{text}");
-        assert_eq!(
-            lines[1],
-            "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"
-        );
         assert!(
-            lines[2].starts_with("| a\\|b | none | 100 (90–110) |"),
+            lines[1].starts_with("| --- | ---: | ---: | --- |"),
             "{}",
-            lines[2]
+            lines[1]
         );
+        assert!(lines[2].starts_with("| a\\|b |"), "{}", lines[2]);
         assert!(
-            lines[3].contains("| 1.500 (1.500–1.500) | 1.500 | gain |"),
+            lines[3].contains("| 1.500 (1.500–1.500) | gain |"),
             "{}",
             lines[3]
         );
-        assert!(
-            lines[4].contains("| no gain beyond noise |"),
-            "{}",
-            lines[4]
-        );
-        assert!(lines[5].contains("| LOSS |"), "{}", lines[5]);
-        assert!(lines[2..6].iter().all(|l| bars(l) == 12), "{text}");
-        assert_eq!(lines[6], "");
-        assert!(
-            lines[7].starts_with("reference: cometbft kvstore commits 1000 tx/s"),
-            "{text}"
-        );
-        assert!(
-            lines[9].starts_with("conditions: patch-set ladder"),
-            "{text}"
-        );
+        assert!(text.contains("| latency p50 ms |"), "{text}");
     }
 }

@@ -7,13 +7,13 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::etl::EtlFigures;
-use crate::bench::stats::{MeanEstimate, RatioEstimate};
-use crate::saturate::{Clock, StepMeasure};
+use super::summary::StepSummary;
+use crate::saturate::{SearchConfig, StepMeasure, WindowExtras};
 
 /// The report format this feth writes and reads.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
 
-/// A whole comparison: a ladder of steps, each run `repeat` times, interleaved.
+/// A whole comparison: a ladder of steps measured in interleaved rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
     /// Report format version ([`SCHEMA`]).
@@ -22,13 +22,18 @@ pub struct CompareReport {
     pub environment: Environment,
     /// The conditions every run shared.
     pub settings: Settings,
-    /// Every run, in the order it ran.
+    /// How each step was set up: its knee, searched once, and the rates its
+    /// rounds were measured at.
+    pub setups: Vec<StepSetup>,
+    /// Every run (one step in one round), in the order it ran.
     pub runs: Vec<StepRun>,
     /// One summary per step, in ladder order.
     pub steps: Vec<StepSummary>,
     /// CometBFT's own kvstore application under the same conditions: the
     /// consensus engine's ceiling on this machine, when it was measured.
     pub reference: Option<ReferenceRun>,
+    /// Why the rounds stopped, with `--until-resolved`.
+    pub stopped: Option<String>,
     /// Wall time of the whole comparison, seconds.
     pub wall_secs: f64,
 }
@@ -38,29 +43,21 @@ impl CompareReport {
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the report {}", path.display()))?;
-        let report: Self = serde_json::from_str(&text).with_context(|| {
+        let schema = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("schema").and_then(serde_json::Value::as_u64));
+        if let Some(schema) = schema.filter(|s| *s != u64::from(SCHEMA)) {
+            bail!(
+                "{} is a report of schema {schema}; this feth reads schema {SCHEMA}: measure again with this feth",
+                path.display()
+            );
+        }
+        serde_json::from_str(&text).with_context(|| {
             format!(
                 "{} is not a feth compare report (write one with `feth compare --json > FILE`)",
                 path.display()
             )
-        })?;
-        if report.schema != SCHEMA {
-            bail!(
-                "{} is a report of schema {}; this feth reads schema {SCHEMA}",
-                path.display(),
-                report.schema
-            );
-        }
-        Ok(report)
-    }
-
-    /// The committed TPS of every run of `step`, in the order they ran.
-    pub fn committed_tps(&self, step: &str) -> Vec<f64> {
-        self.runs
-            .iter()
-            .filter(|r| r.step == step)
-            .map(|r| r.measure.committed_tps)
-            .collect()
+        })
     }
 
     /// Names of the steps, in ladder order.
@@ -139,7 +136,8 @@ pub enum Kind {
     Live,
 }
 
-/// The conditions every run of a comparison shared.
+/// The conditions every run of a comparison shared: everything a second
+/// report must match to be compared with this one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// What the steps differ by.
@@ -148,19 +146,51 @@ pub struct Settings {
     pub block_gas_limit: u64,
     /// CometBFT `timeout_commit` of every devnet (e.g. `500ms`).
     pub timeout_commit: String,
-    /// Measured seconds per run.
+    /// Measured seconds per window (each run measures two windows).
     pub seconds: f64,
-    /// Runs per step.
-    pub repeat: usize,
+    /// Load before each measured window, seconds.
+    pub warmup_secs: f64,
+    /// Rounds run (each measures every step once).
+    pub rounds: usize,
     /// Sending accounts.
     pub senders: usize,
-    /// What each transaction does (`transfer`, `erc20`).
+    /// What each transaction does (`transfer`).
     pub workload: String,
-    /// The rate every run was offered, tx/s; `None`: each run searched its own knee.
-    pub fixed_rate: Option<f64>,
+    /// The saturation windows' offered rate over the highest rate any step's
+    /// search fell behind at (1.25: a quarter above the fastest step's
+    /// capacity); the same for every step.
+    pub overload: f64,
+    /// The rate of the fixed-rate window (node CPU per transaction, latency),
+    /// tx/s: given, or a share of the slowest step's knee.
+    pub fixed_rate: f64,
+    /// Changes smaller than this share are "no change" (0.02: 2 %).
+    pub floor: f64,
+    /// The knee search each step ran once.
+    pub search: SearchConfig,
+    /// `--until-resolved`: the half-width (share) every step's intervals
+    /// were driven to, and the budget in seconds.
+    pub until_resolved: Option<(f64, f64)>,
 }
 
-/// One run of one step.
+/// How one step was set up, once, before its rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSetup {
+    /// The step's name.
+    pub step: String,
+    /// The search's outcome in words (`knee at 2,000 tx/s …`).
+    pub search: String,
+    /// Highest rate kept up, when a knee was found.
+    pub knee_tps: Option<f64>,
+    /// Lowest rate it fell behind at.
+    pub behind_tps: Option<f64>,
+    /// The rate of the saturation windows (the same for every step).
+    pub overload_tps: f64,
+    /// Why the step's saturation figures are only lower bounds (no knee:
+    /// agent limited, maximum reached), kept out of every estimate.
+    pub lower_bound: Option<String>,
+}
+
+/// One run: one step measured in one round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRun {
     /// The step's name (`none`, `+rwlock`, `all`, or `a` / `b`).
@@ -171,17 +201,34 @@ pub struct StepRun {
     pub node: String,
     /// The round this run belongs to (0-based); a round runs every step once.
     pub round: usize,
-    /// The offered rate the run was measured at, when it searched its knee.
-    pub knee_tps: Option<f64>,
-    /// What the run measured.
+    /// The saturation window: committed TPS under the step's overload.
     pub measure: StepMeasure,
-    /// What the etl made of the node's logs over the measured window (runs
-    /// on a devnet of their own); its valid/invalid are the measure's.
+    /// The saturation window's latency and gas per second.
+    pub extras: WindowExtras,
+    /// Why this run's saturation figure is only a lower bound (it kept up
+    /// with the overload, or the step has no knee); kept out of estimates.
+    pub lower_bound: Option<String>,
+    /// The fixed-rate window: node CPU per transaction and latency at a rate
+    /// every step sustains.
+    pub fixed: Option<FixedWindow>,
+    /// What the etl made of the node's logs over the saturation window
+    /// (runs on a devnet of their own).
     pub etl: Option<EtlFigures>,
     /// The run's flamegraph, when profiled.
     pub flamegraph: Option<PathBuf>,
     /// Differential flamegraph against the previous step, when profiled.
     pub diff_flamegraph: Option<PathBuf>,
+}
+
+/// A window at the comparison's fixed rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixedWindow {
+    /// What it measured.
+    pub measure: StepMeasure,
+    /// Latency to commit and gas per second.
+    pub extras: WindowExtras,
+    /// Why its figures are kept out (the step fell behind the rate).
+    pub off_rate: Option<String>,
 }
 
 /// CometBFT's kvstore application measured under the same conditions.
@@ -193,67 +240,6 @@ pub struct ReferenceRun {
     pub knee_tps: Option<f64>,
     /// What the run measured.
     pub measure: StepMeasure,
-}
-
-/// What the step did against the one before it, from the paired ratios' 95 % interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Change {
-    /// The first step: what the others are compared with.
-    First,
-    /// Faster: the whole interval lies above 1.
-    Gain,
-    /// Slower: the whole interval lies below 1.
-    Loss,
-    /// The interval holds 1: no gain or loss beyond noise.
-    NoClearChange,
-    /// One round (or none) paired with the previous step: no interval, no verdict.
-    OneRun,
-}
-
-/// One step of the ladder over all its runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepSummary {
-    /// The step's name.
-    pub step: String,
-    /// The patch set abcid ran with.
-    pub patches: String,
-    /// Runs of the step.
-    pub runs: usize,
-    /// Median committed TPS over the runs.
-    pub committed_tps_median: f64,
-    /// Lowest committed TPS of a run.
-    pub committed_tps_min: f64,
-    /// Highest committed TPS of a run.
-    pub committed_tps_max: f64,
-    /// Mean committed TPS with its 95 % Student-t interval (from two runs on).
-    pub committed_tps_mean: MeanEstimate,
-    /// Committed TPS over the previous step's, paired within each round.
-    pub vs_previous: Option<RatioEstimate>,
-    /// Committed TPS over the first step's, paired within each round.
-    pub vs_first: Option<RatioEstimate>,
-    /// What `vs_previous` says.
-    pub change: Change,
-    /// Median over the runs of their median block interval, ms.
-    pub block_time_p50_ms: f64,
-    /// Median over the runs of their 95th percentile block interval, ms.
-    pub block_time_p95_ms: f64,
-    /// Valid transactions in all the runs' windows.
-    pub valid: u64,
-    /// Invalid transactions in all the runs' windows; `None` when a run could not tell.
-    pub invalid: Option<u64>,
-    /// Median node CPU per committed transaction over the runs that know it, µs.
-    pub node_cpu_us_per_tx: Option<f64>,
-    /// Median agent CPU per submitted transaction, µs.
-    pub agent_cpu_us_per_tx: f64,
-    /// Worst 99th percentile schedule lag of a run, ms: the agent kept up when it is small.
-    pub schedule_lag_p99_ms: f64,
-    /// Median offered rate the runs were measured at, when they searched their knee.
-    pub knee_tps: Option<f64>,
-    /// The clocks the runs' committed rates were computed with.
-    pub clocks: Vec<Clock>,
-    /// Median committed TPS over the reference's, when a reference ran.
-    pub ratio_to_reference: Option<f64>,
 }
 
 #[cfg(test)]

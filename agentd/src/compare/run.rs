@@ -1,37 +1,58 @@
-//! Running a comparison: every step's runs in interleaved rounds, each on a
-//! fresh devnet of its own, then the reference ceiling, the summaries and
-//! the differential flamegraphs.
+//! Running a comparison: each step set up once, then many short interleaved
+//! rounds, then the reference ceiling, the summaries and the differential
+//! flamegraphs.
 //!
-//! A run: start a devnet with the step's patch set (or build), fund the
-//! senders, find the knee by the saturation search (or take the fixed
-//! rate), measure `seconds` at that rate, profile a few blocks under the
-//! same load, and put the node's logs through the etl.
+//! **Setup, once per step.** A devnet of its own (funded senders, warm
+//! caches) and one saturation search. The search only places two operating
+//! points, so it is coarse (doubling the rate until the chain falls behind):
+//! the step's *overload*, a rate above what it commits, and the comparison's
+//! *fixed rate*, a rate every step sustains.
+//!
+//! **A run: one step in one round, two windows.**
+//! - *Saturation*: one overload for every step (`overload` × the highest
+//!   rate any step's search fell behind at) for `seconds`; the chain commits
+//!   what it can, so committed TPS is a continuous measurement of its
+//!   capacity, not a point of the search's grid, and every step is offered
+//!   the same load. A window the chain kept up with is only a lower bound and
+//!   is kept out of the estimates. Gas per second comes from the same blocks.
+//! - *Fixed rate*: the same rate for every step, for `seconds`: node CPU
+//!   (CometBFT + abcid, schedstat ns) per committed transaction and latency
+//!   to commit, at one operating point: the low-noise view of a change.
+//!
+//! **Rounds.** Every step once per round, the order alternating (A B C,
+//! C B A, …), each step's node paused while the others are measured. With
+//! `until_resolved`, rounds go on until every step's intervals against the
+//! previous step (TPS and CPU per transaction) are within the target
+//! half-width, or the budget would be overrun, and the report says which.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{B256, U256};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::etl;
-use super::ladder::{interleaved, Step};
+use super::ladder::Step;
 use super::profile;
-use super::report::{CompareReport, Environment, ReferenceRun, Settings, StepRun};
+use super::report::{
+    CompareReport, Environment, FixedWindow, ReferenceRun, Settings, StepRun, StepSetup,
+};
+use super::session::StepNode;
+use super::summary::{summarise, Metric, Rounds};
 use crate::accounts::KeySet;
-use crate::devnet::{self, Devnet};
-use crate::eth::EthClient;
+use crate::devnet;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
 use crate::progress;
-use crate::saturate::{
-    find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, Verdict,
-};
+use crate::saturate::{find_knee, EvmProbe, Outcome, Probe, SearchConfig, SearchEvent, Verdict};
+use crate::stats::MIN_ROUNDS;
 
 /// Seconds of load under the profiled blocks.
 const PROFILE_SECS: f64 = 5.0;
+/// The fixed rate, as a share of the lowest rate any step was seen to keep up with.
+pub const FIXED_SHARE: f64 = 0.6;
 
 /// A running node to measure instead of fresh devnets: one's own fullnode,
-/// measured as it is (one step, `repeat` runs at its knee).
+/// measured as it is (one step).
 #[derive(Debug, Clone)]
 pub struct LiveNode {
     /// web3 endpoint.
@@ -49,13 +70,17 @@ pub struct CompareConfig {
     pub steps: Vec<Step>,
     /// Measure this node rather than fresh devnets.
     pub live: Option<LiveNode>,
-    /// What the report records (gas limit, block time, seconds, repeats …).
+    /// What the report records; `fixed_rate` is filled in once chosen and
+    /// `rounds` once run.
     pub settings: Settings,
-    /// The saturation search of every run (unless `settings.fixed_rate`).
-    pub search: SearchConfig,
-    /// Load before every measured window (search steps included).
+    /// The fixed rate given (`--rate`); else [`FIXED_SHARE`] of the lowest
+    /// rate kept up.
+    pub rate: Option<f64>,
+    /// Rounds at most (the rounds to run without `until_resolved`).
+    pub max_rounds: usize,
+    /// Load before every measured window.
     pub warmup: Duration,
-    /// Blocks profiled per run (0: none).
+    /// Blocks profiled per step in the first round (0: none).
     pub profile_blocks: u32,
     /// Measure CometBFT's kvstore ceiling too.
     pub reference: bool,
@@ -71,40 +96,324 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let started = Instant::now();
     let (work, _) = devnet::scratch_dir()?;
     let out = cfg.out.join(format!("compare-{}", unix_seconds()));
-    let order = interleaved(cfg.steps.len(), cfg.settings.repeat);
-    let bar = progress_bar(cfg.progress, order.len() + usize::from(cfg.reference));
-    let mut runs = Vec::with_capacity(order.len());
-    for (k, &(round, i)) in order.iter().enumerate() {
-        let step = &cfg.steps[i];
-        bar.set_message(format!("round {round}, step {}", step.name));
-        let dir = work.path().join(format!("run-{k}"));
-        let run = match &cfg.live {
-            Some(node) => live_run(cfg, node, step, round, &bar).await,
-            None => one_run(cfg, step, round, &dir, &out, &bar).await,
-        };
-        let run = run.with_context(|| format!("step {} (round {round})", step.name))?;
-        report_line(&bar, &run);
-        runs.push(run);
-        bar.inc(1);
-    }
-    let reference = if cfg.reference {
-        bar.set_message("reference: CometBFT kvstore");
-        let r = reference(cfg, &work.path().join("kvstore"), &bar).await?;
-        bar.inc(1);
-        Some(r)
-    } else {
-        None
+    let bar = progress_bar(cfg.progress);
+    let (mut nodes, setups) = set_up(cfg, work.path(), &bar).await?;
+    let mut settings = cfg.settings.clone();
+    settings.fixed_rate = fixed_rate(cfg.rate, &setups)?;
+    let mut runs = Vec::new();
+    let mut rounds = 0;
+    let stopped = loop {
+        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, rounds, started) {
+            break why;
+        }
+        for i in round_order(cfg.steps.len(), rounds) {
+            let step = &cfg.steps[i];
+            bar.set_message(format!("round {}, step {}", rounds + 1, step.name));
+            let run = one_run(
+                cfg,
+                &settings,
+                &setups[i],
+                &mut nodes[i],
+                step,
+                rounds,
+                &out,
+                &bar,
+            )
+            .await
+            .with_context(|| format!("step {} (round {})", step.name, rounds + 1))?;
+            report_line(&bar, &run);
+            runs.push(run);
+        }
+        rounds += 1;
+    };
+    settings.rounds = rounds;
+    drop(nodes);
+    let reference = match cfg.reference {
+        true => Some(reference(cfg, &settings, &work.path().join("kvstore"), &bar).await?),
+        false => None,
     };
     bar.finish_and_clear();
     diff_flamegraphs(&mut runs, &cfg.steps, &out)?;
-    let ladder: Vec<String> = cfg.steps.iter().map(|s| s.name.clone()).collect();
+    let measured = Rounds {
+        setups,
+        runs,
+        ladder: cfg.steps.iter().map(|s| s.name.clone()).collect(),
+        stopped,
+    };
     CompareReport::assemble(
         Environment::detect(devnet::tools::cometbft_version()),
-        cfg.settings.clone(),
-        runs,
-        &ladder,
+        settings,
+        measured,
         reference,
         started.elapsed().as_secs_f64(),
+    )
+}
+
+/// Every step's node, started, funded and searched once, then paused.
+async fn set_up(
+    cfg: &CompareConfig,
+    work: &Path,
+    bar: &ProgressBar,
+) -> Result<(Vec<StepNode>, Vec<StepSetup>)> {
+    let (mut nodes, mut setups) = (Vec::new(), Vec::new());
+    for (k, step) in cfg.steps.iter().enumerate() {
+        bar.set_message(format!("setting up step {}", step.name));
+        let mut node = match &cfg.live {
+            Some(l) => {
+                StepNode::live(&l.web3, l.comet_rpc.clone(), l.keys.clone(), cfg.warmup).await
+            }
+            None => {
+                StepNode::start(
+                    step,
+                    &cfg.settings,
+                    cfg.warmup,
+                    &work.join(format!("step-{k}")),
+                )
+                .await
+            }
+        }
+        .with_context(|| format!("setting up step {}", step.name))?;
+        let setup = search(&cfg.settings.search, step, &mut node.probe, bar)
+            .await
+            .with_context(|| format!("searching step {}'s knee", step.name))?;
+        progress::println(bar, format!("step {}: {}", step.name, setup.search));
+        node.pause()?;
+        nodes.push(node);
+        setups.push(setup);
+    }
+    let highest = setups
+        .iter()
+        .map(|s| s.overload_tps)
+        .fold(cfg.settings.search.start_tps, f64::max);
+    for s in &mut setups {
+        s.overload_tps = highest * cfg.settings.overload;
+    }
+    Ok((nodes, setups))
+}
+
+/// The step's search, once: its knee, and in `overload_tps` the rate it fell
+/// behind at (the highest rate kept up without a knee), which
+/// [`set_up`] turns into the common overload.
+async fn search(
+    search: &SearchConfig,
+    step: &Step,
+    probe: &mut EvmProbe,
+    bar: &ProgressBar,
+) -> Result<StepSetup> {
+    let report = find_knee(probe, search, |event| {
+        if let SearchEvent::Starting { index, rate_tps } = event {
+            bar.set_message(format!(
+                "step {}: searching, {rate_tps:.0} tx/s (search step {})",
+                step.name,
+                index + 1
+            ));
+        }
+    })
+    .await?;
+    let kept = report
+        .steps
+        .iter()
+        .filter(|(_, v)| *v == Verdict::KeepsUp)
+        .map(|(m, _)| m.offered_tps)
+        .reduce(f64::max);
+    let (knee_tps, behind_tps, lower_bound) = match &report.outcome {
+        Outcome::KneeFound {
+            knee_tps,
+            behind_tps,
+            ..
+        } => (Some(*knee_tps), Some(*behind_tps), None),
+        Outcome::NoRateKeptUp => anyhow::bail!(
+            "no rate was kept up, not even {:.0} tx/s: lower --start",
+            search.start_tps
+        ),
+        other => (kept, None, Some(format!("{other:?}"))),
+    };
+    let base = behind_tps.or(kept).unwrap_or(search.start_tps);
+    Ok(StepSetup {
+        step: step.name.clone(),
+        search: match (knee_tps, behind_tps) {
+            (Some(k), Some(b)) => format!("kept up at {k:.0} tx/s, behind at {b:.0}"),
+            _ => format!("no knee: {:?}", report.outcome),
+        },
+        knee_tps,
+        behind_tps,
+        overload_tps: base,
+        lower_bound,
+    })
+}
+
+/// The rate given, or [`FIXED_SHARE`] of the lowest rate any step kept up.
+fn fixed_rate(given: Option<f64>, setups: &[StepSetup]) -> Result<f64> {
+    if let Some(rate) = given {
+        return Ok(rate);
+    }
+    setups
+        .iter()
+        .filter_map(|s| s.knee_tps)
+        .reduce(f64::min)
+        .map(|k| k * FIXED_SHARE)
+        .context("no step kept up with any rate: give the fixed rate with --rate")
+}
+
+/// The steps' order in `round`: forwards in even rounds, backwards in odd ones.
+pub fn round_order(steps: usize, round: usize) -> Vec<usize> {
+    let forward: Vec<usize> = (0..steps).collect();
+    match round % 2 {
+        0 => forward,
+        _ => forward.into_iter().rev().collect(),
+    }
+}
+
+/// Why no further round runs, if none should.
+fn stop_reason(
+    cfg: &CompareConfig,
+    settings: &Settings,
+    setups: &[StepSetup],
+    runs: &[StepRun],
+    rounds: usize,
+    started: Instant,
+) -> Option<Option<String>> {
+    let Some((target, budget)) = settings.until_resolved else {
+        return (rounds >= cfg.max_rounds).then_some(None);
+    };
+    if rounds >= MIN_ROUNDS {
+        let ladder: Vec<String> = cfg.steps.iter().map(|s| s.name.clone()).collect();
+        let widest = summarise(runs, &ladder, setups, None, settings.floor)
+            .ok()
+            .and_then(|s| widest_half_width(&s));
+        if let Some(w) = widest.filter(|w| *w <= target) {
+            return Some(Some(format!(
+                "resolved after {rounds} rounds: every interval within ±{:.1} % (widest ±{:.1} %)",
+                target * 100.0,
+                w * 100.0
+            )));
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let per_round = (rounds > 0).then(|| elapsed / rounds as f64);
+    let over_budget = per_round.is_some_and(|r| elapsed + r > budget);
+    if over_budget || rounds >= cfg.max_rounds {
+        return Some(Some(format!(
+            "budget spent after {rounds} rounds ({:.1} min): not every interval is within ±{:.1} %",
+            elapsed / 60.0,
+            target * 100.0
+        )));
+    }
+    None
+}
+
+/// The widest half-width of TPS and CPU per transaction against the
+/// previous step; `None` while one has no interval.
+fn widest_half_width(steps: &[super::summary::StepSummary]) -> Option<f64> {
+    let mut widest: f64 = 0.0;
+    for s in steps.iter().skip(1) {
+        for m in [Metric::Tps, Metric::CpuPerTx] {
+            let w = s.figure(m)?.vs_previous?.half_width()?;
+            widest = widest.max(w);
+        }
+    }
+    Some(widest)
+}
+
+/// One step in one round: resume, the two windows, profile (first round), pause.
+#[allow(clippy::too_many_arguments)]
+async fn one_run(
+    cfg: &CompareConfig,
+    settings: &Settings,
+    setup: &StepSetup,
+    node: &mut StepNode,
+    step: &Step,
+    round: usize,
+    out: &Path,
+    bar: &ProgressBar,
+) -> Result<StepRun> {
+    node.resume()?;
+    let (measure, extras) = node
+        .probe
+        .step_with_extras(setup.overload_tps, settings.seconds)
+        .await?;
+    let tolerance = settings.search.tolerance;
+    let lower_bound = setup.lower_bound.clone().or_else(|| {
+        (measure.committed_tps >= (1.0 - tolerance) * measure.offered_tps).then(|| {
+            format!(
+                "committed {:.0} of {:.0} tx/s offered: kept up, not saturated",
+                measure.committed_tps, measure.offered_tps
+            )
+        })
+    });
+    let (fixed, fixed_extras) = node
+        .probe
+        .step_with_extras(settings.fixed_rate, settings.seconds)
+        .await?;
+    let off_rate = (fixed.committed_tps < (1.0 - tolerance) * fixed.offered_tps).then(|| {
+        format!(
+            "committed {:.0} of {:.0} tx/s: behind the fixed rate",
+            fixed.committed_tps, fixed.offered_tps
+        )
+    });
+    let (etl, flamegraph) = match &node.net {
+        Some(net) => {
+            let etl =
+                etl::window(&net.state, measure.first_height + 1, measure.last_height).await?;
+            let flame = match round == 0 && cfg.profile_blocks > 0 {
+                true => profiled(cfg, node, step, setup.overload_tps, out, bar).await?,
+                false => None,
+            };
+            (Some(etl), flame)
+        }
+        None => (None, None),
+    };
+    node.pause()?;
+    let mut measure = measure;
+    if let Some(e) = &etl {
+        measure.valid = e.valid;
+        measure.invalid = Some(e.invalid);
+    }
+    Ok(StepRun {
+        step: step.name.clone(),
+        patches: step.patches.clone(),
+        node: node.version.clone(),
+        round,
+        measure,
+        extras,
+        lower_bound,
+        fixed: Some(FixedWindow {
+            measure: fixed,
+            extras: fixed_extras,
+            off_rate,
+        }),
+        etl,
+        flamegraph,
+        diff_flamegraph: None,
+    })
+}
+
+/// A few blocks profiled under the step's overload.
+async fn profiled(
+    cfg: &CompareConfig,
+    node: &mut StepNode,
+    step: &Step,
+    rate: f64,
+    out: &Path,
+    bar: &ProgressBar,
+) -> Result<Option<PathBuf>> {
+    let Some(net) = &node.net else {
+        return Ok(None);
+    };
+    let state = net.state.clone();
+    let out = out.join(file_name(&step.name));
+    let load = node.probe.step(rate, PROFILE_SECS);
+    Ok(
+        match profile::capture(&state, cfg.profile_blocks, &out, load).await? {
+            profile::Captured::Profiles(dir) => Some(dir),
+            profile::Captured::Nothing(why) => {
+                progress::println(
+                    bar,
+                    format!("warning: step {}: no flamegraph: {why}", step.name),
+                );
+                None
+            }
+        },
     )
 }
 
@@ -114,186 +423,26 @@ fn unix_seconds() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// One run of one step on a fresh devnet.
-async fn one_run(
+/// CometBFT's kvstore at its own knee, measured as long as one window.
+async fn reference(
     cfg: &CompareConfig,
-    step: &Step,
-    round: usize,
+    settings: &Settings,
     dir: &Path,
-    out: &Path,
     bar: &ProgressBar,
-) -> Result<StepRun> {
-    let settings = &cfg.settings;
-    let net = Devnet::start_private(dir, |o| {
-        o.patches = step.patches.clone();
-        o.timeout_commit = settings.timeout_commit.clone();
-        o.block_gas_limit = settings.block_gas_limit;
-        o.abcid = step.abcid.clone();
-    })
-    .await
-    .context("starting the devnet")?;
-    let client = EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
-    let node: String = client
-        .call("web3_clientVersion", serde_json::json!([]))
-        .await?;
-    let keys = fund(&client, &net, settings.senders, dir).await?;
-    let mut probe = EvmProbe::connect(probe_config(&net, keys, cfg.warmup)).await?;
-    let (knee_tps, rate) = rate_of(cfg, &mut probe, bar).await?;
-    bar.set_message(format!("round {round}, step {}: {rate:.0} tx/s", step.name));
-    let mut measure = probe.step(rate, settings.seconds).await?;
-    let etl = etl::window(&net.state, measure.first_height + 1, measure.last_height).await?;
-    measure.valid = etl.valid;
-    measure.invalid = Some(etl.invalid);
-    let flamegraph = if cfg.profile_blocks > 0 {
-        let out = out.join(format!("{}-round{round}", file_name(&step.name)));
-        let load = probe.step(rate, PROFILE_SECS);
-        match profile::capture(&net.state, cfg.profile_blocks, &out, load).await? {
-            profile::Captured::Profiles(dir) => Some(dir),
-            profile::Captured::Nothing(why) => {
-                progress::println(
-                    bar,
-                    format!(
-                        "warning: round {round}, step {}: no flamegraph: {why}",
-                        step.name
-                    ),
-                );
-                None
-            }
-        }
-    } else {
-        None
-    };
-    Ok(StepRun {
-        step: step.name.clone(),
-        patches: step.patches.clone(),
-        node,
-        round,
-        knee_tps,
-        measure,
-        etl: Some(etl),
-        flamegraph,
-        diff_flamegraph: None,
-    })
-}
-
-/// One run on a live node: its knee, then `seconds` measured at it.
-async fn live_run(
-    cfg: &CompareConfig,
-    node: &LiveNode,
-    step: &Step,
-    round: usize,
-    bar: &ProgressBar,
-) -> Result<StepRun> {
-    let client = EthClient::new(&node.web3, Duration::from_secs(10))?;
-    let version: String = client
-        .call("web3_clientVersion", serde_json::json!([]))
-        .await?;
-    let mut probe = EvmProbe::connect(EvmProbeConfig {
-        comet_rpc: node.comet_rpc.clone(),
-        warmup: cfg.warmup,
-        ..EvmProbeConfig::new(vec![node.web3.clone()], node.keys.clone())
-    })
-    .await?;
-    let (knee_tps, rate) = rate_of(cfg, &mut probe, bar).await?;
-    let measure = probe.step(rate, cfg.settings.seconds).await?;
-    Ok(StepRun {
-        step: step.name.clone(),
-        patches: step.patches.clone(),
-        node: version,
-        round,
-        knee_tps,
-        measure,
-        etl: None,
-        flamegraph: None,
-        diff_flamegraph: None,
-    })
-}
-
-/// The senders, funded from the devnet's root account.
-async fn fund(client: &EthClient, net: &Devnet, senders: usize, dir: &Path) -> Result<KeySet> {
-    let root = crate::keys::read_key_file(&net.state.root_key())?;
-    let (keys, _) = crate::fund::fund_seeded(
-        client,
-        &root,
-        B256::repeat_byte(12),
-        senders,
-        U256::from(10u64).pow(U256::from(20u64)),
-        &dir.join("keys.txt"),
-    )
-    .await
-    .context("funding the senders")?;
-    Ok(keys)
-}
-
-fn probe_config(net: &Devnet, keys: KeySet, warmup: Duration) -> EvmProbeConfig {
-    let pids = [net.state.abcid_pid, net.state.cometbft_pid];
-    EvmProbeConfig {
-        comet_rpc: Some(net.state.rpc_url()),
-        node_pids: pids.into_iter().flatten().collect(),
-        warmup,
-        ..EvmProbeConfig::new(vec![net.state.web3_url()], keys)
-    }
-}
-
-/// The knee found (`None` with a fixed rate, or when the search found none)
-/// and the rate to measure at.
-async fn rate_of(
-    cfg: &CompareConfig,
-    probe: &mut impl Probe,
-    bar: &ProgressBar,
-) -> Result<(Option<f64>, f64)> {
-    if let Some(rate) = cfg.settings.fixed_rate {
-        return Ok((None, rate));
-    }
-    let search = find_knee(probe, &cfg.search, |event| {
-        if let SearchEvent::Starting { index, rate_tps } = event {
-            bar.set_message(format!(
-                "searching the knee: step {}, {rate_tps:.0} tx/s",
-                index + 1
-            ));
-        }
-    })
-    .await?;
-    let kept_up = search
-        .steps
-        .iter()
-        .filter(|(_, v)| *v == Verdict::KeepsUp)
-        .map(|(m, _)| m.offered_tps)
-        .reduce(f64::max);
-    match (&search.outcome, kept_up) {
-        (Outcome::KneeFound { knee_tps, .. }, _) => Ok((Some(*knee_tps), *knee_tps)),
-        (Outcome::NoRateKeptUp, _) | (_, None) => anyhow::bail!(
-            "no rate was kept up ({:?}): lower --start, or use --rate",
-            search.outcome
-        ),
-        // No knee: the highest rate kept up is a lower bound, measured as
-        // such; the run records no knee.
-        (outcome, Some(kept)) => {
-            warn(
-                bar,
-                &format!(
-                    "no knee found ({outcome:?}); measuring at the highest rate kept up, {kept:.0} tx/s (a lower bound)"
-                ),
-            );
-            Ok((None, kept))
-        }
-    }
-}
-
-fn warn(bar: &ProgressBar, line: &str) {
-    progress::println(bar, format!("warning: {line}"));
-}
-
-/// CometBFT's kvstore at its own knee, measured as long as every step.
-async fn reference(cfg: &CompareConfig, dir: &Path, bar: &ProgressBar) -> Result<ReferenceRun> {
+) -> Result<ReferenceRun> {
+    bar.set_message("reference: CometBFT kvstore");
     let mut kv = KvReferenceConfig::new(dir);
-    kv.node.timeout_commit = cfg.settings.timeout_commit.clone();
+    kv.node.timeout_commit = settings.timeout_commit.clone();
     kv.warmup = cfg.warmup;
     let mut probe = KvProbe::start(kv)
         .await
         .context("starting the kvstore reference node")?;
-    let (knee_tps, rate) = rate_of(cfg, &mut probe, bar).await?;
-    let measure = probe.step(rate, cfg.settings.seconds).await?;
+    let report = find_knee(&mut probe, &settings.search, |_| {}).await?;
+    let (knee_tps, rate) = match report.outcome {
+        Outcome::KneeFound { knee_tps, .. } => (Some(knee_tps), knee_tps),
+        other => anyhow::bail!("the kvstore reference found no knee: {other:?}"),
+    };
+    let measure = probe.step(rate, settings.seconds).await?;
     Ok(ReferenceRun {
         app: "cometbft kvstore".to_string(),
         knee_tps,
@@ -301,44 +450,42 @@ async fn reference(cfg: &CompareConfig, dir: &Path, bar: &ProgressBar) -> Result
     })
 }
 
-/// Each run's profiles against those of the step before it in the same
-/// round: `<out>/<step>-round<r>-diff.svg`.
+/// Each step's first-round profile against the step before it:
+/// `<out>/<step>-diff.svg`.
 fn diff_flamegraphs(runs: &mut [StepRun], steps: &[Step], out: &Path) -> Result<()> {
-    for i in 0..runs.len() {
-        let (round, name) = (runs[i].round, runs[i].step.clone());
-        let Some(pos) = steps.iter().position(|s| s.name == name) else {
+    let first_round =
+        |runs: &[StepRun], name: &str| runs.iter().position(|r| r.round == 0 && r.step == name);
+    for pair in steps.windows(2) {
+        let (Some(b), Some(a)) = (
+            first_round(runs, &pair[1].name),
+            first_round(runs, &pair[0].name),
+        ) else {
             continue;
         };
-        let Some(previous) = pos.checked_sub(1).map(|p| &steps[p].name) else {
+        let (Some(before), Some(after)) = (runs[a].flamegraph.clone(), runs[b].flamegraph.clone())
+        else {
             continue;
         };
-        let before = runs
-            .iter()
-            .find(|r| r.round == round && &r.step == previous)
-            .and_then(|r| r.flamegraph.clone());
-        let (Some(before), Some(after)) = (before, runs[i].flamegraph.clone()) else {
-            continue;
-        };
-        let svg = out.join(format!("{}-round{round}-diff.svg", file_name(&name)));
-        let title = format!("{previous} → {name} (round {round}): red grew, blue shrank");
+        let svg = out.join(format!("{}-diff.svg", file_name(&pair[1].name)));
+        let title = format!("{} → {}: red grew, blue shrank", pair[0].name, pair[1].name);
         profile::diff(&before, &after, &svg, &title)?;
-        runs[i].diff_flamegraph = Some(svg);
+        runs[b].diff_flamegraph = Some(svg);
     }
     Ok(())
 }
 
 /// A step name as a file name (`+rwlock` → `plus-rwlock`).
 fn file_name(step: &str) -> String {
-    step.replace('+', "plus-").replace(['/', ' '], "_")
+    step.replace('+', "plus-").replace(['/', ' ', '#'], "_")
 }
 
-fn progress_bar(visible: bool, len: usize) -> ProgressBar {
+fn progress_bar(visible: bool) -> ProgressBar {
     if !visible {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(len as u64);
+    let bar = ProgressBar::new_spinner();
     bar.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed:>4} run {pos}/{len} {msg}")
+        ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(250));
@@ -347,15 +494,53 @@ fn progress_bar(visible: bool, len: usize) -> ProgressBar {
 
 fn report_line(bar: &ProgressBar, run: &StepRun) {
     let m = &run.measure;
-    let line = format!(
-        "round {} {:<20} {:>8.1} committed tx/s at {:>8.1} offered  block p50 {:>5.0} ms  node {} µs/tx",
-        run.round,
-        run.step,
-        m.committed_tps,
-        m.offered_tps,
-        m.block_time_p50_ms,
-        m.node_cpu_us_per_tx
-            .map_or_else(|| "?".to_string(), |c| format!("{c:.0}")),
+    let cpu = run
+        .fixed
+        .as_ref()
+        .and_then(|f| f.measure.node_cpu_us_per_tx)
+        .map_or_else(|| "?".to_string(), |c| format!("{c:.0}"));
+    let bound = if run.lower_bound.is_some() {
+        " (lower bound)"
+    } else {
+        ""
+    };
+    progress::println(
+        bar,
+        format!(
+            "round {} {:<20} {:>8.1} committed tx/s{bound}  block p50 {:>5.0} ms  node {cpu} µs/tx at the fixed rate",
+            run.round + 1,
+            run.step,
+            m.committed_tps,
+            m.block_time_p50_ms,
+        ),
     );
-    progress::println(bar, line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fixed_rate, round_order};
+    use crate::compare::report::StepSetup;
+
+    #[test]
+    fn rounds_alternate_direction() {
+        assert_eq!(round_order(3, 0), [0, 1, 2]);
+        assert_eq!(round_order(3, 1), [2, 1, 0]);
+        assert_eq!(round_order(3, 2), [0, 1, 2]);
+    }
+
+    #[test]
+    fn the_fixed_rate_is_a_share_of_the_slowest_knee() {
+        let setup = |knee: Option<f64>| StepSetup {
+            step: "s".into(),
+            search: String::new(),
+            knee_tps: knee,
+            behind_tps: None,
+            overload_tps: 1.0,
+            lower_bound: None,
+        };
+        let setups = [setup(Some(1000.0)), setup(Some(2000.0)), setup(None)];
+        assert!((fixed_rate(None, &setups).unwrap() - 600.0).abs() < 1e-9);
+        assert_eq!(fixed_rate(Some(42.0), &setups).unwrap(), 42.0);
+        assert!(fixed_rate(None, &[setup(None)]).is_err());
+    }
 }

@@ -85,6 +85,18 @@ pub struct BlockRow {
     pub txs: u64,
     /// Our transactions in the block.
     pub ours: u64,
+    /// CometBFT header time, ns since the epoch, when the run read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ns: Option<i64>,
+}
+
+impl BlockRow {
+    /// Header time, seconds since the epoch, as precise as known (ns with
+    /// CometBFT's header, whole seconds with web3's timestamp).
+    pub fn time(&self) -> f64 {
+        self.time_ns
+            .map_or(self.timestamp as f64, |ns| ns as f64 / 1e9)
+    }
 }
 
 /// Totals that add up: `signed = included + rejected + unresolved`.

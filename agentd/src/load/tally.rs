@@ -302,6 +302,7 @@ impl Tally {
             timestamp: b.timestamp,
             txs: b.txs,
             ours: ours.len() as u64,
+            time_ns: b.time_ns,
         };
         self.blocks.push(row.clone());
         self.out.push(Line::Block(row));

@@ -8,14 +8,22 @@ use anyhow::Result;
 
 use super::chart::{self, Series};
 use super::html::{escape, figure, flamegraph, note, pairs, table};
-use crate::bench::stats::RatioEstimate;
 use crate::compare::report::CompareReport;
+use crate::compare::summary::Metric;
+use crate::stats::LogRatio;
 
-/// Median committed TPS per step, in ladder order.
-pub fn step_medians(c: &CompareReport) -> (Vec<String>, Vec<f64>) {
+/// Committed TPS level (geometric mean over the rounds) per step, in ladder
+/// order; 0 for a step without one.
+pub fn step_levels(c: &CompareReport) -> (Vec<String>, Vec<f64>) {
     c.steps
         .iter()
-        .map(|s| (s.step.clone(), s.committed_tps_median))
+        .map(|s| {
+            let level = s
+                .figure(Metric::Tps)
+                .and_then(|f| f.level)
+                .map_or(0.0, |l| l.mean);
+            (s.step.clone(), level)
+        })
         .unzip()
 }
 
@@ -35,12 +43,12 @@ pub fn rounds(c: &CompareReport) -> Vec<Series> {
         .collect()
 }
 
-fn ratio(r: &Option<RatioEstimate>) -> String {
+fn ratio(r: Option<LogRatio>) -> String {
     match r {
         None => "–".into(),
-        Some(r) => match (r.ci95_low, r.ci95_high) {
-            (Some(lo), Some(hi)) => format!("{:.3} [{lo:.3}, {hi:.3}]", r.mean),
-            _ => format!("{:.3}", r.mean),
+        Some(r) => match (r.low, r.high) {
+            (Some(lo), Some(hi)) => format!("{:.3} [{lo:.3}, {hi:.3}]", r.ratio),
+            _ => format!("{:.3}", r.ratio),
         },
     }
 }
@@ -51,15 +59,15 @@ fn conditions(c: &CompareReport) -> String {
         ("steps differ by", format!("{:?}", s.kind).to_lowercase()),
         ("block gas limit", s.block_gas_limit.to_string()),
         ("timeout_commit", s.timeout_commit.clone()),
-        ("seconds per run", s.seconds.to_string()),
-        ("runs per step", s.repeat.to_string()),
+        ("seconds per window", s.seconds.to_string()),
+        ("rounds", s.rounds.to_string()),
         ("senders", s.senders.to_string()),
         ("workload", s.workload.clone()),
         (
-            "offered rate",
-            s.fixed_rate
-                .map_or("each run at its own knee".into(), |r| format!("{r} tx/s")),
+            "saturation windows",
+            format!("{:.2} × the highest rate a step fell behind at", s.overload),
         ),
+        ("fixed rate", format!("{:.0} tx/s", s.fixed_rate)),
         ("CPU", format!("{} ({} cores)", e.cpu_model, e.cores)),
         ("memory", format!("{:.1} GiB", e.memory_gib)),
         ("host, kernel", format!("{}, {}", e.host, e.kernel)),
@@ -72,32 +80,41 @@ fn conditions(c: &CompareReport) -> String {
 }
 
 fn ladder_table(c: &CompareReport) -> String {
-    let rows: Vec<Vec<String>> = c
-        .steps
-        .iter()
-        .map(|s| {
-            vec![
-                s.step.clone(),
-                s.patches.clone(),
-                s.runs.to_string(),
-                format!("{:.1}", s.committed_tps_median),
-                format!("{:.1}–{:.1}", s.committed_tps_min, s.committed_tps_max),
-                ratio(&s.vs_previous),
-                format!("{:?}", s.change).to_lowercase(),
-                format!("{:.0} / {:.0}", s.block_time_p50_ms, s.block_time_p95_ms),
-                s.valid.to_string(),
-                s.invalid.map_or("unknown".into(), |n| n.to_string()),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> =
+        c.steps
+            .iter()
+            .map(|s| {
+                let mut row = vec![s.step.clone(), s.patches.clone(), s.runs.to_string()];
+                for m in [Metric::Tps, Metric::CpuPerTx] {
+                    let f = s.figure(m);
+                    row.push(f.and_then(|f| f.level).map_or("–".into(), |l| {
+                        match (l.low, l.high) {
+                            (Some(lo), Some(hi)) => format!("{:.1} [{lo:.1}, {hi:.1}]", l.mean),
+                            _ => format!("{:.1}", l.mean),
+                        }
+                    }));
+                    row.push(ratio(f.and_then(|f| f.vs_previous)));
+                    row.push(f.map_or("–", |f| f.change.words()).to_string());
+                }
+                row.push(format!(
+                    "{:.0} / {:.0}",
+                    s.block_time_p50_ms, s.block_time_p95_ms
+                ));
+                row.push(s.valid.to_string());
+                row.push(s.invalid.map_or("unknown".into(), |n| n.to_string()));
+                row
+            })
+            .collect();
     table(
         "ladder",
         &[
             "step",
             "patches",
             "runs",
-            "median TPS",
-            "min–max",
+            "committed TPS [95 %]",
+            "vs previous [95 %]",
+            "change",
+            "node µs/tx [95 %]",
             "vs previous [95 %]",
             "change",
             "block time p50/p95 ms",
@@ -145,8 +162,13 @@ fn flamegraphs(c: &CompareReport, file: &Path) -> String {
 
 /// The section of comparison `index`, read from `file`.
 pub fn section(index: usize, file: &Path, c: &CompareReport) -> Result<String> {
-    let (labels, medians) = step_medians(c);
-    let bars = chart::bars("Median committed TPS per step", "tx/s", &labels, &medians)?;
+    let (labels, levels) = step_levels(c);
+    let bars = chart::bars(
+        "Committed TPS per step (geometric mean of the rounds)",
+        "tx/s",
+        &labels,
+        &levels,
+    )?;
     let overlaid = chart::lines(
         "Committed TPS of every run, by round",
         ("round", "tx/s"),
@@ -158,7 +180,7 @@ pub fn section(index: usize, file: &Path, c: &CompareReport) -> Result<String> {
         escape(&file.display().to_string()),
         conditions(c),
         ladder_table(c),
-        figure(&format!("compare{index}-ladder"), &bars, "median committed TPS of each step's runs"),
+        figure(&format!("compare{index}-ladder"), &bars, "committed TPS of each step, geometric mean over its rounds"),
         figure(&format!("compare{index}-rounds"), &overlaid, "runs were interleaved: one round runs every step once"),
         flamegraphs(c, file),
     ))

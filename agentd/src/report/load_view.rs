@@ -45,17 +45,38 @@ pub fn step_marks(r: &LoadReport) -> Vec<f64> {
 }
 
 /// Block time per height, seconds: each block's header time minus its
-/// predecessor's (the first against the window's start).
+/// predecessor's (the first against the window's start), in ns precision
+/// when the run read CometBFT header times.
 pub fn block_times(r: &LoadReport) -> Vec<(f64, f64)> {
-    let mut prev = r.chain.start_time;
+    let mut prev = Some(window_start(r)).filter(|t| *t > 0.0);
     let mut out = Vec::new();
     for b in &r.blocks {
-        if prev > 0 {
-            out.push((b.number as f64, b.timestamp.saturating_sub(prev) as f64));
+        if let Some(p) = prev {
+            out.push((b.number as f64, b.time() - p));
         }
-        prev = b.timestamp;
+        prev = Some(b.time());
     }
     out
+}
+
+/// When the run's window opened, seconds since the epoch: the last block's
+/// header time less the window's length (ns-precise with CometBFT header
+/// times), else the recorded whole-second start.
+fn window_start(r: &LoadReport) -> f64 {
+    match r
+        .blocks
+        .iter()
+        .rev()
+        .find(|b| b.number == r.chain.last_block)
+    {
+        Some(last) if last.time_ns.is_some() => last.time() - r.chain.seconds,
+        _ => r.chain.start_time as f64,
+    }
+}
+
+/// Whether the run's blocks carry CometBFT header times.
+fn ns_clock(r: &LoadReport) -> bool {
+    r.blocks.iter().any(|b| b.time_ns.is_some())
 }
 
 /// Latency percentiles (p50, p90, p99) per second of inclusion.
@@ -127,7 +148,7 @@ fn or_unknown(s: &str) -> String {
 
 fn figures(r: &LoadReport) -> String {
     let (c, t) = (&r.chain, &r.totals);
-    let l = &r.latency_ms.to_observed;
+    let l = &r.latency_ms.to_block_time;
     pairs(&[
         (
             "committed TPS (ours)",
@@ -142,10 +163,18 @@ fn figures(r: &LoadReport) -> String {
             format!("{:.1} tx/s over {:.1} s", r.send_rate, r.send_seconds),
         ),
         (
-            "inclusion latency",
+            "latency to commit",
             format!(
-                "p50 {:.0} p90 {:.0} p99 {:.0} max {:.0} ms (intended send → block seen)",
-                l.p50, l.p90, l.p99, l.max
+                "p50 {:.0} p90 {:.0} p99 {:.0} max {:.0} ms (intended send → commit{})",
+                l.p50,
+                l.p90,
+                l.p99,
+                l.max,
+                if r.latency_ms.block_time_resolution_ms < 1000.0 {
+                    ": the next CometBFT header's time"
+                } else {
+                    ": web3 timestamps, each a lower bound by up to 1 s"
+                }
             ),
         ),
         (
@@ -197,7 +226,7 @@ pub fn section(
     out.push_str(&figure(&id("tps"), &tps, "committed: our transactions by block time; sent: first submissions; grey lines: steps of the offered rate"));
     out.push_str(&block_charts(index, r)?);
     let latency = chart::lines(
-        "Inclusion latency per second of inclusion",
+        "Latency to the block seen, per second of inclusion",
         ("seconds since the run began", "ms"),
         &latency_series(r),
         &[],
@@ -205,7 +234,7 @@ pub fn section(
     out.push_str(&figure(
         &id("latency"),
         &latency,
-        "intended send → block seen by the agent (100 ms polling)",
+        "intended send → block seen by the agent (100 ms polling); the figures above are to commit",
     ));
     match etl {
         Some(etl) => {
@@ -232,7 +261,11 @@ fn block_charts(index: usize, r: &LoadReport) -> Result<String> {
     out.push_str(&figure(
         &format!("run{index}-block-time"),
         &chart,
-        "header time minus the previous block's (web3 timestamps: 1 s resolution)",
+        if ns_clock(r) {
+            "header time minus the previous block's (CometBFT header times, ns)"
+        } else {
+            "header time minus the previous block's (web3 timestamps: 1 s resolution)"
+        },
     ));
     let txs: Vec<u64> = r.blocks.iter().map(|b| b.txs).collect();
     let width = chart::bin_width(txs.iter().copied().max().unwrap_or(0));
@@ -247,16 +280,16 @@ fn block_charts(index: usize, r: &LoadReport) -> Result<String> {
         &hist,
         &format!("blocks by their transaction count, bins of {width}"),
     ));
-    out.push_str(&window_table(&r.blocks, r.chain.start_time));
+    out.push_str(&window_table(&r.blocks, window_start(r)));
     Ok(out)
 }
 
-fn window_table(blocks: &[BlockRow], start: u64) -> String {
+fn window_table(blocks: &[BlockRow], start: f64) -> String {
     let size = windows::default_size(blocks.len());
-    let start = if start > 0 {
+    let start = if start > 0.0 {
         start
     } else {
-        blocks.first().map_or(0, |b| b.timestamp)
+        blocks.first().map_or(0.0, BlockRow::time)
     };
     let rows: Vec<Vec<String>> = windows::windows(blocks, size, start)
         .iter()
@@ -265,7 +298,7 @@ fn window_table(blocks: &[BlockRow], start: u64) -> String {
                 format!("{}–{}", w.from, w.to),
                 w.txs.to_string(),
                 w.ours.to_string(),
-                w.seconds.to_string(),
+                format!("{:.3}", w.seconds),
                 format!("{:.1}", w.tps),
                 format!("{:.1}", w.cumulative_tps),
             ]
@@ -343,8 +376,8 @@ pub fn overlay(runs: &[(String, &LoadReport)]) -> Result<String> {
                 r.config.schedule.clone(),
                 format!("{:.1}", r.chain.committed_tps),
                 format!("{:.1}", r.send_rate),
-                format!("{:.0}", r.latency_ms.to_observed.p50),
-                format!("{:.0}", r.latency_ms.to_observed.p99),
+                format!("{:.0}", r.latency_ms.to_block_time.p50),
+                format!("{:.0}", r.latency_ms.to_block_time.p99),
                 r.totals.rejected.to_string(),
             ]
         })
@@ -364,8 +397,8 @@ pub fn overlay(runs: &[(String, &LoadReport)]) -> Result<String> {
                 "schedule",
                 "committed TPS",
                 "send rate",
-                "latency p50 ms",
-                "latency p99 ms",
+                "latency to commit p50 ms",
+                "latency to commit p99 ms",
                 "rejected"
             ],
             &rows

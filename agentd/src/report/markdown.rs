@@ -4,6 +4,7 @@
 
 use super::input::RunFile;
 use super::saturate_view;
+use crate::compare::summary::Metric;
 use crate::saturate::Verdict;
 
 fn row(cells: &[String]) -> String {
@@ -60,20 +61,21 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                 "step",
                 "patches",
                 "runs",
-                "median TPS",
-                "vs previous",
+                "committed TPS",
+                "vs previous (95 % CI)",
                 "change",
             ]));
             for s in &report.steps {
+                let tps = s.figure(Metric::Tps);
                 out.push_str(&row(&[
                     s.step.clone(),
                     s.patches.clone(),
                     s.runs.to_string(),
-                    format!("{:.1}", s.committed_tps_median),
-                    s.vs_previous
-                        .as_ref()
-                        .map_or("–".into(), |v| format!("{:.3}", v.mean)),
-                    format!("{:?}", s.change).to_lowercase(),
+                    tps.and_then(|f| f.level)
+                        .map_or("–".into(), |l| format!("{:.1}", l.mean)),
+                    tps.and_then(|f| f.vs_previous)
+                        .map_or("–".into(), |v| v.describe()),
+                    tps.map_or("–", |f| f.change.words()).to_string(),
                 ]));
             }
             out.push('\n');

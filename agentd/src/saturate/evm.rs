@@ -29,7 +29,6 @@
 //! - Between steps: up to `drain` for every accepted transaction to be in a
 //!   block, then up to `drain` for the mempool to empty.
 
-use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,7 +39,7 @@ use feth_etl::rpc::Rpc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::probe::{Clock, Probe, StepMeasure};
+use super::probe::{Clock, Probe, StepMeasure, WindowExtras};
 use crate::accounts::KeySet;
 use crate::blocks::{self, BlockWindow};
 use crate::eth::EthClient;
@@ -127,6 +126,8 @@ struct Mark {
     mempool: Option<u64>,
     /// Schedule lag (total, the agent's own) of every first submission so far.
     lag: (LogHist, LogHist),
+    /// Latency to commit of every inclusion so far.
+    latency: LogHist,
 }
 
 impl EvmProbe {
@@ -230,9 +231,13 @@ impl EvmProbe {
     async fn mark(&self, engine: &Engine) -> Result<Mark> {
         let height = blocks::wait_above(self.height().await?, || self.height()).await?;
         let c = &engine.counters;
-        let lag = {
+        let (lag, latency) = {
             let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            (ledger.tally.lag_total.clone(), ledger.tally.lag_own.clone())
+            let t = &ledger.tally;
+            (
+                (t.lag_total.clone(), t.lag_own.clone()),
+                t.to_block_time.clone(),
+            )
         };
         let mark = Mark {
             at: Instant::now(),
@@ -244,6 +249,7 @@ impl EvmProbe {
             node_cpu: self.node_cpu()?,
             mempool: None,
             lag,
+            latency,
         };
         Ok(Mark {
             mempool: self.mempool().await,
@@ -294,7 +300,14 @@ impl EvmProbe {
         }
     }
 
-    async fn run_step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
+    /// One step, with the figures a comparison also reads: latency to
+    /// commit of the window's inclusions and the gas its blocks used per
+    /// second.
+    pub async fn step_with_extras(
+        &mut self,
+        rate: f64,
+        seconds: f64,
+    ) -> Result<(StepMeasure, WindowExtras)> {
         // A cancelled step drops the load, which stops it.
         let running = load::start(self.settings(rate), self.cfg.keys.clone()).await?;
         let engine = running.engine().clone();
@@ -309,8 +322,26 @@ impl EvmProbe {
             report.totals.rejected_by_reason
         );
         let blocks = self.window(open.height, close.height).await?;
+        let gas = self.gas_used(open.height, close.height).await;
         self.drain().await;
-        Ok(self.measure(rate, &open, &close, &blocks))
+        let latency = close.latency.since(&open.latency);
+        let extras = WindowExtras {
+            latency_p50_ms: (latency.count() > 0).then(|| latency.quantile(0.50)),
+            latency_p99_ms: (latency.count() > 0).then(|| latency.quantile(0.99)),
+            gas_per_sec: gas.map(|g| g as f64 / blocks.seconds()),
+        };
+        Ok((self.measure(rate, &open, &close, &blocks), extras))
+    }
+
+    /// Gas used by blocks `first + 1 ..= last`, from web3; `None` when a
+    /// block cannot be read.
+    async fn gas_used(&self, first: u64, last: u64) -> Option<u64> {
+        let mut total = 0u64;
+        for h in first + 1..=last {
+            let block = self.client.block(h).await.ok()??;
+            total = total.checked_add(block.gas_used.to::<u64>())?;
+        }
+        Some(total)
     }
 
     fn measure(&self, rate: f64, open: &Mark, close: &Mark, blocks: &BlockWindow) -> StepMeasure {
@@ -355,12 +386,8 @@ impl EvmProbe {
 }
 
 impl Probe for EvmProbe {
-    fn step(
-        &mut self,
-        rate: f64,
-        seconds: f64,
-    ) -> impl Future<Output = Result<StepMeasure>> + Send {
-        self.run_step(rate, seconds)
+    async fn step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
+        Ok(self.step_with_extras(rate, seconds).await?.0)
     }
 
     fn rpc_retries(&self) -> u64 {

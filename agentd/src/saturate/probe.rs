@@ -71,6 +71,17 @@ pub struct StepMeasure {
     pub invalid: Option<u64>,
 }
 
+/// What a comparison reads of a step besides its [`StepMeasure`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowExtras {
+    /// Median latency to commit of the window's inclusions, ms.
+    pub latency_p50_ms: Option<f64>,
+    /// 99th percentile latency to commit, ms.
+    pub latency_p99_ms: Option<f64>,
+    /// Gas used by the window's blocks per second of header time.
+    pub gas_per_sec: Option<f64>,
+}
+
 /// A chain under an open-loop load at a chosen rate: abcid or any web3 node
 /// through `feth load`'s engine, or CometBFT's own kvstore application.
 pub trait Probe {

@@ -20,6 +20,7 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
             timestamp: 0,
             txs: 10,
             ours: n,
+            time_ns: None,
         })
         .collect();
     let report = LoadReport {

@@ -1,0 +1,153 @@
+//! A step's node kept alive across the rounds of a comparison: started,
+//! funded and warmed once, its knee searched once, then paused (SIGSTOP to
+//! its CometBFT and abcid) while other steps are measured and resumed
+//! (SIGCONT) for its own windows. A paused node costs the machine nothing,
+//! so it cannot disturb the step being measured, and it keeps its warm
+//! caches and funded senders. Its chain grows over the rounds: drift that
+//! the interleaving spreads over every step alike.
+
+use std::path::Path;
+use std::time::Duration;
+
+use alloy_primitives::{B256, U256};
+use anyhow::{Context, Result};
+
+use super::ladder::Step;
+use super::report::Settings;
+use crate::accounts::KeySet;
+use crate::devnet::Devnet;
+use crate::eth::EthClient;
+use crate::saturate::{EvmProbe, EvmProbeConfig};
+
+/// A step's devnet with its probe.
+pub struct StepNode {
+    /// The devnet (stopped when dropped); `None` for a live node.
+    pub net: Option<Devnet>,
+    /// The load on it.
+    pub probe: EvmProbe,
+    /// What the node calls itself.
+    pub version: String,
+    paused: bool,
+}
+
+impl StepNode {
+    /// Starts `step`'s devnet in `dir`, funds the senders and connects the probe.
+    pub async fn start(
+        step: &Step,
+        settings: &Settings,
+        warmup: Duration,
+        dir: &Path,
+    ) -> Result<Self> {
+        let net = Devnet::start_private(dir, |o| {
+            o.patches = step.patches.clone();
+            o.timeout_commit = settings.timeout_commit.clone();
+            o.block_gas_limit = settings.block_gas_limit;
+            o.abcid = step.abcid.clone();
+        })
+        .await
+        .context("starting the devnet")?;
+        let client = EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
+        let version: String = client
+            .call("web3_clientVersion", serde_json::json!([]))
+            .await?;
+        let keys = fund(&client, &net, settings.senders, dir).await?;
+        let pids = [net.state.abcid_pid, net.state.cometbft_pid];
+        let probe = EvmProbe::connect(EvmProbeConfig {
+            comet_rpc: Some(net.state.rpc_url()),
+            node_pids: pids.into_iter().flatten().collect(),
+            warmup,
+            ..EvmProbeConfig::new(vec![net.state.web3_url()], keys)
+        })
+        .await?;
+        Ok(Self {
+            net: Some(net),
+            probe,
+            version,
+            paused: false,
+        })
+    }
+
+    /// A running node measured as it is: never paused.
+    pub async fn live(
+        web3: &str,
+        comet_rpc: Option<String>,
+        keys: KeySet,
+        warmup: Duration,
+    ) -> Result<Self> {
+        let client = EthClient::new(web3, Duration::from_secs(10))?;
+        let version: String = client
+            .call("web3_clientVersion", serde_json::json!([]))
+            .await?;
+        let probe = EvmProbe::connect(EvmProbeConfig {
+            comet_rpc,
+            warmup,
+            ..EvmProbeConfig::new(vec![web3.to_string()], keys)
+        })
+        .await?;
+        Ok(Self {
+            net: None,
+            probe,
+            version,
+            paused: false,
+        })
+    }
+
+    /// Stops the node's processes where they are (SIGSTOP); a live node is
+    /// left alone.
+    pub fn pause(&mut self) -> Result<()> {
+        self.signal(libc::SIGSTOP)?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// Lets them go on (SIGCONT).
+    pub fn resume(&mut self) -> Result<()> {
+        self.signal(libc::SIGCONT)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    fn signal(&self, sig: libc::c_int) -> Result<()> {
+        let Some(net) = &self.net else {
+            return Ok(());
+        };
+        for pid in [net.state.cometbft_pid, net.state.abcid_pid]
+            .into_iter()
+            .flatten()
+        {
+            let pid = libc::pid_t::try_from(pid).context("a PID out of range")?;
+            // SAFETY: kill(2) with a PID this process started and a valid signal.
+            if unsafe { libc::kill(pid, sig) } != 0 {
+                let err = std::io::Error::last_os_error();
+                anyhow::bail!("cannot signal the node's process {pid}: {err}");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StepNode {
+    /// Resumes a paused node so that the devnet's own stop (SIGTERM, then
+    /// SIGKILL) finds it running and it exits cleanly.
+    fn drop(&mut self) {
+        if self.paused {
+            let _ = self.signal(libc::SIGCONT);
+        }
+    }
+}
+
+/// The senders, funded from the devnet's root account.
+async fn fund(client: &EthClient, net: &Devnet, senders: usize, dir: &Path) -> Result<KeySet> {
+    let root = crate::keys::read_key_file(&net.state.root_key())?;
+    let (keys, _) = crate::fund::fund_seeded(
+        client,
+        &root,
+        B256::repeat_byte(12),
+        senders,
+        U256::from(10u64).pow(U256::from(20u64)),
+        &dir.join("keys.txt"),
+    )
+    .await
+    .context("funding the senders")?;
+    Ok(keys)
+}

@@ -296,11 +296,12 @@ fn conditions(report: &CompareReport) -> Vec<String> {
             e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version, e.cometbft_version
         ),
         format!(
-            "conditions: {kind}, gas limit {}, timeout_commit {}, {} rounds interleaved, per run {} s at {:.2} × the highest rate a step fell behind at and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
+            "conditions: {kind}, gas limit {}, timeout_commit {}, {} rounds interleaved, per run {} s saturated at {} tx/s offered ({:.2} × the highest rate a step fell behind at, raised by the pilot while a step kept up) and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
             s.block_gas_limit,
             s.timeout_commit,
             s.rounds,
             s.seconds,
+            report.setups.first().map_or("?".to_string(), |x| tps(x.overload_tps)),
             s.overload,
             s.seconds,
             tps(s.fixed_rate),

@@ -161,7 +161,7 @@ pub struct Settings {
     /// capacity); the same for every step.
     pub overload: f64,
     /// The rate of the fixed-rate window (node CPU per transaction, latency),
-    /// tx/s: given, or a share of the slowest step's knee.
+    /// tx/s: given, or a share of the lowest capacity the pilot measured.
     pub fixed_rate: f64,
     /// Changes smaller than this share are "no change" (0.02: 2 %).
     pub floor: f64,

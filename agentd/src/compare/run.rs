@@ -3,10 +3,12 @@
 //! flamegraphs.
 //!
 //! **Setup, once per step.** A devnet of its own (funded senders, warm
-//! caches) and one saturation search. The search only places two operating
-//! points, so it is coarse (doubling the rate until the chain falls behind):
-//! the step's *overload*, a rate above what it commits, and the comparison's
-//! *fixed rate*, a rate every step sustains.
+//! caches) and one saturation search, coarse (doubling the rate until the
+//! chain falls behind): it only places the *overload*, a rate above what
+//! every step commits. A *pilot* round then checks it: one unmeasured
+//! saturation window per step, the overload doubled while any step keeps
+//! up with it. The pilot's committed rates are the steps' capacities; the
+//! comparison's *fixed rate* is a share of the lowest.
 //!
 //! **A run: one step in one round, two windows.**
 //! - *Saturation*: one overload for every step (`overload` × the highest
@@ -48,8 +50,10 @@ use crate::stats::MIN_ROUNDS;
 
 /// Seconds of load under the profiled blocks.
 const PROFILE_SECS: f64 = 5.0;
-/// The fixed rate, as a share of the lowest rate any step was seen to keep up with.
+/// The fixed rate, as a share of the lowest capacity the pilot measured.
 pub const FIXED_SHARE: f64 = 0.6;
+/// Times the pilot may double the overload.
+const PILOT_DOUBLINGS: usize = 4;
 
 /// A running node to measure instead of fresh devnets: one's own fullnode,
 /// measured as it is (one step).
@@ -97,9 +101,10 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let (work, _) = devnet::scratch_dir()?;
     let out = cfg.out.join(format!("compare-{}", unix_seconds()));
     let bar = progress_bar(cfg.progress);
-    let (mut nodes, setups) = set_up(cfg, work.path(), &bar).await?;
+    let (mut nodes, mut setups) = set_up(cfg, work.path(), &bar).await?;
+    let capacity = pilot(cfg, &mut nodes, &mut setups, &bar).await?;
     let mut settings = cfg.settings.clone();
-    settings.fixed_rate = fixed_rate(cfg.rate, &setups)?;
+    settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
     let mut runs = Vec::new();
     let mut rounds = 0;
     let stopped = loop {
@@ -242,17 +247,65 @@ async fn search(
     })
 }
 
-/// The rate given, or [`FIXED_SHARE`] of the lowest rate any step kept up.
-fn fixed_rate(given: Option<f64>, setups: &[StepSetup]) -> Result<f64> {
+/// The pilot: one unmeasured saturation window per step at the overload,
+/// doubled (up to [`PILOT_DOUBLINGS`] times, within the search's highest
+/// rate) while any step keeps up with it, so that every measured window
+/// saturates even where a short search step misjudged a step's knee. Gives
+/// each step's committed TPS in the last pilot window: its capacity, a
+/// measurement, from which the fixed rate is chosen.
+async fn pilot(
+    cfg: &CompareConfig,
+    nodes: &mut [StepNode],
+    setups: &mut [StepSetup],
+    bar: &ProgressBar,
+) -> Result<Vec<f64>> {
+    let tolerance = cfg.settings.search.tolerance;
+    let mut doublings = 0;
+    loop {
+        let rate = setups.first().map_or(0.0, |s| s.overload_tps);
+        let mut committed = Vec::with_capacity(nodes.len());
+        for (node, step) in nodes.iter_mut().zip(&cfg.steps) {
+            bar.set_message(format!("pilot: step {} at {rate:.0} tx/s", step.name));
+            node.resume()?;
+            let m = node.probe.step(rate, cfg.settings.seconds).await;
+            node.pause()?;
+            committed.push(
+                m.with_context(|| format!("pilot window of step {}", step.name))?
+                    .committed_tps,
+            );
+        }
+        let kept_up = committed.iter().any(|c| *c >= (1.0 - tolerance) * rate);
+        let higher = (rate * 2.0).min(cfg.settings.search.max_tps * cfg.settings.overload);
+        if !kept_up || doublings == PILOT_DOUBLINGS || higher <= rate {
+            progress::println(
+                bar,
+                format!("pilot at {rate:.0} tx/s: committed {committed:.0?}"),
+            );
+            return Ok(committed);
+        }
+        progress::println(
+            bar,
+            format!("pilot: a step kept up with {rate:.0} tx/s; overload raised to {higher:.0}"),
+        );
+        for s in setups.iter_mut() {
+            s.overload_tps = higher;
+        }
+        doublings += 1;
+    }
+}
+
+/// The rate given, or [`FIXED_SHARE`] of the lowest capacity the pilot saw.
+fn fixed_rate(given: Option<f64>, capacity: &[f64]) -> Result<f64> {
     if let Some(rate) = given {
         return Ok(rate);
     }
-    setups
+    capacity
         .iter()
-        .filter_map(|s| s.knee_tps)
+        .copied()
+        .filter(|c| *c > 0.0)
         .reduce(f64::min)
-        .map(|k| k * FIXED_SHARE)
-        .context("no step kept up with any rate: give the fixed rate with --rate")
+        .map(|c| c * FIXED_SHARE)
+        .context("no step committed anything in the pilot: give the fixed rate with --rate")
 }
 
 /// The steps' order in `round`: forwards in even rounds, backwards in odd ones.
@@ -519,7 +572,6 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
 #[cfg(test)]
 mod tests {
     use super::{fixed_rate, round_order};
-    use crate::compare::report::StepSetup;
 
     #[test]
     fn rounds_alternate_direction() {
@@ -529,18 +581,10 @@ mod tests {
     }
 
     #[test]
-    fn the_fixed_rate_is_a_share_of_the_slowest_knee() {
-        let setup = |knee: Option<f64>| StepSetup {
-            step: "s".into(),
-            search: String::new(),
-            knee_tps: knee,
-            behind_tps: None,
-            overload_tps: 1.0,
-            lower_bound: None,
-        };
-        let setups = [setup(Some(1000.0)), setup(Some(2000.0)), setup(None)];
-        assert!((fixed_rate(None, &setups).unwrap() - 600.0).abs() < 1e-9);
-        assert_eq!(fixed_rate(Some(42.0), &setups).unwrap(), 42.0);
-        assert!(fixed_rate(None, &[setup(None)]).is_err());
+    fn the_fixed_rate_is_a_share_of_the_lowest_capacity() {
+        let capacity = [1000.0, 2000.0, 0.0];
+        assert!((fixed_rate(None, &capacity).unwrap() - 600.0).abs() < 1e-9);
+        assert_eq!(fixed_rate(Some(42.0), &capacity).unwrap(), 42.0);
+        assert!(fixed_rate(None, &[0.0]).is_err());
     }
 }

@@ -245,7 +245,7 @@ pub struct RunArgs {
     rate: Option<f64>,
     /// The saturation windows' rate (the same for every step) over the
     /// highest rate any step's search fell behind at.
-    #[arg(long, default_value_t = 1.25)]
+    #[arg(long, default_value_t = 2.0)]
     overload: f64,
     /// Changes smaller than this, percent, are "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0)]

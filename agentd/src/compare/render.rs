@@ -319,14 +319,19 @@ fn reference_line(report: &CompareReport) -> String {
     let Some(r) = &report.reference else {
         return "reference: none measured (CometBFT's kvstore ceiling not run)".to_string();
     };
-    let knee = r
-        .knee_tps
-        .map_or(String::new(), |k| format!(" (knee {})", tps(k)));
-    let ceiling = format!(
-        "reference: {} commits {} tx/s{knee}",
-        r.app,
-        tps(r.measure.committed_tps)
-    );
+    let ceiling = match r.knee_tps {
+        Some(k) => format!(
+            "reference: {} commits {} tx/s (knee {})",
+            r.app,
+            tps(r.measure.committed_tps),
+            tps(k)
+        ),
+        None => format!(
+            "reference: {} commits ≥ {} tx/s (no knee within the search: a lower bound)",
+            r.app,
+            tps(r.measure.committed_tps)
+        ),
+    };
     let best = report
         .steps
         .iter()

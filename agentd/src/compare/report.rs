@@ -157,8 +157,8 @@ pub struct Settings {
     /// What each transaction does (`transfer`).
     pub workload: String,
     /// The saturation windows' offered rate over the highest rate any step's
-    /// search fell behind at (1.25: a quarter above the fastest step's
-    /// capacity); the same for every step.
+    /// search fell behind at (2: twice it), raised by the pilot while a step
+    /// kept up; the same for every step.
     pub overload: f64,
     /// The rate of the fixed-rate window (node CPU per transaction, latency),
     /// tx/s: given, or a share of the lowest capacity the pilot measured.
@@ -236,7 +236,8 @@ pub struct FixedWindow {
 pub struct ReferenceRun {
     /// The application (`cometbft kvstore`).
     pub app: String,
-    /// The offered rate the run was measured at, when it searched its knee.
+    /// Its knee; `None` when the search found none and the run was measured
+    /// at the highest rate kept up (its figure then a lower bound).
     pub knee_tps: Option<f64>,
     /// What the run measured.
     pub measure: StepMeasure,

@@ -54,6 +54,9 @@ const PROFILE_SECS: f64 = 5.0;
 pub const FIXED_SHARE: f64 = 0.6;
 /// Times the pilot may double the overload.
 const PILOT_DOUBLINGS: usize = 4;
+/// A step committing this share of the pilot's overload was not clearly
+/// saturated by it: the pilot doubles the overload.
+const PILOT_MARGIN: f64 = 0.75;
 
 /// A running node to measure instead of fresh devnets: one's own fullnode,
 /// measured as it is (one step).
@@ -249,7 +252,7 @@ async fn search(
 
 /// The pilot: one unmeasured saturation window per step at the overload,
 /// doubled (up to [`PILOT_DOUBLINGS`] times, within the search's highest
-/// rate) while any step keeps up with it, so that every measured window
+/// rate) while any step commits [`PILOT_MARGIN`] of it or more, so that every measured window
 /// saturates even where a short search step misjudged a step's knee. Gives
 /// each step's committed TPS in the last pilot window: its capacity, a
 /// measurement, from which the fixed rate is chosen.
@@ -259,7 +262,6 @@ async fn pilot(
     setups: &mut [StepSetup],
     bar: &ProgressBar,
 ) -> Result<Vec<f64>> {
-    let tolerance = cfg.settings.search.tolerance;
     let mut doublings = 0;
     loop {
         let rate = setups.first().map_or(0.0, |s| s.overload_tps);
@@ -274,7 +276,7 @@ async fn pilot(
                     .committed_tps,
             );
         }
-        let kept_up = committed.iter().any(|c| *c >= (1.0 - tolerance) * rate);
+        let kept_up = committed.iter().any(|c| *c >= PILOT_MARGIN * rate);
         let higher = (rate * 2.0).min(cfg.settings.search.max_tps * cfg.settings.overload);
         if !kept_up || doublings == PILOT_DOUBLINGS || higher <= rate {
             progress::println(
@@ -491,9 +493,17 @@ async fn reference(
         .await
         .context("starting the kvstore reference node")?;
     let report = find_knee(&mut probe, &settings.search, |_| {}).await?;
-    let (knee_tps, rate) = match report.outcome {
-        Outcome::KneeFound { knee_tps, .. } => (Some(knee_tps), knee_tps),
-        other => anyhow::bail!("the kvstore reference found no knee: {other:?}"),
+    let kept = report
+        .steps
+        .iter()
+        .filter(|(_, v)| *v == Verdict::KeepsUp)
+        .map(|(m, _)| m.offered_tps)
+        .reduce(f64::max);
+    // No knee: the highest rate kept up, measured as a lower bound.
+    let (knee_tps, rate) = match (report.outcome, kept) {
+        (Outcome::KneeFound { knee_tps, .. }, _) => (Some(knee_tps), knee_tps),
+        (_, Some(kept)) => (None, kept),
+        (other, None) => anyhow::bail!("the kvstore reference kept up with no rate: {other:?}"),
     };
     let measure = probe.step(rate, settings.seconds).await?;
     Ok(ReferenceRun {

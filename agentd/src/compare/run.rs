@@ -581,7 +581,78 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
 
 #[cfg(test)]
 mod tests {
-    use super::{fixed_rate, round_order};
+    use std::time::{Duration, Instant};
+
+    use super::{fixed_rate, round_order, stop_reason, CompareConfig};
+    use crate::compare::ladder::ladder;
+    use crate::compare::report::{Kind, StepRun};
+    use crate::compare::testing::{run, settings};
+
+    fn config(until: Option<(f64, f64)>, max_rounds: usize) -> CompareConfig {
+        let mut settings = settings(Kind::Patches, 0);
+        settings.until_resolved = until;
+        CompareConfig {
+            steps: ladder("none,all").unwrap(),
+            live: None,
+            settings,
+            rate: None,
+            max_rounds,
+            warmup: Duration::ZERO,
+            profile_blocks: 0,
+            reference: false,
+            out: "out".into(),
+            progress: false,
+        }
+    }
+
+    /// `rounds` rounds of `none` and `all`, `all` 1.5 × with ±`spread` noise.
+    fn rounds(n: usize, spread: f64) -> Vec<StepRun> {
+        (0..n)
+            .flat_map(|r| {
+                let wobble = if r % 2 == 0 {
+                    1.0 + spread
+                } else {
+                    1.0 - spread
+                };
+                [run("none", r, 100.0), run("all", r, 150.0 * wobble)]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fixed_rounds_stop_at_their_count() {
+        let cfg = config(None, 8);
+        let now = Instant::now();
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(7, 0.01), 7, now),
+            None
+        );
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(8, 0.01), 8, now),
+            Some(None)
+        );
+    }
+
+    #[test]
+    fn until_resolved_stops_when_every_interval_is_narrow_or_the_budget_is_spent() {
+        let now = Instant::now();
+        // ±0.1 % noise: within ±1 % after the first five rounds.
+        let cfg = config(Some((0.01, 3600.0)), 100);
+        let why = stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.001), 5, now);
+        assert!(why.unwrap().unwrap().starts_with("resolved after 5 rounds"));
+        // ±20 % noise: not resolved; a budget of an hour is not spent yet…
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.2), 5, now),
+            None
+        );
+        // …and none is left of a budget of 0 s.
+        let broke = config(Some((0.01, 0.0)), 100);
+        let why = stop_reason(&broke, &broke.settings, &[], &rounds(5, 0.2), 5, now);
+        assert!(why
+            .unwrap()
+            .unwrap()
+            .starts_with("budget spent after 5 rounds"));
+    }
 
     #[test]
     fn rounds_alternate_direction() {

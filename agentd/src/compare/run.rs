@@ -15,7 +15,8 @@
 //!   rate any step's search fell behind at) for `seconds`; the chain commits
 //!   what it can, so committed TPS is a continuous measurement of its
 //!   capacity, not a point of the search's grid, and every step is offered
-//!   the same load. A window the chain kept up with is only a lower bound and
+//!   the same load. A round in which a step kept up does not count: the
+//!   overload is doubled and the round run again. A window the chain kept up with is only a lower bound and
 //!   is kept out of the estimates. Gas per second comes from the same blocks.
 //! - *Fixed rate*: the same rate for every step, for `seconds`: node CPU
 //!   (CometBFT + abcid, schedstat ns) per committed transaction and latency
@@ -52,7 +53,7 @@ use crate::stats::MIN_ROUNDS;
 const PROFILE_SECS: f64 = 5.0;
 /// The fixed rate, as a share of the lowest capacity the pilot measured.
 pub const FIXED_SHARE: f64 = 0.6;
-/// Times the pilot may double the overload.
+/// Times the pilot, and again the rounds, may double the overload.
 const PILOT_DOUBLINGS: usize = 4;
 /// A step committing this share of the pilot's overload was not clearly
 /// saturated by it: the pilot doubles the overload.
@@ -108,12 +109,13 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let capacity = pilot(cfg, &mut nodes, &mut setups, &bar).await?;
     let mut settings = cfg.settings.clone();
     settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
-    let mut runs = Vec::new();
-    let mut rounds = 0;
+    let mut runs: Vec<StepRun> = Vec::new();
+    let (mut rounds, mut saturated, mut raised) = (0, 0, 0);
     let stopped = loop {
-        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, rounds, started) {
+        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, started) {
             break why;
         }
+        let first = runs.len();
         for i in round_order(cfg.steps.len(), rounds) {
             let step = &cfg.steps[i];
             bar.set_message(format!("round {}, step {}", rounds + 1, step.name));
@@ -133,6 +135,16 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
             runs.push(run);
         }
         rounds += 1;
+        // A round in which a step kept up with the overload does not count:
+        // the overload is doubled and the round run again (its fixed-rate
+        // windows still count).
+        let kept_up = runs[first..].iter().any(|r| r.lower_bound.is_some());
+        if kept_up && raised < PILOT_DOUBLINGS {
+            raised += 1;
+            raise_overload(&mut setups, &bar);
+        } else {
+            saturated += 1;
+        }
     };
     settings.rounds = rounds;
     drop(nodes);
@@ -251,8 +263,8 @@ async fn search(
 }
 
 /// The pilot: one unmeasured saturation window per step at the overload,
-/// doubled (up to [`PILOT_DOUBLINGS`] times, within the search's highest
-/// rate) while any step commits [`PILOT_MARGIN`] of it or more, so that every measured window
+/// doubled (up to [`PILOT_DOUBLINGS`] times) while any step commits
+/// [`PILOT_MARGIN`] of it or more, so that every measured window
 /// saturates even where a short search step misjudged a step's knee. Gives
 /// each step's committed TPS in the last pilot window: its capacity, a
 /// measurement, from which the fixed rate is chosen.
@@ -277,8 +289,7 @@ async fn pilot(
             );
         }
         let kept_up = committed.iter().any(|c| *c >= PILOT_MARGIN * rate);
-        let higher = (rate * 2.0).min(cfg.settings.search.max_tps * cfg.settings.overload);
-        if !kept_up || doublings == PILOT_DOUBLINGS || higher <= rate {
+        if !kept_up || doublings == PILOT_DOUBLINGS {
             progress::println(
                 bar,
                 format!("pilot at {rate:.0} tx/s: committed {committed:.0?}"),
@@ -287,13 +298,20 @@ async fn pilot(
         }
         progress::println(
             bar,
-            format!("pilot: a step kept up with {rate:.0} tx/s; overload raised to {higher:.0}"),
+            format!("pilot: a step committed {PILOT_MARGIN} of {rate:.0} tx/s or more"),
         );
-        for s in setups.iter_mut() {
-            s.overload_tps = higher;
-        }
+        raise_overload(setups, bar);
         doublings += 1;
     }
+}
+
+/// Doubles every step's overload.
+fn raise_overload(setups: &mut [StepSetup], bar: &ProgressBar) {
+    for s in setups.iter_mut() {
+        s.overload_tps *= 2.0;
+    }
+    let rate = setups.first().map_or(0.0, |s| s.overload_tps);
+    progress::println(bar, format!("overload raised to {rate:.0} tx/s"));
 }
 
 /// The rate given, or [`FIXED_SHARE`] of the lowest capacity the pilot saw.

@@ -263,7 +263,7 @@ fn lower_bounds(report: &CompareReport) -> Vec<String> {
         .filter_map(|s| {
             s.lower_bound
                 .as_ref()
-                .map(|why| format!("warning: step {}: no knee ({why}); its saturation figures are lower bounds, kept out", s.step))
+                .map(|why| format!("note: step {}: the search found no knee ({why}); the overload was raised until every step fell behind it", s.step))
         })
         .collect();
     for s in report.steps.iter().filter(|s| s.lower_bounds > 0) {

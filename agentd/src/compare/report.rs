@@ -185,8 +185,9 @@ pub struct StepSetup {
     pub behind_tps: Option<f64>,
     /// The rate of the saturation windows (the same for every step).
     pub overload_tps: f64,
-    /// Why the step's saturation figures are only lower bounds (no knee:
-    /// agent limited, maximum reached), kept out of every estimate.
+    /// Why the search found no knee (agent limited, maximum reached): the
+    /// overload came from the highest rate kept up, and the pilot and the
+    /// rounds raise it until the step falls behind.
     pub lower_bound: Option<String>,
 }
 
@@ -206,7 +207,7 @@ pub struct StepRun {
     /// The saturation window's latency and gas per second.
     pub extras: WindowExtras,
     /// Why this run's saturation figure is only a lower bound (it kept up
-    /// with the overload, or the step has no knee); kept out of estimates.
+    /// with the overload); kept out of estimates.
     pub lower_bound: Option<String>,
     /// The fixed-rate window: node CPU per transaction and latency at a rate
     /// every step sustains.

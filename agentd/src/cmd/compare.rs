@@ -240,12 +240,12 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// The fixed rate (tx/s) of the CPU-per-transaction windows [default:
-    /// 0.6 × the slowest step's knee].
+    /// 0.6 × the lowest capacity the pilot round measured].
     #[arg(long)]
     rate: Option<f64>,
     /// The saturation windows' rate (the same for every step) over the
     /// highest rate any step's search fell behind at.
-    #[arg(long, default_value_t = 1.25)]
+    #[arg(long, default_value_t = 2.0)]
     overload: f64,
     /// Changes smaller than this, percent, are "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0)]

@@ -263,7 +263,7 @@ fn lower_bounds(report: &CompareReport) -> Vec<String> {
         .filter_map(|s| {
             s.lower_bound
                 .as_ref()
-                .map(|why| format!("warning: step {}: no knee ({why}); its saturation figures are lower bounds, kept out", s.step))
+                .map(|why| format!("note: step {}: the search found no knee ({why}); the overload was raised until every step fell behind it", s.step))
         })
         .collect();
     for s in report.steps.iter().filter(|s| s.lower_bounds > 0) {
@@ -296,11 +296,12 @@ fn conditions(report: &CompareReport) -> Vec<String> {
             e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version, e.cometbft_version
         ),
         format!(
-            "conditions: {kind}, gas limit {}, timeout_commit {}, {} rounds interleaved, per run {} s at {:.2} × the highest rate a step fell behind at and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
+            "conditions: {kind}, gas limit {}, timeout_commit {}, {} rounds interleaved, per run {} s saturated at {} tx/s offered ({:.2} × the highest rate a step fell behind at, raised by the pilot while a step kept up) and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
             s.block_gas_limit,
             s.timeout_commit,
             s.rounds,
             s.seconds,
+            report.setups.first().map_or("?".to_string(), |x| tps(x.overload_tps)),
             s.overload,
             s.seconds,
             tps(s.fixed_rate),
@@ -318,14 +319,19 @@ fn reference_line(report: &CompareReport) -> String {
     let Some(r) = &report.reference else {
         return "reference: none measured (CometBFT's kvstore ceiling not run)".to_string();
     };
-    let knee = r
-        .knee_tps
-        .map_or(String::new(), |k| format!(" (knee {})", tps(k)));
-    let ceiling = format!(
-        "reference: {} commits {} tx/s{knee}",
-        r.app,
-        tps(r.measure.committed_tps)
-    );
+    let ceiling = match r.knee_tps {
+        Some(k) => format!(
+            "reference: {} commits {} tx/s (knee {})",
+            r.app,
+            tps(r.measure.committed_tps),
+            tps(k)
+        ),
+        None => format!(
+            "reference: {} commits ≥ {} tx/s (no knee within the search: a lower bound)",
+            r.app,
+            tps(r.measure.committed_tps)
+        ),
+    };
     let best = report
         .steps
         .iter()

@@ -157,11 +157,11 @@ pub struct Settings {
     /// What each transaction does (`transfer`).
     pub workload: String,
     /// The saturation windows' offered rate over the highest rate any step's
-    /// search fell behind at (1.25: a quarter above the fastest step's
-    /// capacity); the same for every step.
+    /// search fell behind at (2: twice it), raised by the pilot while a step
+    /// kept up; the same for every step.
     pub overload: f64,
     /// The rate of the fixed-rate window (node CPU per transaction, latency),
-    /// tx/s: given, or a share of the slowest step's knee.
+    /// tx/s: given, or a share of the lowest capacity the pilot measured.
     pub fixed_rate: f64,
     /// Changes smaller than this share are "no change" (0.02: 2 %).
     pub floor: f64,
@@ -185,8 +185,9 @@ pub struct StepSetup {
     pub behind_tps: Option<f64>,
     /// The rate of the saturation windows (the same for every step).
     pub overload_tps: f64,
-    /// Why the step's saturation figures are only lower bounds (no knee:
-    /// agent limited, maximum reached), kept out of every estimate.
+    /// Why the search found no knee (agent limited, maximum reached): the
+    /// overload came from the highest rate kept up, and the pilot and the
+    /// rounds raise it until the step falls behind.
     pub lower_bound: Option<String>,
 }
 
@@ -206,7 +207,7 @@ pub struct StepRun {
     /// The saturation window's latency and gas per second.
     pub extras: WindowExtras,
     /// Why this run's saturation figure is only a lower bound (it kept up
-    /// with the overload, or the step has no knee); kept out of estimates.
+    /// with the overload); kept out of estimates.
     pub lower_bound: Option<String>,
     /// The fixed-rate window: node CPU per transaction and latency at a rate
     /// every step sustains.
@@ -236,7 +237,8 @@ pub struct FixedWindow {
 pub struct ReferenceRun {
     /// The application (`cometbft kvstore`).
     pub app: String,
-    /// The offered rate the run was measured at, when it searched its knee.
+    /// Its knee; `None` when the search found none and the run was measured
+    /// at the highest rate kept up (its figure then a lower bound).
     pub knee_tps: Option<f64>,
     /// What the run measured.
     pub measure: StepMeasure,

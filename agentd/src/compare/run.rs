@@ -3,17 +3,20 @@
 //! flamegraphs.
 //!
 //! **Setup, once per step.** A devnet of its own (funded senders, warm
-//! caches) and one saturation search. The search only places two operating
-//! points, so it is coarse (doubling the rate until the chain falls behind):
-//! the step's *overload*, a rate above what it commits, and the comparison's
-//! *fixed rate*, a rate every step sustains.
+//! caches) and one saturation search, coarse (doubling the rate until the
+//! chain falls behind): it only places the *overload*, a rate above what
+//! every step commits. A *pilot* round then checks it: one unmeasured
+//! saturation window per step, the overload doubled while any step keeps
+//! up with it. The pilot's committed rates are the steps' capacities; the
+//! comparison's *fixed rate* is a share of the lowest.
 //!
 //! **A run: one step in one round, two windows.**
 //! - *Saturation*: one overload for every step (`overload` × the highest
 //!   rate any step's search fell behind at) for `seconds`; the chain commits
 //!   what it can, so committed TPS is a continuous measurement of its
 //!   capacity, not a point of the search's grid, and every step is offered
-//!   the same load. A window the chain kept up with is only a lower bound and
+//!   the same load. A round in which a step kept up does not count: the
+//!   overload is doubled and the round run again. A window the chain kept up with is only a lower bound and
 //!   is kept out of the estimates. Gas per second comes from the same blocks.
 //! - *Fixed rate*: the same rate for every step, for `seconds`: node CPU
 //!   (CometBFT + abcid, schedstat ns) per committed transaction and latency
@@ -48,8 +51,13 @@ use crate::stats::MIN_ROUNDS;
 
 /// Seconds of load under the profiled blocks.
 const PROFILE_SECS: f64 = 5.0;
-/// The fixed rate, as a share of the lowest rate any step was seen to keep up with.
+/// The fixed rate, as a share of the lowest capacity the pilot measured.
 pub const FIXED_SHARE: f64 = 0.6;
+/// Times the pilot, and again the rounds, may double the overload.
+const PILOT_DOUBLINGS: usize = 4;
+/// A step committing this share of the pilot's overload was not clearly
+/// saturated by it: the pilot doubles the overload.
+const PILOT_MARGIN: f64 = 0.75;
 
 /// A running node to measure instead of fresh devnets: one's own fullnode,
 /// measured as it is (one step).
@@ -97,15 +105,17 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let (work, _) = devnet::scratch_dir()?;
     let out = cfg.out.join(format!("compare-{}", unix_seconds()));
     let bar = progress_bar(cfg.progress);
-    let (mut nodes, setups) = set_up(cfg, work.path(), &bar).await?;
+    let (mut nodes, mut setups) = set_up(cfg, work.path(), &bar).await?;
+    let capacity = pilot(cfg, &mut nodes, &mut setups, &bar).await?;
     let mut settings = cfg.settings.clone();
-    settings.fixed_rate = fixed_rate(cfg.rate, &setups)?;
-    let mut runs = Vec::new();
-    let mut rounds = 0;
+    settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
+    let mut runs: Vec<StepRun> = Vec::new();
+    let (mut rounds, mut saturated, mut raised) = (0, 0, 0);
     let stopped = loop {
-        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, rounds, started) {
+        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, started) {
             break why;
         }
+        let first = runs.len();
         for i in round_order(cfg.steps.len(), rounds) {
             let step = &cfg.steps[i];
             bar.set_message(format!("round {}, step {}", rounds + 1, step.name));
@@ -125,6 +135,16 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
             runs.push(run);
         }
         rounds += 1;
+        // A round in which a step kept up with the overload does not count:
+        // the overload is doubled and the round run again (its fixed-rate
+        // windows still count).
+        let kept_up = runs[first..].iter().any(|r| r.lower_bound.is_some());
+        if kept_up && raised < PILOT_DOUBLINGS {
+            raised += 1;
+            raise_overload(&mut setups, &bar);
+        } else {
+            saturated += 1;
+        }
     };
     settings.rounds = rounds;
     drop(nodes);
@@ -242,17 +262,70 @@ async fn search(
     })
 }
 
-/// The rate given, or [`FIXED_SHARE`] of the lowest rate any step kept up.
-fn fixed_rate(given: Option<f64>, setups: &[StepSetup]) -> Result<f64> {
+/// The pilot: one unmeasured saturation window per step at the overload,
+/// doubled (up to [`PILOT_DOUBLINGS`] times) while any step commits
+/// [`PILOT_MARGIN`] of it or more, so that every measured window
+/// saturates even where a short search step misjudged a step's knee. Gives
+/// each step's committed TPS in the last pilot window: its capacity, a
+/// measurement, from which the fixed rate is chosen.
+async fn pilot(
+    cfg: &CompareConfig,
+    nodes: &mut [StepNode],
+    setups: &mut [StepSetup],
+    bar: &ProgressBar,
+) -> Result<Vec<f64>> {
+    let mut doublings = 0;
+    loop {
+        let rate = setups.first().map_or(0.0, |s| s.overload_tps);
+        let mut committed = Vec::with_capacity(nodes.len());
+        for (node, step) in nodes.iter_mut().zip(&cfg.steps) {
+            bar.set_message(format!("pilot: step {} at {rate:.0} tx/s", step.name));
+            node.resume()?;
+            let m = node.probe.step(rate, cfg.settings.seconds).await;
+            node.pause()?;
+            committed.push(
+                m.with_context(|| format!("pilot window of step {}", step.name))?
+                    .committed_tps,
+            );
+        }
+        let kept_up = committed.iter().any(|c| *c >= PILOT_MARGIN * rate);
+        if !kept_up || doublings == PILOT_DOUBLINGS {
+            progress::println(
+                bar,
+                format!("pilot at {rate:.0} tx/s: committed {committed:.0?}"),
+            );
+            return Ok(committed);
+        }
+        progress::println(
+            bar,
+            format!("pilot: a step committed {PILOT_MARGIN} of {rate:.0} tx/s or more"),
+        );
+        raise_overload(setups, bar);
+        doublings += 1;
+    }
+}
+
+/// Doubles every step's overload.
+fn raise_overload(setups: &mut [StepSetup], bar: &ProgressBar) {
+    for s in setups.iter_mut() {
+        s.overload_tps *= 2.0;
+    }
+    let rate = setups.first().map_or(0.0, |s| s.overload_tps);
+    progress::println(bar, format!("overload raised to {rate:.0} tx/s"));
+}
+
+/// The rate given, or [`FIXED_SHARE`] of the lowest capacity the pilot saw.
+fn fixed_rate(given: Option<f64>, capacity: &[f64]) -> Result<f64> {
     if let Some(rate) = given {
         return Ok(rate);
     }
-    setups
+    capacity
         .iter()
-        .filter_map(|s| s.knee_tps)
+        .copied()
+        .filter(|c| *c > 0.0)
         .reduce(f64::min)
-        .map(|k| k * FIXED_SHARE)
-        .context("no step kept up with any rate: give the fixed rate with --rate")
+        .map(|c| c * FIXED_SHARE)
+        .context("no step committed anything in the pilot: give the fixed rate with --rate")
 }
 
 /// The steps' order in `round`: forwards in even rounds, backwards in odd ones.
@@ -333,14 +406,15 @@ async fn one_run(
         .step_with_extras(setup.overload_tps, settings.seconds)
         .await?;
     let tolerance = settings.search.tolerance;
-    let lower_bound = setup.lower_bound.clone().or_else(|| {
+    // Whatever the search found, a window that fell behind the overload
+    // measured the step's capacity; one that kept up is a lower bound.
+    let lower_bound =
         (measure.committed_tps >= (1.0 - tolerance) * measure.offered_tps).then(|| {
             format!(
                 "committed {:.0} of {:.0} tx/s offered: kept up, not saturated",
                 measure.committed_tps, measure.offered_tps
             )
-        })
-    });
+        });
     let (fixed, fixed_extras) = node
         .probe
         .step_with_extras(settings.fixed_rate, settings.seconds)
@@ -438,9 +512,17 @@ async fn reference(
         .await
         .context("starting the kvstore reference node")?;
     let report = find_knee(&mut probe, &settings.search, |_| {}).await?;
-    let (knee_tps, rate) = match report.outcome {
-        Outcome::KneeFound { knee_tps, .. } => (Some(knee_tps), knee_tps),
-        other => anyhow::bail!("the kvstore reference found no knee: {other:?}"),
+    let kept = report
+        .steps
+        .iter()
+        .filter(|(_, v)| *v == Verdict::KeepsUp)
+        .map(|(m, _)| m.offered_tps)
+        .reduce(f64::max);
+    // No knee: the highest rate kept up, measured as a lower bound.
+    let (knee_tps, rate) = match (report.outcome, kept) {
+        (Outcome::KneeFound { knee_tps, .. }, _) => (Some(knee_tps), knee_tps),
+        (_, Some(kept)) => (None, kept),
+        (other, None) => anyhow::bail!("the kvstore reference kept up with no rate: {other:?}"),
     };
     let measure = probe.step(rate, settings.seconds).await?;
     Ok(ReferenceRun {
@@ -518,8 +600,78 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
 
 #[cfg(test)]
 mod tests {
-    use super::{fixed_rate, round_order};
-    use crate::compare::report::StepSetup;
+    use std::time::{Duration, Instant};
+
+    use super::{fixed_rate, round_order, stop_reason, CompareConfig};
+    use crate::compare::ladder::ladder;
+    use crate::compare::report::{Kind, StepRun};
+    use crate::compare::testing::{run, settings};
+
+    fn config(until: Option<(f64, f64)>, max_rounds: usize) -> CompareConfig {
+        let mut settings = settings(Kind::Patches, 0);
+        settings.until_resolved = until;
+        CompareConfig {
+            steps: ladder("none,all").unwrap(),
+            live: None,
+            settings,
+            rate: None,
+            max_rounds,
+            warmup: Duration::ZERO,
+            profile_blocks: 0,
+            reference: false,
+            out: "out".into(),
+            progress: false,
+        }
+    }
+
+    /// `rounds` rounds of `none` and `all`, `all` 1.5 × with ±`spread` noise.
+    fn rounds(n: usize, spread: f64) -> Vec<StepRun> {
+        (0..n)
+            .flat_map(|r| {
+                let wobble = if r % 2 == 0 {
+                    1.0 + spread
+                } else {
+                    1.0 - spread
+                };
+                [run("none", r, 100.0), run("all", r, 150.0 * wobble)]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fixed_rounds_stop_at_their_count() {
+        let cfg = config(None, 8);
+        let now = Instant::now();
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(7, 0.01), 7, now),
+            None
+        );
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(8, 0.01), 8, now),
+            Some(None)
+        );
+    }
+
+    #[test]
+    fn until_resolved_stops_when_every_interval_is_narrow_or_the_budget_is_spent() {
+        let now = Instant::now();
+        // ±0.1 % noise: within ±1 % after the first five rounds.
+        let cfg = config(Some((0.01, 3600.0)), 100);
+        let why = stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.001), 5, now);
+        assert!(why.unwrap().unwrap().starts_with("resolved after 5 rounds"));
+        // ±20 % noise: not resolved; a budget of an hour is not spent yet…
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.2), 5, now),
+            None
+        );
+        // …and none is left of a budget of 0 s.
+        let broke = config(Some((0.01, 0.0)), 100);
+        let why = stop_reason(&broke, &broke.settings, &[], &rounds(5, 0.2), 5, now);
+        assert!(why
+            .unwrap()
+            .unwrap()
+            .starts_with("budget spent after 5 rounds"));
+    }
 
     #[test]
     fn rounds_alternate_direction() {
@@ -529,18 +681,10 @@ mod tests {
     }
 
     #[test]
-    fn the_fixed_rate_is_a_share_of_the_slowest_knee() {
-        let setup = |knee: Option<f64>| StepSetup {
-            step: "s".into(),
-            search: String::new(),
-            knee_tps: knee,
-            behind_tps: None,
-            overload_tps: 1.0,
-            lower_bound: None,
-        };
-        let setups = [setup(Some(1000.0)), setup(Some(2000.0)), setup(None)];
-        assert!((fixed_rate(None, &setups).unwrap() - 600.0).abs() < 1e-9);
-        assert_eq!(fixed_rate(Some(42.0), &setups).unwrap(), 42.0);
-        assert!(fixed_rate(None, &[setup(None)]).is_err());
+    fn the_fixed_rate_is_a_share_of_the_lowest_capacity() {
+        let capacity = [1000.0, 2000.0, 0.0];
+        assert!((fixed_rate(None, &capacity).unwrap() - 600.0).abs() < 1e-9);
+        assert_eq!(fixed_rate(Some(42.0), &capacity).unwrap(), 42.0);
+        assert!(fixed_rate(None, &[0.0]).is_err());
     }
 }

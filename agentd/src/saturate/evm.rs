@@ -291,6 +291,17 @@ impl EvmProbe {
         rate: f64,
         seconds: f64,
     ) -> Result<(StepMeasure, WindowExtras)> {
+        self.run_step(rate, seconds, true).await
+    }
+
+    /// One step; the gas of its blocks is read (one web3 call a block) only
+    /// `with_gas`: a search does without it.
+    async fn run_step(
+        &mut self,
+        rate: f64,
+        seconds: f64,
+        with_gas: bool,
+    ) -> Result<(StepMeasure, WindowExtras)> {
         // A cancelled step drops the load, which stops it.
         let running = load::start(self.settings(rate), self.cfg.keys.clone()).await?;
         let engine = running.engine().clone();
@@ -304,7 +315,10 @@ impl EvmProbe {
             report.totals.rejected_by_reason
         );
         let blocks = self.window(open.height, close.height).await?;
-        let gas = self.gas_used(open.height, close.height).await;
+        let gas = match with_gas {
+            true => self.gas_used(open.height, close.height).await,
+            false => None,
+        };
         self.drain().await;
         let latency = close.latency.since(&open.latency);
         let extras = WindowExtras {
@@ -369,6 +383,6 @@ impl EvmProbe {
 
 impl Probe for EvmProbe {
     async fn step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
-        Ok(self.step_with_extras(rate, seconds).await?.0)
+        Ok(self.run_step(rate, seconds, false).await?.0)
     }
 }

@@ -383,13 +383,26 @@ fn check_run_charts(figs: &BTreeMap<String, Figure>, r: &LoadReport) {
             .collect::<Vec<_>>(),
     );
 
-    let mut prev = r.chain.start_time;
+    // Block times from CometBFT's header times (ns), not web3's whole
+    // seconds: the window opens at its last header less its length.
+    let last = r
+        .blocks
+        .iter()
+        .rev()
+        .find(|b| b.number == r.chain.last_block)
+        .unwrap();
+    assert!(
+        r.blocks.iter().all(|b| b.time_ns.is_some()),
+        "{:?}",
+        r.blocks
+    );
+    let mut prev = last.time() - r.chain.seconds;
     let block_times: Vec<(f64, f64)> = r
         .blocks
         .iter()
         .map(|b| {
-            let p = (b.number as f64, (b.timestamp - prev) as f64);
-            prev = b.timestamp;
+            let p = (b.number as f64, b.time() - prev);
+            prev = b.time();
             p
         })
         .collect();

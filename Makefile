@@ -19,10 +19,13 @@ demo: setup
 ## test: lint, bench builds and every test, against real CometBFT and Redis
 # Benches are built (not run) in the dev profile, which shares the tests'
 # compiled dependencies: they cannot rot, and CI builds no release tree.
+# One test at a time: on two cores, devnet tests run side by side starve each
+# other (and a test that pins busy loops to a core starves the rest), so
+# their behaviour under load, not the code, would decide them.
 test: setup-test lint
 	$(CARGO) bench --workspace --no-run --profile dev
 	$(CARGO) build --workspace --bins
-	$(CARGO) test --workspace --no-fail-fast -- --include-ignored
+	$(CARGO) test --workspace --no-fail-fast -- --include-ignored --test-threads 1
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -46,7 +46,9 @@ use crate::accounts::KeySet;
 use crate::devnet;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
 use crate::progress;
-use crate::saturate::{find_knee, EvmProbe, Outcome, Probe, SearchConfig, SearchEvent, Verdict};
+use crate::saturate::{
+    find_knee, EvmProbe, Outcome, Probe, SearchConfig, SearchEvent, SearchReport, Verdict,
+};
 use crate::stats::MIN_ROUNDS;
 
 /// Seconds of load under the profiled blocks.
@@ -230,12 +232,7 @@ async fn search(
         }
     })
     .await?;
-    let kept = report
-        .steps
-        .iter()
-        .filter(|(_, v)| *v == Verdict::KeepsUp)
-        .map(|(m, _)| m.offered_tps)
-        .reduce(f64::max);
+    let kept = highest_kept_up(&report);
     let (knee_tps, behind_tps, lower_bound) = match &report.outcome {
         Outcome::KneeFound {
             knee_tps,
@@ -312,6 +309,16 @@ fn raise_overload(setups: &mut [StepSetup], bar: &ProgressBar) {
     }
     let rate = setups.first().map_or(0.0, |s| s.overload_tps);
     progress::println(bar, format!("overload raised to {rate:.0} tx/s"));
+}
+
+/// The highest rate a search's steps kept up with.
+fn highest_kept_up(report: &SearchReport) -> Option<f64> {
+    report
+        .steps
+        .iter()
+        .filter(|(_, v)| *v == Verdict::KeepsUp)
+        .map(|(m, _)| m.offered_tps)
+        .reduce(f64::max)
 }
 
 /// The rate given, or [`FIXED_SHARE`] of the lowest capacity the pilot saw.
@@ -512,12 +519,7 @@ async fn reference(
         .await
         .context("starting the kvstore reference node")?;
     let report = find_knee(&mut probe, &settings.search, |_| {}).await?;
-    let kept = report
-        .steps
-        .iter()
-        .filter(|(_, v)| *v == Verdict::KeepsUp)
-        .map(|(m, _)| m.offered_tps)
-        .reduce(f64::max);
+    let kept = highest_kept_up(&report);
     // No knee: the highest rate kept up, measured as a lower bound.
     let (knee_tps, rate) = match (report.outcome, kept) {
         (Outcome::KneeFound { knee_tps, .. }, _) => (Some(knee_tps), knee_tps),

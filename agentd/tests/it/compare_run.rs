@@ -80,6 +80,10 @@ fn an_a_a_comparison_finds_no_change() {
     // The same node twice: no change beyond noise. The 95 % intervals hold 1
     // in 95 % of such runs each; the test checks 1 against the 99.5 % ones
     // (from the same estimate) so that it fails falsely under 1 % of the time.
+    // The per-step verdict is a 5 % test by design: an A/A run calls a Gain
+    // or Loss in up to 5 % of runs per metric, so it is not asserted here
+    // (its error rate is checked by simulation in `stats::decide`); a verdict
+    // must agree with the 95 % interval it came from.
     let second = &r.steps[1];
     for metric in [Metric::Tps, Metric::CpuPerTx] {
         let f = second.figure(metric).unwrap();
@@ -92,11 +96,10 @@ fn an_a_a_comparison_finds_no_change() {
         );
         let wide = t_quantile(0.9975, est.df.unwrap()).unwrap() * est.se.unwrap();
         assert!(est.ratio.ln().abs() <= wide, "{metric:?}: {est:?}");
-        assert!(
-            !matches!(f.change, Change::Gain | Change::Loss),
-            "{metric:?}: {:?}",
-            f.change
-        );
+        let (low, high) = (est.low.unwrap(), est.high.unwrap());
+        if matches!(f.change, Change::Gain | Change::Loss) {
+            assert!(low > 1.0 || high < 1.0, "{metric:?}: {f:?}");
+        }
         assert!(est.mde.unwrap() > 0.0);
     }
     let text = stderr(&out);

@@ -213,7 +213,9 @@ impl Scanner {
         Ok(())
     }
 
-    /// Polls every `period` until `stop` resolves, then once more.
+    /// Polls every `period` until `stop` resolves, then until the block
+    /// after our last one is read (its header time is their commit time),
+    /// for at most [`MAX_BACKOFF`].
     pub async fn run_until(&self, period: Duration, stop: tokio::sync::watch::Receiver<bool>) {
         let mut stop = stop;
         let mut pause = period;
@@ -228,12 +230,27 @@ impl Scanner {
             };
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
-                _ = stop.changed() => {
-                    let _ = self.poll().await;
-                    return;
-                }
+                _ = stop.changed() => return self.last_polls(period).await,
             }
         }
+    }
+
+    /// The polls after the run: once, and again while some of ours wait
+    /// for a commit time, for at most [`MAX_BACKOFF`].
+    async fn last_polls(&self, period: Duration) {
+        let deadline = Instant::now() + MAX_BACKOFF;
+        loop {
+            let _ = self.poll().await;
+            if !self.awaits_commit_time() || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(period).await;
+        }
+    }
+
+    fn awaits_commit_time(&self) -> bool {
+        let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        ledger.tally.awaits_commit_time()
     }
 }
 

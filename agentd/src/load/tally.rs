@@ -253,6 +253,12 @@ impl Tally {
         super::report::keep_text(&mut self.totals.rejected_texts, kind, text);
     }
 
+    /// Whether some of ours wait for the next block's header time (their
+    /// commit time) to be read.
+    pub fn awaits_commit_time(&self) -> bool {
+        !self.awaiting_commit.is_empty()
+    }
+
     /// The agent's memory and transactions in flight, sampled at `at`.
     pub fn sample(&mut self, at: f64, in_flight: u64, rss_bytes: u64) {
         let row = &mut self.row(at).row;
@@ -517,10 +523,13 @@ mod tests {
         // the next header (1.5 s) is the commit.
         t.block(&block(1, 1001.0, true), &ours(1.2));
         assert_eq!(t.to_block_time.latency().max, 0.0);
+        assert!(t.awaits_commit_time());
         t.block(&block(2, 1001.5, true), &[]);
+        assert!(!t.awaits_commit_time());
         let l = t.to_block_time.latency();
         assert!((l.p50 - 300.0).abs() < 3.0, "{l:?}");
-        // The last block's own time stands in at the close.
+        // The last block's own time stands in at the close (the scanner
+        // waits a little for the next header first).
         t.block(&block(3, 1002.0, true), &ours(1.7));
         t.close();
         assert!((t.to_block_time.latency().max - 300.0).abs() < 3.0);

@@ -35,27 +35,28 @@ async fn highest_base_fee(client: &EthClient, from: u64, to: u64) -> u128 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signed() {
-    // 40 transfers per block, a target of 20: a block of the load's is full
-    // and raises the base fee by 1/8.
+    // 16 transfers per block, a target of 8, about 50 tx/s at most: an open
+    // loop at 100 tx/s fills every block, each raising the base fee by 1/8.
+    // (A closed loop given its whole count at once would have it all
+    // accepted before the base fee moved.)
     let net = TestNet::start_with(|o| {
         o.fee_market = true;
-        o.block_gas_limit = 40 * TRANSFER;
+        o.block_gas_limit = 16 * TRANSFER;
         o.timeout_commit = "300ms".into();
     })
     .await;
     let client = net.client();
     let (keys, _dir) = funded(&net, 40, 61).await;
-    let per_sender = 8u64;
-    let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
-    plan.per_account = Some(per_sender);
-    // Max fee = the base fee just read + tip: a base fee that rose since
-    // overtakes it, the node refuses it, the agent re-signs it.
+    let mut plan = LoadPlan::transfers(RateSchedule::Fixed(100.0), keys.len());
+    plan.duration = Some(Duration::from_secs(4));
+    // Max fee = the latest block's base fee + tip: sent after a full block,
+    // it is below the next block's base fee, the node refuses it, and the
+    // agent re-signs it.
     plan.fees.multiplier = 1.0;
     let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.wait = Duration::from_secs(90);
     let r = load::run(settings, keys.clone()).await.unwrap();
     let t = &r.totals;
-    let signed = per_sender * keys.len() as u64;
     // The base fee did rise under the load.
     let top = highest_base_fee(&client, r.chain.first_block, r.chain.last_block).await;
     eprintln!(
@@ -64,18 +65,22 @@ async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signe
     );
     assert!(top > GWEI, "base fee never rose: {top} wei; {r:#?}");
     // None lost, none rejected (for its fee or anything else), some re-signed.
-    assert_eq!((t.signed, t.included), (signed, signed), "{t:#?}");
+    assert!(t.signed >= 300, "{t:#?}");
+    assert_eq!(t.included, t.signed, "{t:#?}");
     assert_eq!((t.rejected, t.unresolved), (0, 0), "{t:#?}");
     assert!(t.fee_resends > 0, "{t:#?}");
     assert!(r.config.fee.contains("1 × base fee"), "{}", r.config.fee);
-    // Every nonce committed once: each sender's committed nonce is exactly
-    // its count (a nonce used twice cannot be; one skipped would stop it).
+    // Every nonce committed once: the senders' committed nonces add up to
+    // the count (a nonce used twice cannot be; one skipped would stop its
+    // sender), and the blocks hold exactly that many of theirs.
+    let mut nonces = 0;
     for a in &keys.addresses {
-        assert_eq!(client.nonce(*a, false).await.unwrap(), per_sender, "{a}");
+        nonces += client.nonce(*a, false).await.unwrap();
     }
+    assert_eq!(nonces, t.signed);
     assert_eq!(
         ours_in_blocks(&client, &keys, r.chain.first_block, r.chain.last_block).await,
-        signed
+        t.signed
     );
 }
 

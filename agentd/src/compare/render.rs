@@ -221,8 +221,30 @@ fn footer(report: &CompareReport) -> Vec<String> {
     let mut lines = detectable(report);
     lines.extend(lower_bounds(report));
     lines.push(reference_line(report));
+    lines.push(retries_line(report));
     lines.extend(conditions(report));
     lines
+}
+
+/// Node reads retried over the measured runs, per step.
+fn retries_line(report: &CompareReport) -> String {
+    let per_step: Vec<String> = report
+        .steps
+        .iter()
+        .map(|s| {
+            let n: u64 = report
+                .runs
+                .iter()
+                .filter(|r| r.step == s.step)
+                .map(|r| r.rpc_retries)
+                .sum();
+            format!("{} {n}", s.step)
+        })
+        .collect();
+    format!(
+        "node reads retried after a reset, refusal or timeout: {}",
+        per_step.join(", ")
+    )
 }
 
 /// The minimum detectable effect of each comparison with the previous step.
@@ -395,6 +417,24 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part:?} not in\n{text}");
         }
+    }
+
+    #[test]
+    fn retried_reads_are_counted_per_step() {
+        let mut r = ladder();
+        let second = r.steps[1].step.clone();
+        let mut retried = 0;
+        for run in r.runs.iter_mut().filter(|x| x.step == second) {
+            run.rpc_retries = 2;
+            retried += 2;
+        }
+        assert!(retried > 0);
+        let text = table(&r);
+        let want = format!(
+            "node reads retried after a reset, refusal or timeout: {} 0, {second} {retried},",
+            r.steps[0].step
+        );
+        assert!(text.contains(&want), "{want:?} not in\n{text}");
     }
 
     #[test]

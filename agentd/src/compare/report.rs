@@ -219,6 +219,10 @@ pub struct StepRun {
     pub flamegraph: Option<PathBuf>,
     /// Differential flamegraph against the previous step, when profiled.
     pub diff_flamegraph: Option<PathBuf>,
+    /// Node reads sent again after a transient transport error (connection
+    /// reset or refused, timeout) during this run.
+    #[serde(default)]
+    pub rpc_retries: u64,
 }
 
 /// A window at the comparison's fixed rate.

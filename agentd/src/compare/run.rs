@@ -408,6 +408,7 @@ async fn one_run(
     bar: &ProgressBar,
 ) -> Result<StepRun> {
     node.resume()?;
+    let retried_before = node.probe.rpc_retries();
     let (measure, extras) = node
         .probe
         .step_with_extras(setup.overload_tps, settings.seconds)
@@ -444,6 +445,7 @@ async fn one_run(
         }
         None => (None, None),
     };
+    let rpc_retries = node.probe.rpc_retries().saturating_sub(retried_before);
     node.pause()?;
     let mut measure = measure;
     if let Some(e) = &etl {
@@ -466,6 +468,7 @@ async fn one_run(
         etl,
         flamegraph,
         diff_flamegraph: None,
+        rpc_retries,
     })
 }
 

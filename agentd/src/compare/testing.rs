@@ -61,6 +61,7 @@ pub fn run(step: &str, round: usize, tps: f64) -> StepRun {
         etl: None,
         flamegraph: None,
         diff_flamegraph: None,
+        rpc_retries: 0,
     }
 }
 

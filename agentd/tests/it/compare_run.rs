@@ -108,6 +108,7 @@ fn an_a_a_comparison_finds_no_change() {
         "what this run could see",
         "all#2: committed tx/s ±",
         "5 rounds interleaved",
+        "node reads retried after a reset, refusal or timeout: all ",
     ] {
         assert!(text.contains(part), "{part:?} not in\n{text}");
     }

@@ -10,20 +10,34 @@ use super::report::RpcSummary;
 use crate::rpc::{Rpc, RpcError};
 use crate::store::{Store, WriteBatch};
 
-/// RPC enrichment of written heights, in its own task.
+/// RPC enrichment of written heights, in its own task; the figures include
+/// the requests retried.
 async fn enrich(
     rpc: Rpc,
     store: Store,
-    mut rx: mpsc::Receiver<RpcRequest>,
+    rx: mpsc::Receiver<RpcRequest>,
 ) -> (RpcSummary, Option<RpcError>) {
     let mut sum = RpcSummary {
         url: rpc.url().to_string(),
         ..RpcSummary::default()
     };
+    let error = enrich_into(&mut sum, &rpc, &store, rx).await;
+    sum.retries = rpc.retries();
+    (sum, error)
+}
+
+/// Fetches and writes every request's heights until the channel closes;
+/// the first failure ends it.
+async fn enrich_into(
+    sum: &mut RpcSummary,
+    rpc: &Rpc,
+    store: &Store,
+    mut rx: mpsc::Receiver<RpcRequest>,
+) -> Option<RpcError> {
     while let Some((heights, need_results)) = rx.recv().await {
         let (facts, missing) = match rpc.fetch(&heights, &need_results).await {
             Ok(r) => r,
-            Err(e) => return (sum, Some(e)),
+            Err(e) => return Some(e),
         };
         sum.headers += facts.values().filter(|f| f.time_ns.is_some()).count() as u64;
         sum.results += facts.values().filter(|f| f.valid.is_some()).count() as u64;
@@ -37,17 +51,14 @@ async fn enrich(
         };
         if let Err(e) = store.write(&batch).await {
             // A Redis failure here is reported like an RPC one: the logs' data stands.
-            return (
-                sum,
-                Some(RpcError::Answer {
-                    url: rpc.url().to_string(),
-                    what: "writing RPC data".into(),
-                    detail: e.to_string(),
-                }),
-            );
+            return Some(RpcError::Answer {
+                url: rpc.url().to_string(),
+                what: "writing RPC data".into(),
+                detail: e.to_string(),
+            });
         }
     }
-    (sum, None)
+    None
 }
 
 /// The enrichment task, when there is an RPC.

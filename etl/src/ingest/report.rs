@@ -78,6 +78,10 @@ pub struct RpcSummary {
     pub missing: u64,
     /// The first of those, with the node's reason.
     pub first_missing: Option<(u64, String)>,
+    /// Requests sent again after a transient transport error (connection
+    /// reset or refused, timeout); each request is tried a bounded number of
+    /// times ([`crate::retry`]).
+    pub retries: u64,
 }
 
 /// What an ingest run did.

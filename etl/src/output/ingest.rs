@@ -165,13 +165,14 @@ fn written(out: &mut String, r: &IngestReport) {
 fn rpc_line(out: &mut String, rpc: &RpcSummary) {
     let _ = writeln!(
         out,
-        "rpc {}: {} header times, {} valid/invalid counts, {} heights unanswered{}",
+        "rpc {}: {} header times, {} valid/invalid counts, {} heights unanswered{}, {} requests retried",
         rpc.url,
         rpc.headers,
         rpc.results,
         rpc.missing,
         rpc.first_missing
             .as_ref()
-            .map_or_else(String::new, |(h, why)| format!(" (first: {h}: {why})"))
+            .map_or_else(String::new, |(h, why)| format!(" (first: {h}: {why})")),
+        rpc.retries
     );
 }

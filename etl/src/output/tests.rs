@@ -97,6 +97,7 @@ fn ingest_report() -> IngestReport {
             results: 11,
             missing: 1,
             first_missing: Some((5, "height 5 is not available".into())),
+            retries: 2,
         }),
         block_time_source: "header times (node RPC)".into(),
         elapsed_s: 1.25,

@@ -12,7 +12,7 @@ use feth_etl::ingest::IngestError;
 use feth_etl::parse::{Event, Format, Line, Parser};
 
 use crate::common::*;
-use crate::recorded_rpc::{serve_truth, Truth};
+use crate::recorded_rpc::{serve_truth, serve_truth_dropping_first, Truth};
 
 /// One chain's captures: its ground truth and its logs, (file, line
 /// format, whether its stamps have a date), in the order they were taken.
@@ -401,6 +401,28 @@ async fn ingest_capture(cap: &Capture) {
         );
         assert_eq!(redis2.snapshot().await, first, "{name}: gzip copy");
     }
+}
+
+/// A node whose first connections close unanswered: the reads are retried,
+/// nothing is missed, and the retries are reported.
+#[tokio::test]
+async fn dropped_rpc_connections_are_retried_and_counted() {
+    let cap = &CAPTURES[0];
+    let truth = Truth::read(cap.truth);
+    let (name, format, _) = cap.logs[0];
+    let (lo, hi) = contiguous(name, &parse_fixture(name, format, cap.version));
+    let redis = Redis::start();
+    let mut args = ingest_args(&redis.url, &[&fixture(name)]);
+    args.comet_rpc = Some(serve_truth_dropping_first(&truth, 2).await);
+    let out = ingest(&args).await;
+    let rpc = out.report.rpc.as_ref().expect("rpc summary");
+    assert_eq!((rpc.headers, rpc.missing), (hi - lo + 1, 0), "{rpc:?}");
+    assert!(rpc.retries >= 1, "{rpc:?}");
+    let text = feth_etl::output::ingest(&out.report, feth_etl::output::Format::Table).unwrap();
+    assert!(
+        text.contains(&format!("{} requests retried", rpc.retries)),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -162,11 +162,22 @@ async fn serve(t: std::sync::Arc<Truth>, mut conn: TcpStream) {
 /// Starts the stand-in on a free 127.0.0.1 port; returns its URL. It lives
 /// as long as the test's runtime.
 pub async fn serve_truth(t: &Truth) -> String {
+    serve_truth_dropping_first(t, 0).await
+}
+
+/// [`serve_truth`], but the first `drop` connections are closed unanswered,
+/// as a restarting node or a proxy closing idle connections does.
+pub async fn serve_truth_dropping_first(t: &Truth, drop: usize) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let t = std::sync::Arc::new(t.clone());
     tokio::spawn(async move {
+        let mut dropped = 0;
         while let Ok((conn, _)) = listener.accept().await {
+            if dropped < drop {
+                dropped += 1;
+                continue;
+            }
             tokio::spawn(serve(t.clone(), conn));
         }
     });

@@ -403,14 +403,20 @@ async fn ingest_capture(cap: &Capture) {
     }
 }
 
+/// The first capture's ground truth and its console log: the file's name
+/// and the contiguous heights it holds.
+fn first_console_capture() -> (Truth, &'static str, u64, u64) {
+    let cap = &CAPTURES[0];
+    let (name, format, _) = cap.logs[0];
+    let (lo, hi) = contiguous(name, &parse_fixture(name, format, cap.version));
+    (Truth::read(cap.truth), name, lo, hi)
+}
+
 /// A node whose first connections close unanswered: the reads are retried,
 /// nothing is missed, and the retries are reported.
 #[tokio::test]
 async fn dropped_rpc_connections_are_retried_and_counted() {
-    let cap = &CAPTURES[0];
-    let truth = Truth::read(cap.truth);
-    let (name, format, _) = cap.logs[0];
-    let (lo, hi) = contiguous(name, &parse_fixture(name, format, cap.version));
+    let (truth, name, lo, hi) = first_console_capture();
     let redis = Redis::start();
     let mut args = ingest_args(&redis.url, &[&fixture(name)]);
     args.comet_rpc = Some(serve_truth_dropping_first(&truth, 2).await);
@@ -427,10 +433,7 @@ async fn dropped_rpc_connections_are_retried_and_counted() {
 
 #[tokio::test]
 async fn sdk_console_without_rpc_guesses_no_day() {
-    let cap = &CAPTURES[0];
-    let truth = Truth::read(cap.truth);
-    let (name, format, _) = cap.logs[0];
-    let (lo, hi) = contiguous(name, &parse_fixture(name, format, cap.version));
+    let (truth, name, lo, hi) = first_console_capture();
     let log = fixture(name);
     let redis = Redis::start();
 

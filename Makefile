@@ -22,9 +22,13 @@ demo: setup
 # One test at a time: on two cores, devnet tests run side by side starve each
 # other (and a test that pins busy loops to a core starves the rest), so
 # their behaviour under load, not the code, would decide them.
+# Disk: no incremental state (a one-shot build does not reuse it, and it
+# doubled target/ to 7 GB), and no separate `cargo build --bins`: the tests'
+# build makes every binary the tests run (target/debug/feth, abcid) with
+# the same features, where a plain build compiled them a second time.
+test: export CARGO_INCREMENTAL = 0
 test: setup-test lint
 	$(CARGO) bench --workspace --no-run --profile dev
-	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace --no-fail-fast -- --include-ignored --test-threads 1
 
 ## fuzz: each cargo-fuzz target for FUZZ_SECONDS (needs `cargo install

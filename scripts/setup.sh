@@ -7,7 +7,8 @@
 # node for the load tests; Debian's groovy and
 # the default Java runtime it runs on, to check that the Jenkinsfile parses;
 # Debian's chromium, to open `feth report`'s page headless).
-# Idempotent: does nothing that is already done.
+# Idempotent: does nothing that is already done. Go's caches are scratch,
+# removed on exit (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,15 @@ fi
 
 version=$(tr -d '[:space:]' < COMETBFT_VERSION)
 bin="$PWD/tools/bin"
+
+# Go's build and module caches for these installs go to a scratch folder
+# that is removed on exit: they reach several GB (geth alone about 4), the
+# binaries are all that is kept, and a full disk fails the Rust build that
+# follows. Installs run once; a rerun that installs nothing downloads nothing.
+scratch="$PWD/tools/.go-scratch"
+export GOCACHE="$scratch/cache" GOMODCACHE="$scratch/mod"
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-modcacherw"
+trap 'rm -rf "$scratch"' EXIT
 if [ -x "$bin/cometbft" ] && [ "v$("$bin/cometbft" version 2>/dev/null)" = "$version" ]; then
   echo "setup: CometBFT $version already in tools/bin"
 else

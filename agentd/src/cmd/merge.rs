@@ -90,6 +90,13 @@ fn print_summary(out: &mut dyn Write, m: &MergedReport) -> std::io::Result<()> {
                 a.file, a.host, limited.reason
             )?;
         }
+        if let Some(b) = a.closed_loop_backlog.as_ref().filter(|b| b.growing) {
+            writeln!(
+                out,
+                "WARNING         agent {} ({}): the node accepted faster than it committed, its backlog grew from {} to {} (+{:.1} tx/s): a drain, not a steady state",
+                a.file, a.host, b.mid, b.end, b.growth_per_second
+            )?;
+        }
     }
     let c = &m.chain;
     writeln!(
@@ -155,7 +162,7 @@ fn print_summary(out: &mut dyn Write, m: &MergedReport) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::load::merge::{AgentRow, MergedWindow};
-    use crate::load::report::{AgentLimited, ChainFigures, Latencies, Totals};
+    use crate::load::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
     use crate::load::shard::{KeyRange, Shard};
 
     #[test]
@@ -180,6 +187,14 @@ mod tests {
                 reason: "the schedule fell behind".into(),
                 max_backlog: 300,
                 schedule_lag_ms: 5000.0,
+            }),
+            closed_loop_backlog: (index == 0).then_some(ClosedLoopBacklog {
+                growing: true,
+                mid: 120,
+                end: 480,
+                max: 480,
+                growth_per_second: 72.0,
+                committed_per_second: 40.0,
             }),
         };
         let m = MergedReport {
@@ -235,5 +250,13 @@ mod tests {
             assert!(text.contains(want), "{want:?} missing from:\n{text}");
         }
         assert!(!text.contains("shard-0.json (agent0) limited"), "{text}");
+        assert!(
+            text.contains("agent shard-0.json (agent0): the node accepted faster than it committed, its backlog grew from 120 to 480 (+72.0 tx/s)"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("agent shard-2.json (agent2): the node"),
+            "{text}"
+        );
     }
 }

@@ -32,7 +32,19 @@ struct Seen {
     rejected: HashMap<String, u64>,
     reverted: u64,
     resends: u64,
+    fee_resends: u64,
     backoffs: u64,
+}
+
+/// The engine's retry counts so far (see [`retries`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retries {
+    /// Resubmissions of the same signed bytes.
+    pub resends: u64,
+    /// Re-signings with a higher fee after a refusal for the fee.
+    pub fee_resends: u64,
+    /// Back-offs on a full mempool or a rate limit.
+    pub backoffs: u64,
 }
 
 /// The live metrics of one load run.
@@ -44,7 +56,9 @@ pub struct LoadMetrics {
     reverted: Counter,
     rejected: Family<Reason, Counter>,
     resends: Counter,
+    fee_resends: Counter,
     backoffs: Counter,
+    backlog: Gauge,
     schedule_lag: Histogram,
     inclusion_latency: Histogram,
     offered: Gauge<f64, AtomicU64>,
@@ -74,7 +88,9 @@ impl LoadMetrics {
             reverted: Counter::default(),
             rejected: Family::default(),
             resends: Counter::default(),
+            fee_resends: Counter::default(),
             backoffs: Counter::default(),
+            backlog: Gauge::default(),
             // 1 ms to ~65 s.
             schedule_lag: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             // 50 ms to ~13 min.
@@ -115,9 +131,19 @@ impl LoadMetrics {
             m.resends.clone(),
         );
         r.register(
+            "fee_resends",
+            "Transactions re-signed with the same nonce and a higher fee after a refusal for their fee",
+            m.fee_resends.clone(),
+        );
+        r.register(
             "backoffs",
             "Back-offs on a full mempool or a rate limit",
             m.backoffs.clone(),
+        );
+        r.register(
+            "backlog_transactions",
+            "Accepted by a node and not yet included: grows when the node accepts faster than it commits",
+            m.backlog.clone(),
         );
         r.register_with_unit(
             "schedule_lag",
@@ -163,9 +189,9 @@ impl LoadMetrics {
         self.inclusion_latency.observe(seconds.max(0.0));
     }
 
-    /// Brings the counters up to the `tally` and the engine's `resends` and
-    /// `backoffs` (the histograms are fed as the ledger goes).
-    pub fn sync(&self, tally: &Tally, retries: (u64, u64)) {
+    /// Brings the counters and the backlog up to the `tally` and the
+    /// engine's `retries` (the histograms are fed as the ledger goes).
+    pub fn sync(&self, tally: &Tally, retries: Retries) {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let seen = &mut *seen;
         let t = &tally.totals;
@@ -183,8 +209,15 @@ impl LoadMetrics {
                 n,
             );
         }
-        bump(&self.resends, &mut seen.resends, retries.0);
-        bump(&self.backoffs, &mut seen.backoffs, retries.1);
+        bump(&self.resends, &mut seen.resends, retries.resends);
+        bump(
+            &self.fee_resends,
+            &mut seen.fee_resends,
+            retries.fee_resends,
+        );
+        bump(&self.backoffs, &mut seen.backoffs, retries.backoffs);
+        let backlog = tally.accepted.saturating_sub(t.included);
+        self.backlog.set(i64::try_from(backlog).unwrap_or(i64::MAX));
     }
 }
 
@@ -196,10 +229,62 @@ fn bump(counter: &Counter, seen: &mut u64, now: u64) {
     }
 }
 
-/// The engine's resends and back-offs so far.
-pub fn retries(c: &super::engine::Counters) -> (u64, u64) {
-    (
-        c.resends.load(Ordering::Relaxed),
-        c.backoffs.load(Ordering::Relaxed),
-    )
+/// The engine's retry counts so far.
+pub fn retries(c: &super::engine::Counters) -> Retries {
+    Retries {
+        resends: c.resends.load(Ordering::Relaxed),
+        fee_resends: c.fee_resends.load(Ordering::Relaxed),
+        backoffs: c.backoffs.load(Ordering::Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::pick::RateSchedule;
+    use crate::load::tally::TallyConfig;
+
+    /// The value of the sample line named `name` in `text`.
+    fn sample(text: &str, name: &str) -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
+    }
+
+    #[test]
+    fn fee_resends_and_the_backlog_follow_the_run() {
+        let mut tally = Tally::new(TallyConfig {
+            run_start_unix: 0.0,
+            schedule: RateSchedule::Closed,
+            window_blocks: None,
+            start_time: 0.0,
+            start_timestamp: 0,
+        });
+        let m = LoadMetrics::new();
+        for _ in 0..7 {
+            tally.accepted(0.5);
+        }
+        tally.totals.included = 2;
+        let retries = Retries {
+            resends: 1,
+            fee_resends: 3,
+            backoffs: 0,
+        };
+        m.sync(&tally, retries);
+        let text = m.encode();
+        assert_eq!(sample(&text, "feth_load_fee_resends_total"), 3.0);
+        assert_eq!(sample(&text, "feth_load_backlog_transactions"), 5.0);
+        // The backlog is a gauge: it falls as the node catches up.
+        tally.totals.included = 7;
+        m.sync(
+            &tally,
+            Retries {
+                fee_resends: 4,
+                ..retries
+            },
+        );
+        let text = m.encode();
+        assert_eq!(sample(&text, "feth_load_fee_resends_total"), 4.0);
+        assert_eq!(sample(&text, "feth_load_backlog_transactions"), 0.0);
+    }
 }

@@ -187,8 +187,8 @@ fn figures(r: &LoadReport) -> String {
         (
             "recovery",
             format!(
-                "{} back-offs, {} resends, {} nonce resyncs",
-                r.backoffs, r.resends, r.resyncs
+                "{} back-offs, {} resends, {} fee resends (re-signed above a risen base fee), {} nonce resyncs",
+                r.backoffs, r.resends, t.fee_resends, r.resyncs
             ),
         ),
     ])
@@ -214,6 +214,12 @@ pub fn section(
         out.push_str(&note(&format!(
             "Warning: the agent, not the chain, limited the offered rate, so the committed TPS is about the agent, not the chain: {}.",
             limited.reason
+        )));
+    }
+    if let Some(b) = r.closed_loop_backlog.as_ref().filter(|b| b.growing) {
+        out.push_str(&note(&format!(
+            "Warning: the node accepted faster than it committed, so the committed TPS is a drain, not a steady state: the backlog (accepted − committed) grew from {} to {} over the second half of sending (+{:.1} tx/s while {:.1} tx/s were committed).",
+            b.mid, b.end, b.growth_per_second, b.committed_per_second
         )));
     }
     out.push_str(&figures(r));

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use feth::accounts::KeySet;
 use feth::eth::EthClient;
+use feth::load::metrics::LoadMetrics;
 use feth::load::pick::RateSchedule;
 use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadSettings};
+use feth::report::load_view;
 use feth::saturate::{find_knee, EvmProbe, EvmProbeConfig, SearchConfig};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -55,6 +57,8 @@ async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signe
     plan.fees.multiplier = 1.0;
     let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.wait = Duration::from_secs(90);
+    let metrics = Arc::new(LoadMetrics::new());
+    settings.metrics = Some(metrics.clone());
     let r = load::run(settings, keys.clone()).await.unwrap();
     let t = &r.totals;
     // The base fee did rise under the load.
@@ -70,6 +74,16 @@ async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signe
     assert_eq!((t.rejected, t.unresolved), (0, 0), "{t:#?}");
     assert!(t.fee_resends > 0, "{t:#?}");
     assert!(r.config.fee.contains("1 × base fee"), "{}", r.config.fee);
+    // Prometheus and `feth report` show them too.
+    let scrape = metrics.encode();
+    let resends = format!("feth_load_fee_resends_total {}\n", t.fee_resends);
+    assert!(scrape.contains(&resends), "{resends:?} not in\n{scrape}");
+    let page = load_view::section(0, "fees", &r, None).unwrap();
+    let shown = format!(
+        "{} fee resends (re-signed above a risen base fee)",
+        t.fee_resends
+    );
+    assert!(page.contains(&shown), "{shown:?} not in the report");
     // Every nonce committed once: the senders' committed nonces add up to
     // the count (a nonce used twice cannot be; one skipped would stop its
     // sender), and the blocks hold exactly that many of theirs.
@@ -143,6 +157,8 @@ async fn a_closed_loop_against_a_node_that_accepts_faster_than_it_commits_is_fla
     let mut settings = LoadSettings::new(&net.web3(), plan);
     // The backlog takes minutes to drain: not waited for.
     settings.wait = Duration::from_secs(2);
+    let metrics = Arc::new(LoadMetrics::new());
+    settings.metrics = Some(metrics.clone());
     let r = load::run(settings, keys).await.unwrap();
     let b = r
         .closed_loop_backlog
@@ -160,6 +176,22 @@ async fn a_closed_loop_against_a_node_that_accepts_faster_than_it_commits_is_fla
     );
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["closed_loop_backlog"]["growing"], true);
+    // Prometheus carries the backlog left when the run ended (accepted −
+    // included), `feth report` the warning.
+    let accepted = r.accepted.expect("a new report counts acceptances");
+    let left = format!(
+        "feth_load_backlog_transactions {}\n",
+        accepted - r.totals.included
+    );
+    let scrape = metrics.encode();
+    assert!(scrape.contains(&left), "{left:?} not in\n{scrape}");
+    assert!(accepted - r.totals.included > 0, "{r:#?}");
+    let page = load_view::section(0, "backlog", &r, None).unwrap();
+    let warning = format!(
+        "the backlog (accepted − committed) grew from {} to {}",
+        b.mid, b.end
+    );
+    assert!(page.contains(&warning), "{warning:?} not in the report");
 }
 
 /// A TCP proxy on 127.0.0.1 in front of `upstream` that resets (RST) the

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use self::chain::ChainBlock;
 use super::hist::LogHist;
-use super::report::{AgentLimited, ChainFigures, Latencies, Totals};
+use super::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
 use super::shard::{KeyRange, Shard};
 use super::LoadReport;
 use crate::eth::EthClient;
@@ -86,6 +86,9 @@ pub struct AgentRow {
     /// Set when the agent, not the chain, limited its offered rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_limited: Option<AgentLimited>,
+    /// A closed loop's backlog (accepted − committed) over its sending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop_backlog: Option<ClosedLoopBacklog>,
 }
 
 /// A window of consecutive blocks of the merged span.
@@ -365,6 +368,7 @@ fn agent_row(i: &Input) -> Result<AgentRow> {
         blocks: (r.chain.first_block, r.chain.last_block),
         latency_ms: r.latency_ms.clone(),
         agent_limited: r.agent_limited.clone(),
+        closed_loop_backlog: r.closed_loop_backlog.clone(),
     })
 }
 

@@ -1,5 +1,5 @@
 //! Parsing amounts of ether (`1000` wei, `5gwei`, `0.5eth`) and durations
-//! (`90`, `30m`, `24h`).
+//! (`90`, `30m`, `24h`); printing gas rates.
 
 use std::time::Duration;
 
@@ -54,6 +54,11 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         bail!("{text:?}: a duration must be positive");
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// Gas per second as people read it: `12.35 Mgas/s`.
+pub fn mgas(gas_per_second: f64) -> String {
+    format!("{:.2} Mgas/s", gas_per_second / 1e6)
 }
 
 #[cfg(test)]

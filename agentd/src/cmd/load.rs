@@ -353,6 +353,12 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         "                {:>10.1}  all transactions in those blocks",
         c.committed_tps_all
     )?;
+    writeln!(
+        out,
+        "committed gas/s {:>10}  all transactions' gas in those blocks ({} gas)",
+        units::mgas(c.gas_per_second),
+        c.gas_used
+    )?;
     if let Some(limited) = &r.agent_limited {
         writeln!(
             out,

@@ -111,6 +111,12 @@ fn print_summary(out: &mut dyn Write, m: &MergedReport) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
+        "committed gas/s {:>10}  all transactions' gas in those blocks ({} gas)",
+        crate::units::mgas(c.gas_per_second),
+        c.gas_used
+    )?;
+    writeln!(
+        out,
         "block time      {:>10.0}  ms, mean over the window ({})",
         m.block_time_ms, m.block_clock
     )?;

@@ -136,7 +136,7 @@ fn progress_bar(quiet: bool) -> ProgressBar {
     bar
 }
 
-const HEADER: &str = "step  offered     sent  committed  block p50/p95 ms  mempool start→end  lag p99 ms (own)  agent µs/tx  slots busy  verdict";
+const HEADER: &str = "step  offered     sent  committed  Mgas/s  block p50/p95 ms  mempool start→end  lag p99 ms (own)  agent µs/tx  slots busy  verdict";
 
 fn step_line(index: usize, m: &StepMeasure, v: &Verdict) -> String {
     let count = |n: Option<u64>| n.map_or_else(|| "?".to_string(), |n| n.to_string());
@@ -147,11 +147,13 @@ fn step_line(index: usize, m: &StepMeasure, v: &Verdict) -> String {
         Verdict::AgentBehind { why } => format!("AGENT behind: {why}"),
     };
     format!(
-        "{:>4} {:>8.0} {:>8.1} {:>10.1}  {:>7.0}/{:<8.0} {:>17}  {:>8.0} ({:>5.0})  {:>11.1}  {:>8.0} %  {verdict}",
+        "{:>4} {:>8.0} {:>8.1} {:>10.1}  {:>6}  {:>7.0}/{:<8.0} {:>17}  {:>8.0} ({:>5.0})  {:>11.1}  {:>8.0} %  {verdict}",
         index + 1,
         m.offered_tps,
         m.sent_tps,
         m.committed_tps,
+        m.gas_per_sec
+            .map_or_else(|| "?".to_string(), |g| format!("{:.2}", g / 1e6)),
         m.block_time_p50_ms,
         m.block_time_p95_ms,
         mempool,

@@ -28,6 +28,7 @@ pub fn measure(tps: f64) -> StepMeasure {
         node_cpu_us_per_tx: Some(25_000.0 / tps),
         valid: (tps * 20.0) as u64,
         invalid: Some(0),
+        gas_per_sec: Some(tps * 21_000.0),
     }
 }
 

@@ -196,6 +196,7 @@ impl KvProbe {
                 .then(|| us(to.node_cpu.saturating_sub(from.node_cpu), blocks.txs)),
             valid: blocks.valid,
             invalid: Some(blocks.invalid),
+            gas_per_sec: None,
         })
     }
 

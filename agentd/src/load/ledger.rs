@@ -296,6 +296,7 @@ mod tests {
             timestamp,
             time_ns: None,
             txs,
+            gas_used: 21_000 * txs,
             seen: 2.0,
         }
     }

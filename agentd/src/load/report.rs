@@ -153,6 +153,14 @@ pub struct ChainFigures {
     pub committed_tps: f64,
     /// All transactions per second, committed.
     pub committed_tps_all: f64,
+    /// Gas the window's blocks used (all transactions; 0 in files before it
+    /// was recorded).
+    #[serde(default)]
+    pub gas_used: u64,
+    /// `gas_used` per second: transfers and contract calls differ twentyfold
+    /// in gas, so this is the figure that compares workloads.
+    #[serde(default)]
+    pub gas_per_second: f64,
 }
 
 /// Raw refusal texts kept per kind of reason.

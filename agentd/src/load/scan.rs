@@ -187,6 +187,7 @@ impl Scanner {
             timestamp: block.timestamp.to(),
             time_ns: comet_time(self.comet.as_ref(), number).await,
             txs: block.transactions.len() as u64,
+            gas_used: block.gas_used.saturating_to(),
             seen: self.start.elapsed().as_secs_f64(),
         };
         let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());

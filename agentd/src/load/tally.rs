@@ -87,6 +87,8 @@ pub struct BlockFacts {
     pub time_ns: Option<i64>,
     /// All transactions in it.
     pub txs: u64,
+    /// Gas all its transactions used.
+    pub gas_used: u64,
     /// When the agent first read it, seconds since the run began.
     pub seen: f64,
 }
@@ -130,6 +132,8 @@ struct LastOurs {
     time: f64,
     /// All transactions in the blocks read up to it.
     all_txs: u64,
+    /// Gas used by the blocks read up to it.
+    all_gas: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -176,6 +180,8 @@ pub struct Tally {
     last_time: Option<f64>,
     /// All transactions in the blocks read.
     all_txs: u64,
+    /// Gas used by the blocks read.
+    all_gas: u64,
     last_ours: Option<LastOurs>,
     window: Option<OpenWindow>,
     windows: Latest<WindowRow>,
@@ -209,6 +215,7 @@ impl Tally {
             first_block: None,
             last_time: None,
             all_txs: 0,
+            all_gas: 0,
             last_ours: None,
             window: None,
             windows: Latest::new(KEEP_WINDOWS),
@@ -294,12 +301,14 @@ impl Tally {
         self.totals.reverted += reverted;
         self.first_block.get_or_insert(b.number);
         self.all_txs += b.txs;
+        self.all_gas = self.all_gas.saturating_add(b.gas_used);
         if !ours.is_empty() {
             self.last_ours = Some(LastOurs {
                 number: b.number,
                 timestamp: b.timestamp,
                 time: b.time(),
                 all_txs: self.all_txs,
+                all_gas: self.all_gas,
             });
         }
         *self.per_block.entry(b.txs).or_default() += 1;
@@ -481,6 +490,8 @@ impl Tally {
             all_txs,
             committed_tps: self.totals.included as f64 / seconds,
             committed_tps_all: all_txs as f64 / seconds,
+            gas_used: last.all_gas,
+            gas_per_second: last.all_gas as f64 / seconds,
         }
     }
 }
@@ -505,6 +516,7 @@ mod tests {
             timestamp: time as u64,
             time_ns: ns.then_some((time * 1e9) as i64),
             txs: 1,
+            gas_used: 21_000 * number,
             seen: time - 1000.0 + 0.1,
         }
     }
@@ -541,5 +553,19 @@ mod tests {
         t.block(&block(1, 1002.0, false), &ours(0.5));
         let l = t.to_block_time.latency();
         assert!((l.p50 - 1500.0).abs() < 8.0, "{l:?}");
+    }
+
+    #[test]
+    fn gas_per_second_counts_the_blocks_up_to_the_last_of_ours() {
+        let mut t = tally();
+        t.block(&block(1, 1001.0, true), &ours(0.2));
+        t.block(&block(2, 1002.0, true), &ours(1.2));
+        // A later block without ours is outside the window.
+        t.block(&block(3, 1004.0, true), &[]);
+        let c = t.chain();
+        assert_eq!((c.first_block, c.last_block), (1, 2));
+        assert_eq!(c.gas_used, 63_000);
+        assert!((c.seconds - 2.0).abs() < 1e-9, "{c:?}");
+        assert!((c.gas_per_second - 31_500.0).abs() < 1e-6, "{c:?}");
     }
 }

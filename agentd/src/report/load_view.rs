@@ -10,6 +10,7 @@ use super::input::EtlBlock;
 use super::windows;
 use crate::load::report::{BlockRow, Latency};
 use crate::load::LoadReport;
+use crate::units;
 
 /// Per-second series of a run: committed (by block time), sent, and the
 /// offered rate when the schedule had one.
@@ -158,6 +159,10 @@ fn figures(r: &LoadReport) -> String {
             ),
         ),
         ("committed TPS (all)", format!("{:.1}", c.committed_tps_all)),
+        (
+            "committed gas/s",
+            format!("{} ({} gas, all transactions)", units::mgas(c.gas_per_second), c.gas_used),
+        ),
         (
             "send rate",
             format!("{:.1} tx/s over {:.1} s", r.send_rate, r.send_seconds),

@@ -34,6 +34,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
             "schedule",
             "node",
             "committed TPS",
+            "Mgas/s",
             "send rate",
             "latency p50 / p99 ms",
             "included / signed",
@@ -46,6 +47,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                 r.config.schedule.clone(),
                 r.environment.node.clone(),
                 format!("{:.1}", r.chain.committed_tps),
+                format!("{:.2}", r.chain.gas_per_second / 1e6),
                 format!("{:.1}", r.send_rate),
                 format!("{:.0} / {:.0}", l.p50, l.p99),
                 format!("{} / {}", r.totals.included, r.totals.signed),
@@ -92,7 +94,13 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                 path.display(),
                 saturate_view::outcome_text(&report.outcome)
             ));
-            out.push_str(&header(&["step", "offered", "committed", "verdict"]));
+            out.push_str(&header(&[
+                "step",
+                "offered",
+                "committed",
+                "Mgas/s",
+                "verdict",
+            ]));
             for (i, (m, v)) in report.steps.iter().enumerate() {
                 let verdict = match v {
                     Verdict::KeepsUp => "keeps up",
@@ -103,6 +111,8 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                     (i + 1).to_string(),
                     format!("{:.0}", m.offered_tps),
                     format!("{:.1}", m.committed_tps),
+                    m.gas_per_sec
+                        .map_or("–".into(), |g| format!("{:.2}", g / 1e6)),
                     verdict.to_string(),
                 ]));
             }

@@ -93,6 +93,8 @@ fn steps_table(r: &SearchReport) -> String {
                 format!("{:.0}", m.offered_tps),
                 format!("{:.1}", m.sent_tps),
                 format!("{:.1}", m.committed_tps),
+                m.gas_per_sec
+                    .map_or("–".to_string(), |g| format!("{:.2}", g / 1e6)),
                 format!("{}–{}", m.first_height + 1, m.last_height),
                 format!("{:.0} / {:.0}", m.block_time_p50_ms, m.block_time_p95_ms),
                 format!("{} → {}", opt(m.mempool_start), opt(m.mempool_end)),
@@ -108,6 +110,7 @@ fn steps_table(r: &SearchReport) -> String {
             "offered",
             "sent",
             "committed",
+            "Mgas/s",
             "heights",
             "block time p50/p95 ms",
             "mempool",
@@ -176,6 +179,7 @@ mod tests {
             node_cpu_us_per_tx: None,
             valid: 100,
             invalid: Some(0),
+            gas_per_sec: Some(2_100_000.0),
         }
     }
 
@@ -216,6 +220,8 @@ mod tests {
         assert!(html.contains("id=\"saturate0-steps\""), "{html}");
         assert!(html.contains("knee at 566 tx/s offered (560 committed); behind at 800"));
         assert!(html.contains("chain behind: backlog grew"));
+        // 2.1 Mgas/s committed in each step's window.
+        assert!(html.contains("<td>2.10</td>"), "{html}");
         // The steps table: a header row and one row per step.
         let steps = &html[html.find("<table class=\"steps\">").expect("a steps table")..];
         assert_eq!(steps.matches("<tr>").count(), 1 + r.steps.len(), "{html}");

@@ -308,17 +308,12 @@ impl EvmProbe {
         rate: f64,
         seconds: f64,
     ) -> Result<(StepMeasure, WindowExtras)> {
-        self.run_step(rate, seconds, true).await
+        self.run_step(rate, seconds).await
     }
 
-    /// One step; the gas of its blocks is read (one web3 call a block) only
-    /// `with_gas`: a search does without it.
-    async fn run_step(
-        &mut self,
-        rate: f64,
-        seconds: f64,
-        with_gas: bool,
-    ) -> Result<(StepMeasure, WindowExtras)> {
+    /// One step; the gas of its blocks is read after the window closes (one
+    /// web3 call a block).
+    async fn run_step(&mut self, rate: f64, seconds: f64) -> Result<(StepMeasure, WindowExtras)> {
         // A cancelled step drops the load, which stops it.
         let running = load::start(self.settings(rate), self.cfg.keys.clone()).await?;
         let engine = running.engine().clone();
@@ -333,10 +328,7 @@ impl EvmProbe {
             report.totals.rejected_by_reason
         );
         let blocks = self.window(open.height, close.height).await?;
-        let gas = match with_gas {
-            true => self.gas_used(open.height, close.height).await,
-            false => None,
-        };
+        let gas = self.gas_used(open.height, close.height).await;
         self.drain().await;
         let latency = close.latency.since(&open.latency);
         let extras = WindowExtras {
@@ -344,7 +336,11 @@ impl EvmProbe {
             latency_p99_ms: (latency.count() > 0).then(|| latency.quantile(0.99)),
             gas_per_sec: gas.map(|g| g as f64 / blocks.seconds()),
         };
-        Ok((self.measure(rate, &open, &close, &blocks), extras))
+        let measure = StepMeasure {
+            gas_per_sec: extras.gas_per_sec,
+            ..self.measure(rate, &open, &close, &blocks)
+        };
+        Ok((measure, extras))
     }
 
     /// Gas used by blocks `first + 1 ..= last`, from web3; `None` when a
@@ -395,13 +391,14 @@ impl EvmProbe {
                 .map(|(a, b)| per(b.saturating_sub(a), valid)),
             valid,
             invalid: blocks.invalid,
+            gas_per_sec: None,
         }
     }
 }
 
 impl Probe for EvmProbe {
     async fn step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
-        Ok(self.run_step(rate, seconds, false).await?.0)
+        Ok(self.run_step(rate, seconds).await?.0)
     }
 
     fn rpc_retries(&self) -> u64 {

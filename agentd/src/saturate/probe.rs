@@ -69,6 +69,11 @@ pub struct StepMeasure {
     /// Transactions in the window's blocks the application refused, when known
     /// (CometBFT `/block_results`).
     pub invalid: Option<u64>,
+    /// Gas the window's blocks used per second of their time (web3
+    /// `gasUsed`); `None` where there is no gas (CometBFT's kvstore) or a
+    /// block could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gas_per_sec: Option<f64>,
 }
 
 /// What a comparison reads of a step besides its [`StepMeasure`].

@@ -33,6 +33,7 @@ fn measure(tps: f64) -> StepMeasure {
         node_cpu_us_per_tx: Some(300_000.0 / tps),
         valid: (tps * 10.0) as u64,
         invalid: Some(0),
+        gas_per_sec: Some(tps * 21_000.0),
     }
 }
 

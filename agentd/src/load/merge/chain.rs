@@ -15,6 +15,8 @@ pub struct ChainBlock {
     pub time_ns: i64,
     /// Transactions in it (all senders).
     pub txs: u64,
+    /// Gas they used (web3's `gasUsed`).
+    pub gas_used: u64,
 }
 
 /// Blocks `first ..= last`, in height order.
@@ -31,7 +33,7 @@ pub async fn read(
             missing.is_empty(),
             "the node did not describe blocks {missing:?}"
         );
-        return heights
+        let blocks = heights
             .iter()
             .map(|&h| {
                 let f = facts.get(&h);
@@ -45,9 +47,11 @@ pub async fn read(
                     number: h,
                     time_ns: ns,
                     txs,
+                    gas_used: 0,
                 })
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
+        return with_gas(client, blocks).await;
     }
     let mut blocks = Vec::with_capacity(heights.len());
     for h in heights {
@@ -59,7 +63,21 @@ pub async fn read(
             number: h,
             time_ns: b.timestamp.to::<i64>().saturating_mul(1_000_000_000),
             txs: b.transactions.len() as u64,
+            gas_used: b.gas_used.saturating_to(),
         });
+    }
+    Ok(blocks)
+}
+
+/// `blocks` with the gas each used, read over web3 (CometBFT's block
+/// results carry it per transaction only).
+async fn with_gas(client: &EthClient, mut blocks: Vec<ChainBlock>) -> Result<Vec<ChainBlock>> {
+    for b in &mut blocks {
+        let block = client
+            .block(b.number)
+            .await?
+            .with_context(|| format!("{} has no block {}", client.url(), b.number))?;
+        b.gas_used = block.gas_used.saturating_to();
     }
     Ok(blocks)
 }

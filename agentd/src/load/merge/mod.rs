@@ -208,6 +208,9 @@ pub fn combine(
     let seconds = between(start, end);
     let totals = sum_totals(inputs);
     let all_txs: u64 = window.iter().map(|b| b.txs).sum();
+    let gas_used = window
+        .iter()
+        .fold(0u64, |sum, b| sum.saturating_add(b.gas_used));
     let chain = ChainFigures {
         first_block: start.number + 1,
         last_block: end.number,
@@ -216,6 +219,8 @@ pub fn combine(
         all_txs,
         committed_tps: totals.included as f64 / seconds,
         committed_tps_all: all_txs as f64 / seconds,
+        gas_used,
+        gas_per_second: gas_used as f64 / seconds,
     };
     let (mut to_block_time, mut to_observed) = (LogHist::default(), LogHist::default());
     for i in inputs {

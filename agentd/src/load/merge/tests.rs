@@ -112,6 +112,7 @@ fn chain() -> Vec<ChainBlock> {
             number: n,
             time_ns: 1_000_000_000_000 + 2_000_000_000 * (n - 9) as i64,
             txs: 10,
+            gas_used: 210_000,
         })
         .collect()
 }
@@ -139,6 +140,11 @@ fn committed_figures_come_from_the_chain_and_counts_add_up() {
     assert_eq!((m.chain.seconds, m.chain.all_txs), (8.0, 40));
     assert_eq!(m.totals.included, 40);
     assert_eq!(m.chain.committed_tps, 5.0);
+    // Blocks 10–13 used 4 × 210,000 gas: 105,000 gas/s over 8 s.
+    assert_eq!(
+        (m.chain.gas_used, m.chain.gas_per_second),
+        (840_000, 105_000.0)
+    );
     assert_eq!(m.block_time_ms, 2000.0);
     assert_eq!(
         (m.totals.signed, m.totals.rejected, m.totals.unresolved),

@@ -51,6 +51,7 @@ impl Model {
             node_cpu_us_per_tx: None,
             valid: (committed * secs) as u64,
             invalid: Some(0),
+            gas_per_sec: Some(committed * 21_000.0),
         }
     }
 }

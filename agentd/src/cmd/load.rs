@@ -17,6 +17,7 @@ use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::plan::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
 };
+use crate::load::reads::{ReadPlan, ReadsReport};
 use crate::load::refill::RefillConfig;
 use crate::load::shard::Shard;
 use crate::load::tally::TxsPerBlock;
@@ -172,9 +173,30 @@ pub struct LoadArgs {
     /// How often low senders are looked for.
     #[arg(long, value_parser = units::parse_duration, default_value = "2s", requires = "refill_key")]
     refill_interval: Duration,
+    /// Web3 reads per second beside the writes, open loop, from the first
+    /// endpoint: each answer checked, per-method latency and errors reported.
+    #[arg(long, value_name = "RATE")]
+    reads: Option<f64>,
+    /// The reads' mix, METHOD=WEIGHT,… of block_number, latest_block,
+    /// balance, receipt, logs (default: receipt=8,balance=5,block_number=3,
+    /// latest_block=2,logs=2, a wallet-heavy mix).
+    #[arg(long, value_name = "MIX", requires = "reads")]
+    read_mix: Option<String>,
 }
 
 impl LoadArgs {
+    /// The read traffic, when `--reads` is given.
+    fn reads(&self) -> Result<Option<ReadPlan>> {
+        let Some(rate) = self.reads else {
+            return Ok(None);
+        };
+        let mut plan = ReadPlan::wallets(positive("--reads", rate)?);
+        if let Some(mix) = &self.read_mix {
+            plan.mix = ReadPlan::parse_mix(mix).context("--read-mix")?;
+        }
+        Ok(Some(plan))
+    }
+
     /// The refill settings, when `--refill-key` is given.
     fn refill(&self) -> Result<Option<RefillConfig>> {
         let (Some(key), Some(amount)) = (&self.refill_key, &self.refill_amount) else {
@@ -297,6 +319,7 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         start_at,
         shard,
         refill: args.refill()?,
+        reads: args.reads()?,
     };
     let report = match args.metrics {
         None => load::run(settings, keys).await?,
@@ -429,6 +452,9 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
             f.topped_up, f.rounds, f.seconds, f.value_wei, f.balances_read, f.failed_rounds
         )?;
     }
+    if let Some(reads) = &r.reads {
+        print_reads(out, reads)?;
+    }
     print_blocks(out, r)?;
     let d = &r.dropped;
     if !d.is_none() {
@@ -437,6 +463,25 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
             "kept            the report holds the latest rows only: {} older second(s), {} block(s) and {} window(s) are in the series file (--series-out); totals cover the whole run",
             d.seconds, d.blocks, d.windows
         )?;
+    }
+    Ok(())
+}
+
+fn print_reads(out: &mut dyn Write, r: &ReadsReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "reads           {:.0}/s offered over {:.1} s, beside the writes; each answer checked",
+        r.rate, r.seconds
+    )?;
+    for (name, m) in &r.methods {
+        writeln!(
+            out,
+            "  {name:<13} {:>7.1}/s answered  p50 {:>6.1} p99 {:>7.1} ms  {} ok, {} wrong, {} failed, {} skipped",
+            m.answered_per_second, m.latency_ms.p50, m.latency_ms.p99, m.ok, m.wrong, m.failed, m.skipped
+        )?;
+        for e in &m.examples {
+            writeln!(out, "                {e}")?;
+        }
     }
     Ok(())
 }

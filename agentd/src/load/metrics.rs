@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
@@ -21,6 +22,19 @@ use super::tally::Tally;
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Reason {
     reason: String,
+}
+
+/// The labels of a read: its method and how it ended.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReadLabels {
+    method: String,
+    outcome: String,
+}
+
+/// The `method` label of a read's latency.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: String,
 }
 
 /// What has been counted so far, to turn totals into counter increments.
@@ -61,6 +75,8 @@ pub struct LoadMetrics {
     backlog: Gauge,
     schedule_lag: Histogram,
     inclusion_latency: Histogram,
+    reads: Family<ReadLabels, Counter>,
+    read_latency: Family<MethodLabel, Histogram, fn() -> Histogram>,
     offered: Gauge<f64, AtomicU64>,
     seen: Mutex<Seen>,
 }
@@ -95,6 +111,8 @@ impl LoadMetrics {
             schedule_lag: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             // 50 ms to ~13 min.
             inclusion_latency: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
+            reads: Family::default(),
+            read_latency: Family::new_with_constructor(read_histogram),
             offered: Gauge::default(),
             seen: Mutex::default(),
             registry: Registry::default(),
@@ -158,6 +176,17 @@ impl LoadMetrics {
             m.inclusion_latency.clone(),
         );
         r.register(
+            "reads",
+            "Web3 reads due beside the writes (--reads), by method and outcome (ok, wrong, failed, skipped)",
+            m.reads.clone(),
+        );
+        r.register_with_unit(
+            "read_latency",
+            "Request to answer of the reads answered (--reads), by method",
+            Unit::Seconds,
+            m.read_latency.clone(),
+        );
+        r.register(
             "offered_rate_transactions_per_second",
             "The rate the schedule offers now (0: closed loop or sending ended)",
             m.offered.clone(),
@@ -182,6 +211,24 @@ impl LoadMetrics {
     /// Records a schedule lag, seconds.
     pub fn observe_lag(&self, seconds: f64) {
         self.schedule_lag.observe(seconds.max(0.0));
+    }
+
+    /// Counts a read of `method` that ended as `outcome`, answered after
+    /// `took` when it was answered.
+    pub fn observe_read(&self, method: &str, outcome: &str, took: Option<Duration>) {
+        let labels = ReadLabels {
+            method: method.to_string(),
+            outcome: outcome.to_string(),
+        };
+        self.reads.get_or_create(&labels).inc();
+        if let Some(took) = took {
+            let label = MethodLabel {
+                method: method.to_string(),
+            };
+            self.read_latency
+                .get_or_create(&label)
+                .observe(took.as_secs_f64());
+        }
     }
 
     /// Records an inclusion latency (intended send → block seen), seconds.
@@ -219,6 +266,11 @@ impl LoadMetrics {
         let backlog = tally.accepted.saturating_sub(t.included);
         self.backlog.set(i64::try_from(backlog).unwrap_or(i64::MAX));
     }
+}
+
+/// A read latency histogram: 0.5 ms to ~16 s.
+fn read_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
 }
 
 /// Adds to `counter` what `now` has over `seen` (counters never go down).

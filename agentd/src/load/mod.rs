@@ -26,6 +26,7 @@ pub mod metrics;
 mod outcome;
 pub mod pick;
 pub mod plan;
+pub mod reads;
 pub mod ready;
 pub mod refill;
 pub mod report;
@@ -98,6 +99,8 @@ pub struct LoadSettings {
     pub shard: Option<ShardOf>,
     /// Top up senders that run low during the run.
     pub refill: Option<refill::RefillConfig>,
+    /// Web3 read traffic beside the writes, from the first endpoint.
+    pub reads: Option<reads::ReadPlan>,
 }
 
 impl LoadSettings {
@@ -117,6 +120,7 @@ impl LoadSettings {
             start_at: None,
             shard: None,
             refill: None,
+            reads: None,
         }
     }
 }
@@ -269,6 +273,9 @@ pub struct LoadReport {
     /// Transactions a node accepted (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted: Option<u64>,
+    /// The read traffic beside the writes (`--reads`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<reads::ReadsReport>,
 }
 
 /// The histograms of both latency measures (see [`Latencies`]).
@@ -609,6 +616,8 @@ pub struct Running {
         tokio::sync::watch::Sender<bool>,
         JoinHandle<refill::RefillReport>,
     )>,
+    /// The read traffic, while sending.
+    reads: Option<reads::ReadTraffic>,
 }
 
 /// What the sending task measured.
@@ -696,6 +705,10 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     };
     let addresses = settings.refill.is_some().then(|| keys.addresses.clone());
     let refill_client = clients[0].clone();
+    let readers = settings
+        .reads
+        .clone()
+        .map(|plan| (plan, clients[0].clone(), keys.addresses.clone()));
     let engine = Engine::new(cfg, clients, Arc::new(keys), &nonces, engine_start, ledger);
     let refill = match (settings.refill, addresses) {
         (Some(cfg), Some(addresses)) => {
@@ -724,7 +737,13 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
             }
         })
     };
+    let reads = readers
+        .map(|(plan, client, senders)| {
+            reads::start(plan, client, senders, settings.metrics.clone())
+        })
+        .transpose()?;
     Ok(Running {
+        reads,
         ticker: spawn_ticker(engine.clone(), &scanner, pb.clone()),
         interrupt: spawn_interrupt(engine.clone(), settings.stop, hurry.clone()),
         outputs_task: spawn_outputs(engine.clone(), outputs.clone()),
@@ -764,6 +783,10 @@ impl Running {
             .unwrap_or_else(|e| e.into_inner())
             .tally
             .sending_ended(sent.seconds);
+        let reads = match self.reads.take() {
+            Some(r) => Some(r.finish().await),
+            None => None,
+        };
         wait_for_inclusion(&self.engine, &self.pb, self.wait, &self.hurry).await;
         let refilled = match self.refill.take() {
             Some((stop, task)) => {
@@ -783,6 +806,7 @@ impl Running {
         ledger.close();
         let mut report = self.report(&ledger.tally, &sent);
         report.refill = refilled;
+        report.reads = reads;
         if let Some(m) = &self.outputs.metrics {
             m.set_offered(0.0);
             m.sync(&ledger.tally, metrics::retries(&engine.counters));
@@ -847,6 +871,7 @@ impl Running {
                 to_observed: tally.to_observed.clone(),
             }),
             accepted: Some(tally.accepted),
+            reads: None,
         }
     }
 }

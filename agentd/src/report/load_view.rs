@@ -254,9 +254,50 @@ pub fn section(
         }
         None => out.push_str(&note("Valid versus invalid per block: give the etl's figures with --etl (feth etl stats --json --per-block).")),
     }
+    out.push_str(&reads_table(r));
     out.push_str(&rejections(index, r)?);
     out.push_str("</section>\n");
     Ok(out)
+}
+
+/// The read traffic beside the writes (`--reads`), one row per method.
+fn reads_table(r: &LoadReport) -> String {
+    let Some(reads) = &r.reads else {
+        return String::new();
+    };
+    let rows: Vec<Vec<String>> = reads
+        .methods
+        .iter()
+        .map(|(name, m)| {
+            vec![
+                name.clone(),
+                format!("{:.1}", m.answered_per_second),
+                format!("{:.1} / {:.1}", m.latency_ms.p50, m.latency_ms.p99),
+                m.ok.to_string(),
+                m.wrong.to_string(),
+                m.failed.to_string(),
+                m.skipped.to_string(),
+            ]
+        })
+        .collect();
+    format!(
+        "<h3>Reads beside the writes ({:.0}/s offered over {:.1} s, each answer checked)</h3>\n{}",
+        reads.rate,
+        reads.seconds,
+        table(
+            "reads",
+            &[
+                "method",
+                "answered/s",
+                "latency p50 / p99 ms",
+                "ok",
+                "wrong",
+                "failed",
+                "skipped"
+            ],
+            &rows,
+        )
+    )
 }
 
 fn block_charts(index: usize, r: &LoadReport) -> Result<String> {

@@ -286,6 +286,7 @@ impl EvmProbe {
             start_at: None,
             shard: None,
             refill: None,
+            reads: None,
         }
     }
 

@@ -28,6 +28,7 @@ mod per_sender;
 mod pipeline;
 mod profiler_devnet;
 mod prom;
+mod reads;
 mod refill;
 mod report;
 mod saturate;

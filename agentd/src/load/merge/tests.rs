@@ -98,6 +98,7 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
         dropped: Default::default(),
         refill: None,
         accepted: Some(included + 1),
+        reads: None,
     };
     Input {
         name: format!("shard{index}.json"),

@@ -1,0 +1,556 @@
+//! Web3 read traffic beside the writes (`feth load --reads RATE`): what a
+//! fullnode's wallets, dapps and indexers ask while it checks and executes
+//! transactions, so a run shows what reads cost the block rate and what the
+//! block rate costs the reads.
+//!
+//! An open-loop schedule at its own rate picks a method for each read by
+//! the plan's weights. Every answer is checked, not just counted:
+//! - `eth_blockNumber`, `eth_getBlockByNumber("latest")`: a height no lower
+//!   than the highest this run had been told before it asked;
+//! - `eth_getBalance` of a sender: a quantity;
+//! - `eth_getTransactionReceipt` of a transaction of the latest block read
+//!   (as a wallet polls for its own): the receipt names that transaction
+//!   and that block;
+//! - `eth_getLogs` over the last four blocks: every log is of a block in
+//!   the range asked.
+//!
+//! Each read ends in exactly one of: answered right, answered wrong, failed
+//! (an error, after the client's retries of transient transport errors, or
+//! a timeout), or skipped — not sent because the reads in flight were at
+//! their limit, or a receipt asked before any transaction was seen. None
+//! is dropped from the counts.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use alloy_primitives::{Address, B256, U256, U64};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinHandle;
+
+use super::hist::LogHist;
+use super::metrics::LoadMetrics;
+use super::report::Latency;
+use crate::eth::BlockSummary;
+use crate::eth::EthClient;
+
+/// One kind of read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadMethod {
+    /// `eth_blockNumber`.
+    BlockNumber,
+    /// `eth_getBlockByNumber("latest", false)`.
+    LatestBlock,
+    /// `eth_getBalance(sender, "latest")`.
+    Balance,
+    /// `eth_getTransactionReceipt` of a recent transaction.
+    Receipt,
+    /// `eth_getLogs` over the last four blocks.
+    Logs,
+}
+
+impl ReadMethod {
+    /// Every method, in the order reports list them.
+    pub const ALL: [ReadMethod; 5] = [
+        Self::BlockNumber,
+        Self::LatestBlock,
+        Self::Balance,
+        Self::Receipt,
+        Self::Logs,
+    ];
+
+    /// The name used in `--read-mix` and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::BlockNumber => "block_number",
+            Self::LatestBlock => "latest_block",
+            Self::Balance => "balance",
+            Self::Receipt => "receipt",
+            Self::Logs => "logs",
+        }
+    }
+}
+
+/// What to read, how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadPlan {
+    /// Reads per second, open loop.
+    pub rate: f64,
+    /// Each method's weight (a share of the reads).
+    pub mix: Vec<(ReadMethod, u32)>,
+    /// Reads in flight at most; a read due while this many wait is skipped.
+    pub max_in_flight: usize,
+}
+
+impl ReadPlan {
+    /// `rate` reads per second in a wallet-heavy mix: receipts 40 %,
+    /// balances 25 %, block numbers 15 %, latest blocks 10 %, logs 10 %.
+    pub fn wallets(rate: f64) -> Self {
+        use ReadMethod::*;
+        Self {
+            rate,
+            mix: vec![
+                (Receipt, 8),
+                (Balance, 5),
+                (BlockNumber, 3),
+                (LatestBlock, 2),
+                (Logs, 2),
+            ],
+            max_in_flight: 64,
+        }
+    }
+
+    /// Parses a mix: `receipt=4,balance=2,logs=1` (weights, whole numbers).
+    pub fn parse_mix(text: &str) -> Result<Vec<(ReadMethod, u32)>> {
+        let mut mix = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, weight) = part
+                .split_once('=')
+                .with_context(|| format!("{part:?} in the read mix: give METHOD=WEIGHT"))?;
+            let method = ReadMethod::ALL
+                .into_iter()
+                .find(|m| m.name() == name.trim())
+                .with_context(|| {
+                    let names: Vec<_> = ReadMethod::ALL.iter().map(|m| m.name()).collect();
+                    format!(
+                        "{name:?} is not a read method; the methods are {}",
+                        names.join(", ")
+                    )
+                })?;
+            let weight: u32 = weight.trim().parse().with_context(|| {
+                format!("{part:?}: a weight is a whole number (0 leaves the method out)")
+            })?;
+            mix.push((method, weight));
+        }
+        if mix.iter().map(|(_, w)| u64::from(*w)).sum::<u64>() == 0 {
+            bail!("the read mix {text:?} gives no method a weight above 0");
+        }
+        Ok(mix)
+    }
+
+    /// The method of read number `i`. Each cycle of `W` reads (`W` the sum
+    /// of the weights) visits the positions `0..W` once, in a stride order
+    /// that interleaves the methods, and a position belongs to a method by
+    /// the cumulative weights: every cycle sends each method exactly its
+    /// weight.
+    fn pick(&self, i: u64) -> ReadMethod {
+        let total: u64 = self.mix.iter().map(|(_, w)| u64::from(*w)).sum();
+        let total = total.max(1);
+        let position = (i % total) * stride(total) % total;
+        let mut upto = 0;
+        for (m, w) in &self.mix {
+            upto += u64::from(*w);
+            if position < upto {
+                return *m;
+            }
+        }
+        self.mix[0].0
+    }
+}
+
+/// A step coprime with `total`, near its golden section, so that stepping
+/// by it visits every position of a cycle once, the methods mixed.
+fn stride(total: u64) -> u64 {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let mut step = ((total as f64 * 0.618) as u64).max(1);
+    while gcd(step, total) != 1 {
+        step += 1;
+    }
+    step
+}
+
+/// What happened to one method's reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MethodFigures {
+    /// Reads due (sent + skipped).
+    pub due: u64,
+    /// Answered and the answer checked right.
+    pub ok: u64,
+    /// Answered, and the answer was wrong (see the module docs).
+    pub wrong: u64,
+    /// An error or a timeout.
+    pub failed: u64,
+    /// Not sent: the reads in flight were at their limit, or no transaction
+    /// had been seen yet to ask a receipt of.
+    pub skipped: u64,
+    /// Answered reads per second over the run.
+    pub answered_per_second: f64,
+    /// Request → answer, ms, of the reads answered (right or wrong).
+    pub latency_ms: Latency,
+    /// A few of the node's errors and the wrong answers, as text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+/// The read traffic of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadsReport {
+    /// Reads per second offered.
+    pub rate: f64,
+    /// Seconds the reads ran.
+    pub seconds: f64,
+    /// Each method's figures, by its name.
+    pub methods: BTreeMap<String, MethodFigures>,
+}
+
+#[derive(Default)]
+struct Stats {
+    figures: MethodFigures,
+    hist: LogHist,
+}
+
+/// What the readers share.
+struct Shared {
+    client: Arc<EthClient>,
+    senders: Vec<Address>,
+    /// The highest height any answer told.
+    known: AtomicU64,
+    /// The latest block read that held transactions: its height and hashes.
+    recent: Mutex<Option<(u64, Vec<B256>)>>,
+    stats: Mutex<BTreeMap<ReadMethod, Stats>>,
+    metrics: Option<Arc<LoadMetrics>>,
+}
+
+/// How a read ended.
+enum Outcome {
+    Right,
+    Wrong(String),
+    Failed(String),
+    Skipped,
+}
+
+impl Outcome {
+    /// Its name in metrics.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Right => "ok",
+            Self::Wrong(_) => "wrong",
+            Self::Failed(_) => "failed",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+/// Read traffic under way (see [`start`]).
+pub struct ReadTraffic {
+    shared: Arc<Shared>,
+    plan: ReadPlan,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+    started: Instant,
+}
+
+/// Starts reading from `client` at the plan's rate; `senders` are the
+/// accounts whose balances are read. Each read is also counted in
+/// `metrics`, when given.
+pub fn start(
+    plan: ReadPlan,
+    client: Arc<EthClient>,
+    senders: Vec<Address>,
+    metrics: Option<Arc<LoadMetrics>>,
+) -> Result<ReadTraffic> {
+    if !(plan.rate > 0.0 && plan.rate.is_finite()) {
+        bail!(
+            "--reads must be a positive rate (reads per second), not {}",
+            plan.rate
+        );
+    }
+    if senders.is_empty() {
+        bail!("read traffic needs at least one sender's balance to read");
+    }
+    let shared = Arc::new(Shared {
+        client,
+        senders,
+        known: AtomicU64::new(0),
+        recent: Mutex::new(None),
+        stats: Mutex::new(BTreeMap::new()),
+        metrics,
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(schedule(plan.clone(), shared.clone(), stop_rx));
+    Ok(ReadTraffic {
+        shared,
+        plan,
+        stop,
+        task,
+        started: Instant::now(),
+    })
+}
+
+/// Sends the reads as they fall due until stopped, then waits for those in
+/// flight.
+async fn schedule(plan: ReadPlan, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let slots = Arc::new(Semaphore::new(plan.max_in_flight.max(1)));
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / plan.rate));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut reads = Vec::new();
+    for i in 0u64.. {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => break,
+        }
+        let method = plan.pick(i);
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            shared.record(method, Outcome::Skipped, None);
+            continue;
+        };
+        let shared = shared.clone();
+        reads.push(tokio::spawn(async move {
+            let asked = Instant::now();
+            let outcome = shared.read(method, i).await;
+            shared.record(method, outcome, Some(asked.elapsed()));
+            drop(permit);
+        }));
+        reads.retain(|r: &JoinHandle<()>| !r.is_finished());
+    }
+    for r in reads {
+        let _ = r.await;
+    }
+}
+
+impl Shared {
+    async fn read(&self, method: ReadMethod, i: u64) -> Outcome {
+        let floor = self.known.load(Ordering::Relaxed);
+        let c = &self.client;
+        match method {
+            ReadMethod::BlockNumber => match c.call::<U64>("eth_blockNumber", json!([])).await {
+                Ok(h) => self.height(h.to(), floor),
+                Err(e) => Outcome::Failed(e.to_string()),
+            },
+            ReadMethod::LatestBlock => match c.latest_block().await {
+                Ok(b) => self.latest(b, floor),
+                Err(e) => Outcome::Failed(e.to_string()),
+            },
+            ReadMethod::Balance => {
+                let who = self.senders[(i % self.senders.len() as u64) as usize];
+                match c
+                    .call::<U256>("eth_getBalance", json!([who, "latest"]))
+                    .await
+                {
+                    Ok(_) => Outcome::Right,
+                    Err(e) => Outcome::Failed(e.to_string()),
+                }
+            }
+            ReadMethod::Receipt => self.receipt(i).await,
+            ReadMethod::Logs => self.logs(floor).await,
+        }
+    }
+
+    /// A height answered: right when not below `floor`.
+    fn height(&self, h: u64, floor: u64) -> Outcome {
+        self.known.fetch_max(h, Ordering::Relaxed);
+        match h >= floor {
+            true => Outcome::Right,
+            false => Outcome::Wrong(format!("height {h} after {floor} had been answered")),
+        }
+    }
+
+    fn latest(&self, b: BlockSummary, floor: u64) -> Outcome {
+        let h = b.number.to::<u64>();
+        if !b.transactions.is_empty() {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            if recent.as_ref().is_none_or(|(at, _)| *at < h) {
+                *recent = Some((h, b.transactions));
+            }
+        }
+        self.height(h, floor)
+    }
+
+    async fn receipt(&self, i: u64) -> Outcome {
+        let picked = {
+            let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            recent
+                .as_ref()
+                .map(|(h, txs)| (*h, txs[(i % txs.len() as u64) as usize]))
+        };
+        let Some((height, hash)) = picked else {
+            return Outcome::Skipped;
+        };
+        match self
+            .client
+            .call::<Option<Value>>("eth_getTransactionReceipt", json!([hash]))
+            .await
+        {
+            Ok(Some(r)) => check_receipt(&r, hash, height),
+            Ok(None) => Outcome::Wrong(format!("no receipt of {hash}, included at {height}")),
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    async fn logs(&self, floor: u64) -> Outcome {
+        let (from, to) = (floor.saturating_sub(3), floor);
+        let filter = json!([{ "fromBlock": U64::from(from), "toBlock": U64::from(to) }]);
+        match self.client.call::<Vec<Value>>("eth_getLogs", filter).await {
+            Ok(logs) => check_logs(&logs, from, to),
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    fn record(&self, method: ReadMethod, outcome: Outcome, took: Option<Duration>) {
+        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let s = stats.entry(method).or_default();
+        let f = &mut s.figures;
+        f.due += 1;
+        let answered = matches!(outcome, Outcome::Right | Outcome::Wrong(_));
+        let took = took.filter(|_| answered);
+        if let Some(m) = &self.metrics {
+            m.observe_read(method.name(), outcome.name(), took);
+        }
+        let example = match outcome {
+            Outcome::Right => {
+                f.ok += 1;
+                None
+            }
+            Outcome::Wrong(why) => {
+                f.wrong += 1;
+                Some(format!("wrong: {why}"))
+            }
+            Outcome::Failed(why) => {
+                f.failed += 1;
+                Some(format!("failed: {why}"))
+            }
+            Outcome::Skipped => {
+                f.skipped += 1;
+                None
+            }
+        };
+        if let Some(text) = example.filter(|_| f.examples.len() < 3) {
+            f.examples.push(text.chars().take(300).collect());
+        }
+        if let Some(took) = took {
+            s.hist.record(took.as_secs_f64() * 1000.0);
+        }
+    }
+}
+
+/// A receipt is right when it names `hash` and block `height`.
+fn check_receipt(r: &Value, hash: B256, height: u64) -> Outcome {
+    let named: Option<B256> = r["transactionHash"].as_str().and_then(|h| h.parse().ok());
+    let block: Option<U64> = r["blockNumber"].as_str().and_then(|h| h.parse().ok());
+    match (named, block) {
+        (Some(n), Some(b)) if n == hash && b.to::<u64>() == height => Outcome::Right,
+        _ => Outcome::Wrong(format!(
+            "the receipt of {hash} (in block {height}) names transaction {} in block {}",
+            r["transactionHash"], r["blockNumber"]
+        )),
+    }
+}
+
+/// Logs are right when each is of a block in `from..=to`.
+fn check_logs(logs: &[Value], from: u64, to: u64) -> Outcome {
+    for log in logs {
+        let block: Option<U64> = log["blockNumber"].as_str().and_then(|h| h.parse().ok());
+        match block.map(|b| b.to::<u64>()) {
+            Some(b) if (from..=to).contains(&b) => {}
+            _ => {
+                return Outcome::Wrong(format!(
+                    "a log of block {} answered for blocks {from}–{to}",
+                    log["blockNumber"]
+                ))
+            }
+        }
+    }
+    Outcome::Right
+}
+
+impl ReadTraffic {
+    /// Stops the schedule, waits for the reads in flight (each bounded by
+    /// the client's timeout) and reports.
+    pub async fn finish(self) -> ReadsReport {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+        let seconds = self.started.elapsed().as_secs_f64();
+        let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let methods = stats
+            .iter()
+            .map(|(m, s)| {
+                let answered = s.figures.ok + s.figures.wrong;
+                let figures = MethodFigures {
+                    answered_per_second: answered as f64 / seconds.max(1e-9),
+                    latency_ms: s.hist.latency(),
+                    ..s.figures.clone()
+                };
+                (m.name().to_string(), figures)
+            })
+            .collect();
+        ReadsReport {
+            rate: self.plan.rate,
+            seconds,
+            methods,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(n: u64) -> String {
+        format!("{:#x}", n)
+    }
+
+    #[test]
+    fn the_mix_is_sent_in_its_proportions() {
+        let plan = ReadPlan::wallets(100.0);
+        let mut counts = BTreeMap::new();
+        for i in 0..2_000 {
+            *counts.entry(plan.pick(i)).or_insert(0u64) += 1;
+        }
+        // 2,000 reads = 100 cycles of the weights 8, 5, 3, 2, 2.
+        use ReadMethod::*;
+        assert_eq!(counts[&Receipt], 800);
+        assert_eq!(counts[&Balance], 500);
+        assert_eq!(counts[&BlockNumber], 300);
+        assert_eq!(counts[&LatestBlock], 200);
+        assert_eq!(counts[&Logs], 200);
+    }
+
+    #[test]
+    fn a_method_of_weight_zero_is_never_picked() {
+        let mix = ReadPlan::parse_mix("receipt=1, logs=0, balance=3").unwrap();
+        let plan = ReadPlan {
+            mix,
+            ..ReadPlan::wallets(1.0)
+        };
+        let picked: Vec<_> = (0..400).map(|i| plan.pick(i)).collect();
+        assert!(!picked.contains(&ReadMethod::Logs));
+        let receipts = picked.iter().filter(|m| **m == ReadMethod::Receipt).count();
+        assert_eq!(receipts, 100);
+    }
+
+    #[test]
+    fn a_bad_mix_names_the_problem() {
+        let err = |t: &str| ReadPlan::parse_mix(t).unwrap_err().to_string();
+        assert!(err("reciept=1").contains("\"reciept\" is not a read method; the methods are block_number, latest_block, balance, receipt, logs"));
+        assert!(err("receipt").contains("give METHOD=WEIGHT"));
+        assert!(err("receipt=-1").contains("a weight is a whole number"));
+        assert!(err("receipt=0").contains("gives no method a weight above 0"));
+    }
+
+    #[test]
+    fn receipts_and_logs_are_checked_against_what_was_asked() {
+        let hash = B256::repeat_byte(7);
+        let right = json!({ "transactionHash": hash, "blockNumber": hex(12) });
+        assert!(matches!(check_receipt(&right, hash, 12), Outcome::Right));
+        assert!(matches!(check_receipt(&right, hash, 13), Outcome::Wrong(_)));
+        let other = json!({ "transactionHash": B256::ZERO, "blockNumber": hex(12) });
+        assert!(matches!(check_receipt(&other, hash, 12), Outcome::Wrong(_)));
+        let logs = [
+            json!({ "blockNumber": hex(5) }),
+            json!({ "blockNumber": hex(8) }),
+        ];
+        assert!(matches!(check_logs(&logs, 5, 8), Outcome::Right));
+        assert!(matches!(check_logs(&logs, 6, 8), Outcome::Wrong(_)));
+        assert!(matches!(check_logs(&[json!({})], 6, 8), Outcome::Wrong(_)));
+    }
+}

@@ -17,7 +17,7 @@ use crate::load::pick::{AccountDist, Picker, RateSchedule};
 use crate::load::plan::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
 };
-use crate::load::reads::{ReadPlan, ReadsReport};
+use crate::load::reads::{ReadMethod, ReadPlan, ReadsReport};
 use crate::load::refill::RefillConfig;
 use crate::load::shard::Shard;
 use crate::load::tally::TxsPerBlock;
@@ -178,8 +178,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "RATE")]
     reads: Option<f64>,
     /// The reads' mix, METHOD=WEIGHT,… of block_number, latest_block,
-    /// balance, receipt, logs (default: receipt=8,balance=5,block_number=3,
-    /// latest_block=2,logs=2, a wallet-heavy mix).
+    /// balance, receipt, logs, token_balance (default: receipt=8,balance=5,
+    /// block_number=3,latest_block=2,logs=2, a wallet-heavy mix, plus
+    /// token_balance=3 with --workload erc20).
     #[arg(long, value_name = "MIX", requires = "reads")]
     read_mix: Option<String>,
 }
@@ -191,8 +192,11 @@ impl LoadArgs {
             return Ok(None);
         };
         let mut plan = ReadPlan::wallets(positive("--reads", rate)?);
-        if let Some(mix) = &self.read_mix {
-            plan.mix = ReadPlan::parse_mix(mix).context("--read-mix")?;
+        match (&self.read_mix, self.workload) {
+            (Some(mix), _) => plan.mix = ReadPlan::parse_mix(mix).context("--read-mix")?,
+            // A dapp's reads of the token the run sends.
+            (None, WorkloadArg::Erc20) => plan.mix.push((ReadMethod::TokenBalance, 3)),
+            (None, WorkloadArg::Transfer) => {}
         }
         Ok(Some(plan))
     }

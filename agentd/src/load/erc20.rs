@@ -37,6 +37,14 @@ fn word(address: Address) -> [u8; 32] {
     w
 }
 
+/// Calldata of `balanceOf(owner)`.
+pub fn balance_of_call(owner: Address) -> Bytes {
+    let mut data = Vec::with_capacity(36);
+    data.extend_from_slice(&selector("balanceOf(address)"));
+    data.extend_from_slice(&word(owner));
+    data.into()
+}
+
 /// Calldata of `transfer(to, value)`.
 pub fn transfer_call(to: Address, value: U256) -> Bytes {
     let mut data = Vec::with_capacity(68);
@@ -48,13 +56,10 @@ pub fn transfer_call(to: Address, value: U256) -> Bytes {
 
 /// `balanceOf(owner)` through `eth_call`.
 pub async fn balance_of(client: &EthClient, token: Address, owner: Address) -> Result<U256> {
-    let mut data = Vec::with_capacity(36);
-    data.extend_from_slice(&selector("balanceOf(address)"));
-    data.extend_from_slice(&word(owner));
     let out: Bytes = client
         .call(
             "eth_call",
-            serde_json::json!([{ "to": token, "data": Bytes::from(data) }, "latest"]),
+            serde_json::json!([{ "to": token, "data": balance_of_call(owner) }, "latest"]),
         )
         .await?;
     if out.len() != 32 {

@@ -12,7 +12,9 @@
 //!   (as a wallet polls for its own): the receipt names that transaction
 //!   and that block;
 //! - `eth_getLogs` over the last four blocks: every log is of a block in
-//!   the range asked.
+//!   the range asked;
+//! - `eth_call` of the run's token (ERC-20 loads), `balanceOf` a sender:
+//!   one 32-byte word.
 //!
 //! Each read ends in exactly one of: answered right, answered wrong, failed
 //! (an error, after the client's retries of transient transport errors, or
@@ -25,13 +27,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{Address, B256, U256, U64};
+use alloy_primitives::{Address, Bytes, B256, U256, U64};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::erc20;
 use super::hist::LogHist;
 use super::metrics::LoadMetrics;
 use super::report::Latency;
@@ -52,16 +55,19 @@ pub enum ReadMethod {
     Receipt,
     /// `eth_getLogs` over the last four blocks.
     Logs,
+    /// `eth_call` of the run's token: `balanceOf(sender)` (ERC-20 loads).
+    TokenBalance,
 }
 
 impl ReadMethod {
     /// Every method, in the order reports list them.
-    pub const ALL: [ReadMethod; 5] = [
+    pub const ALL: [ReadMethod; 6] = [
         Self::BlockNumber,
         Self::LatestBlock,
         Self::Balance,
         Self::Receipt,
         Self::Logs,
+        Self::TokenBalance,
     ];
 
     /// The name used in `--read-mix` and reports.
@@ -72,6 +78,7 @@ impl ReadMethod {
             Self::Balance => "balance",
             Self::Receipt => "receipt",
             Self::Logs => "logs",
+            Self::TokenBalance => "token_balance",
         }
     }
 }
@@ -213,6 +220,8 @@ struct Stats {
 struct Shared {
     client: Arc<EthClient>,
     senders: Vec<Address>,
+    /// The run's token, for `balanceOf` calls.
+    token: Option<Address>,
     /// The highest height any answer told.
     known: AtomicU64,
     /// The latest block read that held transactions: its height and hashes.
@@ -250,15 +259,31 @@ pub struct ReadTraffic {
     started: Instant,
 }
 
-/// Starts reading from `client` at the plan's rate; `senders` are the
-/// accounts whose balances are read. Each read is also counted in
-/// `metrics`, when given.
+/// Whom the reads ask about.
+#[derive(Debug, Clone, Default)]
+pub struct ReadTargets {
+    /// Accounts whose balances are read (the senders).
+    pub senders: Vec<Address>,
+    /// The token whose `balanceOf` is called, on ERC-20 loads.
+    pub token: Option<Address>,
+}
+
+/// Starts reading from `client` at the plan's rate about `targets`. Each
+/// read is also counted in `metrics`, when given.
 pub fn start(
     plan: ReadPlan,
     client: Arc<EthClient>,
-    senders: Vec<Address>,
+    targets: ReadTargets,
     metrics: Option<Arc<LoadMetrics>>,
 ) -> Result<ReadTraffic> {
+    let ReadTargets { senders, token } = targets;
+    let calls = plan
+        .mix
+        .iter()
+        .any(|(m, w)| *m == ReadMethod::TokenBalance && *w > 0);
+    if calls && token.is_none() {
+        bail!("token_balance reads call the run's token: give --workload erc20, or leave token_balance out of --read-mix");
+    }
     if !(plan.rate > 0.0 && plan.rate.is_finite()) {
         bail!(
             "--reads must be a positive rate (reads per second), not {}",
@@ -271,6 +296,7 @@ pub fn start(
     let shared = Arc::new(Shared {
         client,
         senders,
+        token,
         known: AtomicU64::new(0),
         recent: Mutex::new(None),
         stats: Mutex::new(BTreeMap::new()),
@@ -342,6 +368,7 @@ impl Shared {
                 }
             }
             ReadMethod::Receipt => self.receipt(i).await,
+            ReadMethod::TokenBalance => self.token_balance(i).await,
             ReadMethod::Logs => self.logs(floor).await,
         }
     }
@@ -383,6 +410,20 @@ impl Shared {
         {
             Ok(Some(r)) => check_receipt(&r, hash, height),
             Ok(None) => Outcome::Wrong(format!("no receipt of {hash}, included at {height}")),
+            Err(e) => Outcome::Failed(e.to_string()),
+        }
+    }
+
+    /// `balanceOf` of a sender: right when it answers one 32-byte word.
+    async fn token_balance(&self, i: u64) -> Outcome {
+        let Some(token) = self.token else {
+            return Outcome::Skipped;
+        };
+        let who = self.senders[(i % self.senders.len() as u64) as usize];
+        let call = json!([{ "to": token, "data": erc20::balance_of_call(who) }, "latest"]);
+        match self.client.call::<Bytes>("eth_call", call).await {
+            Ok(out) if out.len() == 32 => Outcome::Right,
+            Ok(out) => Outcome::Wrong(format!("balanceOf answered {} bytes, not 32", out.len())),
             Err(e) => Outcome::Failed(e.to_string()),
         }
     }
@@ -531,10 +572,23 @@ mod tests {
     #[test]
     fn a_bad_mix_names_the_problem() {
         let err = |t: &str| ReadPlan::parse_mix(t).unwrap_err().to_string();
-        assert!(err("reciept=1").contains("\"reciept\" is not a read method; the methods are block_number, latest_block, balance, receipt, logs"));
+        assert!(err("reciept=1").contains("\"reciept\" is not a read method; the methods are block_number, latest_block, balance, receipt, logs, token_balance"));
         assert!(err("receipt").contains("give METHOD=WEIGHT"));
         assert!(err("receipt=-1").contains("a weight is a whole number"));
         assert!(err("receipt=0").contains("gives no method a weight above 0"));
+    }
+
+    #[test]
+    fn token_reads_without_a_token_are_refused_before_any_read() {
+        let client = EthClient::new("http://127.0.0.1:9", Duration::from_secs(1)).unwrap();
+        let mut plan = ReadPlan::wallets(1.0);
+        plan.mix.push((ReadMethod::TokenBalance, 1));
+        let targets = ReadTargets {
+            senders: vec![Address::ZERO],
+            token: None,
+        };
+        let err = start(plan, Arc::new(client), targets, None).err().unwrap();
+        assert!(err.to_string().contains("give --workload erc20"), "{err}");
     }
 
     #[test]

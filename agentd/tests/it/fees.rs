@@ -68,6 +68,19 @@ async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signe
         t.signed, t.included, t.fee_resends, r.chain.first_block, r.chain.last_block
     );
     assert!(top > GWEI, "base fee never rose: {top} wei; {r:#?}");
+    // Gas per second is read from the same blocks: transfers only, 21,000 each.
+    assert_eq!(
+        r.chain.gas_used,
+        TRANSFER * r.chain.all_txs,
+        "{:?}",
+        r.chain
+    );
+    let gas_rate = r.chain.gas_used as f64 / r.chain.seconds;
+    assert!(
+        (r.chain.gas_per_second - gas_rate).abs() < 1e-6,
+        "{:?}",
+        r.chain
+    );
     // None lost, none rejected (for its fee or anything else), some re-signed.
     assert!(t.signed >= 300, "{t:#?}");
     assert_eq!(t.included, t.signed, "{t:#?}");

@@ -11,7 +11,7 @@ use feth::eth::EthClient;
 use feth::load::metrics::LoadMetrics;
 use feth::load::pick::RateSchedule;
 use feth::load::plan::{LoadPlan, WorkloadKind};
-use feth::load::reads::{self, ReadMethod, ReadPlan, ReadsReport};
+use feth::load::reads::{self, ReadMethod, ReadPlan, ReadTargets, ReadsReport};
 use feth::load::{self, LoadSettings};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,7 +43,8 @@ async fn reads_beside_erc20_writes_are_answered_checked_and_in_their_mix() {
     plan.duration = Some(Duration::from_secs(5));
     plan.workload = WorkloadKind::Erc20;
     let mut settings = LoadSettings::new(&net.web3(), plan);
-    let read_plan = ReadPlan::wallets(100.0);
+    let mut read_plan = ReadPlan::wallets(100.0);
+    read_plan.mix.push((ReadMethod::TokenBalance, 3));
     settings.reads = Some(read_plan.clone());
     let r = load::run(settings, keys.clone()).await.unwrap();
     let reads = r.reads.as_ref().expect("the report holds the reads");
@@ -73,7 +74,11 @@ async fn reads_beside_erc20_writes_are_answered_checked_and_in_their_mix() {
     }
     // Receipts and logs were asked of blocks with our transactions, and
     // answered (receipts skip only until a block with transactions is seen).
-    for method in [ReadMethod::Receipt, ReadMethod::Logs] {
+    for method in [
+        ReadMethod::Receipt,
+        ReadMethod::Logs,
+        ReadMethod::TokenBalance,
+    ] {
         let m = &reads.methods[method.name()];
         assert!(m.ok * 2 > m.due, "{}: {m:?}", method.name());
     }
@@ -144,7 +149,11 @@ async fn reads_a_node_refuses_are_counted_as_failed_never_dropped() {
     let plan = ReadPlan::wallets(50.0);
     let metrics = Arc::new(LoadMetrics::new());
     let senders = vec![Address::repeat_byte(1)];
-    let traffic = reads::start(plan.clone(), client, senders, Some(metrics.clone())).unwrap();
+    let targets = ReadTargets {
+        senders,
+        token: None,
+    };
+    let traffic = reads::start(plan.clone(), client, targets, Some(metrics.clone())).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let r = traffic.finish().await;
     eprintln!("{r:#?}");

@@ -1061,18 +1061,23 @@ impl Engine {
         let mut released = 0u64;
         loop {
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d)
-                || cap.is_some_and(|c| released >= c)
-                || self.stop.load(Ordering::SeqCst)
-            {
+            if cap.is_some_and(|c| released >= c) || self.stop.load(Ordering::SeqCst) {
                 break;
             }
-            while due <= now && cap.is_none_or(|c| released < c) {
+            // Everything due by now and before the deadline is released,
+            // also on the pass that finds the deadline passed: a late
+            // wake-up must not drop what fell due before it.
+            let ended = deadline.is_some_and(|d| now >= d);
+            while due <= now && deadline.is_none_or(|d| due < d) && cap.is_none_or(|c| released < c)
+            {
                 let a = self.cfg.plan.picker.pick(&mut rng);
                 self.enqueue(a, Some(due));
                 released += 1;
                 let rate = schedule.rate_at(self.secs(due)).unwrap_or(1.0).max(0.001);
                 due += Duration::from_secs_f64(1.0 / rate);
+            }
+            if ended {
+                break;
             }
             tokio::time::sleep_until(due.max(now + Duration::from_micros(500)).into()).await;
         }

@@ -41,6 +41,10 @@ use super::report::Latency;
 use crate::eth::BlockSummary;
 use crate::eth::EthClient;
 
+/// The highest read rate, reads per second: one agent's reads beyond it
+/// would measure the agent, and the schedule's tick must stay above zero.
+pub const MAX_RATE: f64 = 100_000.0;
+
 /// One kind of read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -276,6 +280,15 @@ pub fn start(
     targets: ReadTargets,
     metrics: Option<Arc<LoadMetrics>>,
 ) -> Result<ReadTraffic> {
+    if !(plan.rate > 0.0 && plan.rate <= MAX_RATE) {
+        bail!(
+            "--reads must be a rate above 0 and at most {MAX_RATE} reads per second, not {}",
+            plan.rate
+        );
+    }
+    if plan.mix.iter().all(|(_, w)| *w == 0) {
+        bail!("the read mix gives no method a weight above 0");
+    }
     let ReadTargets { senders, token } = targets;
     let calls = plan
         .mix
@@ -283,12 +296,6 @@ pub fn start(
         .any(|(m, w)| *m == ReadMethod::TokenBalance && *w > 0);
     if calls && token.is_none() {
         bail!("token_balance reads call the run's token: give --workload erc20, or leave token_balance out of --read-mix");
-    }
-    if !(plan.rate > 0.0 && plan.rate.is_finite()) {
-        bail!(
-            "--reads must be a positive rate (reads per second), not {}",
-            plan.rate
-        );
     }
     if senders.is_empty() {
         bail!("read traffic needs at least one sender's balance to read");
@@ -576,6 +583,35 @@ mod tests {
         assert!(err("receipt").contains("give METHOD=WEIGHT"));
         assert!(err("receipt=-1").contains("a weight is a whole number"));
         assert!(err("receipt=0").contains("gives no method a weight above 0"));
+    }
+
+    #[test]
+    fn a_rate_out_of_bounds_or_an_empty_mix_is_refused() {
+        let client =
+            Arc::new(EthClient::new("http://127.0.0.1:9", Duration::from_secs(1)).unwrap());
+        let targets = ReadTargets {
+            senders: vec![Address::ZERO],
+            token: None,
+        };
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e12] {
+            let plan = ReadPlan::wallets(rate);
+            let err = start(plan, client.clone(), targets.clone(), None)
+                .err()
+                .unwrap();
+            assert!(
+                err.to_string().contains("at most 100000 reads per second"),
+                "{err}"
+            );
+        }
+        let plan = ReadPlan {
+            mix: vec![],
+            ..ReadPlan::wallets(1.0)
+        };
+        let err = start(plan, client, targets, None).err().unwrap();
+        assert!(
+            err.to_string().contains("no method a weight above 0"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -245,6 +245,62 @@ mod tests {
         assert_eq!(go_duration(Duration::from_millis(250)), "250ms");
     }
 
+    /// `eth_call`s on a module with `slots` EVM slots, the first parked
+    /// mid-execution: whether a second one finished while the first held
+    /// its slot (observed for half a second; both must finish once the
+    /// first is released).
+    async fn a_second_call_runs_beside_a_parked_one(slots: usize) -> bool {
+        use std::sync::Arc;
+
+        use serde_json::{json, Value};
+
+        let dir = tempfile::tempdir().unwrap();
+        let node =
+            Arc::new(crate::node::Node::open(dir.path(), crate::patches::Patches::ALL).unwrap());
+        node.init_chain(br#"{"chain_id":9000,"alloc":{}}"#, 1, 0)
+            .unwrap();
+        let config = super::super::RpcConfig {
+            evm_calls: slots,
+            ..Default::default()
+        };
+        let rpc =
+            Arc::new(super::super::module(node.clone(), "http://127.0.0.1:9", config).unwrap());
+        let call = || {
+            let rpc = rpc.clone();
+            tokio::spawn(async move {
+                let request = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call",
+                    "params": [{"to": format!("{:#x}", alloy_primitives::Address::repeat_byte(7))}, "latest"]});
+                let (response, _) = rpc.raw_json_request(&request.to_string(), 1).await.unwrap();
+                let response: Value = serde_json::from_str(response.get()).unwrap();
+                assert!(response.get("result").is_some(), "{response}");
+            })
+        };
+        let (parked, release) = node.park.arm();
+        let first = call();
+        tokio::task::spawn_blocking(move || parked.recv_timeout(Duration::from_secs(60)))
+            .await
+            .unwrap()
+            .expect("the first call parks");
+        let mut second = call();
+        let beside = tokio::time::timeout(Duration::from_millis(500), &mut second)
+            .await
+            .is_ok();
+        release.send(()).unwrap();
+        let within = Duration::from_secs(60);
+        tokio::time::timeout(within, first).await.unwrap().unwrap();
+        if !beside {
+            tokio::time::timeout(within, second).await.unwrap().unwrap();
+        }
+        beside
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn evm_requests_beyond_the_slots_wait_for_one() {
+        // One slot: the second call waits for the parked one; two: it runs.
+        assert!(!a_second_call_runs_beside_a_parked_one(1).await);
+        assert!(a_second_call_runs_beside_a_parked_one(2).await);
+    }
+
     #[test]
     fn a_budget_runs_out_after_its_total() {
         let budget = BatchBudget::new(2);

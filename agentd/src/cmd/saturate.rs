@@ -153,7 +153,7 @@ fn step_line(index: usize, m: &StepMeasure, v: &Verdict) -> String {
         m.sent_tps,
         m.committed_tps,
         m.gas_per_sec
-            .map_or_else(|| "?".to_string(), |g| format!("{:.2}", g / 1e6)),
+            .map_or_else(|| "?".to_string(), crate::units::mgas_figure),
         m.block_time_p50_ms,
         m.block_time_p95_ms,
         mempool,

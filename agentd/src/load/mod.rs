@@ -705,17 +705,21 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     };
     let addresses = settings.refill.is_some().then(|| keys.addresses.clone());
     let refill_client = clients[0].clone();
-    let readers = settings.reads.clone().map(|plan| {
-        let token = match cfg.workload {
-            Workload::Erc20 { token } => Some(token),
-            Workload::Transfer => None,
-        };
-        let targets = reads::ReadTargets {
-            senders: keys.addresses.clone(),
-            token,
-        };
-        (plan, clients[0].clone(), targets)
-    });
+    let reads = settings
+        .reads
+        .clone()
+        .map(|plan| {
+            let token = match cfg.workload {
+                Workload::Erc20 { token } => Some(token),
+                Workload::Transfer => None,
+            };
+            let targets = reads::ReadTargets {
+                senders: keys.addresses.clone(),
+                token,
+            };
+            reads::start(plan, clients[0].clone(), targets, settings.metrics.clone())
+        })
+        .transpose()?;
     let engine = Engine::new(cfg, clients, Arc::new(keys), &nonces, engine_start, ledger);
     let refill = match (settings.refill, addresses) {
         (Some(cfg), Some(addresses)) => {
@@ -744,11 +748,6 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
             }
         })
     };
-    let reads = readers
-        .map(|(plan, client, targets)| {
-            reads::start(plan, client, targets, settings.metrics.clone())
-        })
-        .transpose()?;
     Ok(Running {
         reads,
         ticker: spawn_ticker(engine.clone(), &scanner, pb.clone()),

@@ -47,7 +47,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                 r.config.schedule.clone(),
                 r.environment.node.clone(),
                 format!("{:.1}", r.chain.committed_tps),
-                format!("{:.2}", r.chain.gas_per_second / 1e6),
+                crate::units::mgas_figure(r.chain.gas_per_second),
                 format!("{:.1}", r.send_rate),
                 format!("{:.0} / {:.0}", l.p50, l.p99),
                 format!("{} / {}", r.totals.included, r.totals.signed),
@@ -111,8 +111,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                     (i + 1).to_string(),
                     format!("{:.0}", m.offered_tps),
                     format!("{:.1}", m.committed_tps),
-                    m.gas_per_sec
-                        .map_or("–".into(), |g| format!("{:.2}", g / 1e6)),
+                    m.gas_per_sec.map_or("–".into(), crate::units::mgas_figure),
                     verdict.to_string(),
                 ]));
             }

@@ -94,7 +94,7 @@ fn steps_table(r: &SearchReport) -> String {
                 format!("{:.1}", m.sent_tps),
                 format!("{:.1}", m.committed_tps),
                 m.gas_per_sec
-                    .map_or("–".to_string(), |g| format!("{:.2}", g / 1e6)),
+                    .map_or("–".to_string(), crate::units::mgas_figure),
                 format!("{}–{}", m.first_height + 1, m.last_height),
                 format!("{:.0} / {:.0}", m.block_time_p50_ms, m.block_time_p95_ms),
                 format!("{} → {}", opt(m.mempool_start), opt(m.mempool_end)),

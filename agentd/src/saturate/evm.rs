@@ -337,10 +337,7 @@ impl EvmProbe {
             latency_p99_ms: (latency.count() > 0).then(|| latency.quantile(0.99)),
             gas_per_sec: gas.map(|g| g as f64 / blocks.seconds()),
         };
-        let measure = StepMeasure {
-            gas_per_sec: extras.gas_per_sec,
-            ..self.measure(rate, &open, &close, &blocks)
-        };
+        let measure = self.measure(rate, &open, &close, &blocks, extras.gas_per_sec);
         Ok((measure, extras))
     }
 
@@ -355,7 +352,14 @@ impl EvmProbe {
         Some(total)
     }
 
-    fn measure(&self, rate: f64, open: &Mark, close: &Mark, blocks: &BlockWindow) -> StepMeasure {
+    fn measure(
+        &self,
+        rate: f64,
+        open: &Mark,
+        close: &Mark,
+        blocks: &BlockWindow,
+        gas_per_sec: Option<f64>,
+    ) -> StepMeasure {
         let wall = close.at.duration_since(open.at).as_secs_f64().max(1e-9);
         let sent = close.sent.saturating_sub(open.sent);
         // First submissions between the two marks.
@@ -392,7 +396,7 @@ impl EvmProbe {
                 .map(|(a, b)| per(b.saturating_sub(a), valid)),
             valid,
             invalid: blocks.invalid,
-            gas_per_sec: None,
+            gas_per_sec,
         }
     }
 }

@@ -365,7 +365,7 @@ impl Shared {
                 Err(e) => Outcome::Failed(e.to_string()),
             },
             ReadMethod::Balance => {
-                let who = self.senders[(i % self.senders.len() as u64) as usize];
+                let who = self.sender(i);
                 match c
                     .call::<U256>("eth_getBalance", json!([who, "latest"]))
                     .await
@@ -378,6 +378,11 @@ impl Shared {
             ReadMethod::TokenBalance => self.token_balance(i).await,
             ReadMethod::Logs => self.logs(floor).await,
         }
+    }
+
+    /// The sender read `i` asks about (the senders in turn; never empty).
+    fn sender(&self, i: u64) -> Address {
+        self.senders[(i % self.senders.len() as u64) as usize]
     }
 
     /// A height answered: right when not below `floor`.
@@ -426,7 +431,7 @@ impl Shared {
         let Some(token) = self.token else {
             return Outcome::Skipped;
         };
-        let who = self.senders[(i % self.senders.len() as u64) as usize];
+        let who = self.sender(i);
         let call = json!([{ "to": token, "data": erc20::balance_of_call(who) }, "latest"]);
         match self.client.call::<Bytes>("eth_call", call).await {
             Ok(out) if out.len() == 32 => Outcome::Right,

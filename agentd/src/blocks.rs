@@ -111,11 +111,8 @@ pub async fn web3_window(client: &EthClient, first: u64, last: u64) -> Result<Bl
     check_span(first, last)?;
     let mut times_ns = Vec::with_capacity((last - first + 1) as usize);
     let mut txs = 0u64;
-    for h in first..=last {
-        let block = client
-            .block(h)
-            .await?
-            .with_context(|| format!("{} has no block {h}", client.url()))?;
+    for (h, block) in (first..=last).zip(client.blocks(first..=last).await?) {
+        let block = block.with_context(|| format!("{} has no block {h}", client.url()))?;
         times_ns.push(block.timestamp.to::<i64>().saturating_mul(1_000_000_000));
         if h > first {
             txs += block.transactions.len() as u64;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, Bytes, B256, U256, U64};
 use anyhow::Context;
 use feth_etl::retry::{is_transient, retry, Backoff, RetryCounter, POOL_IDLE};
+use futures::{StreamExt, TryStreamExt};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -204,6 +205,9 @@ struct ReplyError {
     #[serde(default)]
     message: String,
 }
+
+/// Block reads [`EthClient::blocks`] keeps in flight.
+pub const BLOCKS_IN_FLIGHT: usize = 8;
 
 /// A keep-alive JSON-RPC client of one endpoint.
 #[derive(Debug)]
@@ -507,6 +511,20 @@ impl EthClient {
     /// `eth_getBlockByNumber` with transaction hashes.
     pub async fn block(&self, number: u64) -> Result<Option<BlockSummary>, RpcError> {
         self.call("eth_getBlockByNumber", json!([U64::from(number), false]))
+            .await
+    }
+
+    /// Blocks `heights`, in order, read [`BLOCKS_IN_FLIGHT`] at a time (one
+    /// round trip per block would leave a distant or slow reader behind the
+    /// chain); `None` where the node has no such block.
+    pub async fn blocks(
+        &self,
+        heights: std::ops::RangeInclusive<u64>,
+    ) -> Result<Vec<Option<BlockSummary>>, RpcError> {
+        futures::stream::iter(heights)
+            .map(|h| self.block(h))
+            .buffered(BLOCKS_IN_FLIGHT)
+            .try_collect()
             .await
     }
 

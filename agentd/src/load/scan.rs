@@ -12,21 +12,32 @@
 //! - A node that does not answer (restarting) is asked again, with a
 //!   back-off up to 5 s; nothing is skipped.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{B256, U64};
 use feth_etl::rpc::Rpc;
-use futures::stream::{self, StreamExt};
+use futures::future::OptionFuture;
+use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::ledger::Ledger;
 use super::tally::BlockFacts;
-use crate::eth::{EthClient, RpcError};
+use crate::eth::{BlockSummary, EthClient, RpcError, BLOCKS_IN_FLIGHT};
 use crate::fees::FeeFollower;
+
+/// Blocks read in one pass: their bodies [`BLOCKS_IN_FLIGHT`] at a time,
+/// their CometBFT header times in one call, so a reader far from the node
+/// (or short of CPU) still keeps up with the chain.
+const PASS: u64 = 20;
+
+/// What the scanner knows of the node's `eth_getBlockReceipts`.
+const UNKNOWN: u8 = 0;
+const HAS: u8 = 1;
+const LACKS: u8 = 2;
 
 /// Longest pause between polls of a node that does not answer.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -61,10 +72,17 @@ fn unsupported(e: &RpcError) -> bool {
     }
 }
 
-/// Header time of block `height`, ns since the epoch, from CometBFT's RPC.
-async fn comet_time(comet: Option<&Rpc>, height: u64) -> Option<i64> {
-    let (facts, _) = comet?.fetch(&[height], &[]).await.ok()?;
-    facts.get(&height).and_then(|f| f.time_ns)
+/// Header times of blocks `heights`, ns since the epoch, from CometBFT's
+/// RPC (one `/blockchain` call per 20 heights); empty without it.
+async fn comet_times(comet: Option<&Rpc>, heights: &[u64]) -> BTreeMap<u64, i64> {
+    let Some(Ok((facts, _))) = OptionFuture::from(comet.map(|c| c.fetch(heights, &[]))).await
+    else {
+        return BTreeMap::new();
+    };
+    facts
+        .into_iter()
+        .filter_map(|(h, f)| Some((h, f.time_ns?)))
+        .collect()
 }
 
 /// The web3 timestamp and (when `comet` is known) the ns header time of
@@ -78,7 +96,8 @@ pub async fn block_time(
         .block(height)
         .await?
         .map_or(0, |b| b.timestamp.to::<u64>());
-    Ok((web3, comet_time(comet, height).await))
+    let ns = comet_times(comet, &[height]).await.get(&height).copied();
+    Ok((web3, ns))
 }
 
 /// Polls the chain and hands every new block to the ledger.
@@ -89,7 +108,9 @@ pub struct Scanner {
     start: Instant,
     ledger: Arc<Mutex<Ledger>>,
     next: Arc<AtomicU64>,
-    block_receipts: Arc<AtomicBool>,
+    /// Whether the node has `eth_getBlockReceipts`: [`UNKNOWN`], [`HAS`] or
+    /// [`LACKS`].
+    block_receipts: Arc<AtomicU8>,
     fees: Option<Arc<FeeFollower>>,
 }
 
@@ -109,7 +130,7 @@ impl Scanner {
             start,
             ledger,
             next: Arc::new(AtomicU64::new(height + 1)),
-            block_receipts: Arc::new(AtomicBool::new(true)),
+            block_receipts: Arc::new(AtomicU8::new(UNKNOWN)),
             fees: None,
         }
     }
@@ -127,21 +148,22 @@ impl Scanner {
 
     /// Which of `hashes` reverted, read from their receipts.
     async fn reverted(&self, number: u64, hashes: Vec<B256>) -> Result<HashSet<B256>, RpcError> {
-        if self.block_receipts.load(Ordering::Relaxed) {
+        if self.block_receipts.load(Ordering::Relaxed) != LACKS {
             let got = self
                 .client
                 .call::<Option<Vec<Receipt>>>("eth_getBlockReceipts", json!([U64::from(number)]))
                 .await;
             match got {
                 Ok(receipts) => {
+                    self.block_receipts.store(HAS, Ordering::Relaxed);
                     return Ok(receipts
                         .unwrap_or_default()
                         .into_iter()
                         .filter(|r| r.reverted())
                         .map(|r| r.hash)
-                        .collect())
+                        .collect());
                 }
-                Err(e) if unsupported(&e) => self.block_receipts.store(false, Ordering::Relaxed),
+                Err(e) if unsupported(&e) => self.block_receipts.store(LACKS, Ordering::Relaxed),
                 Err(e) => return Err(e),
             }
         }
@@ -159,33 +181,41 @@ impl Scanner {
         Ok(reverted)
     }
 
-    /// Reads block `number` into the ledger; `false` when the node does not
-    /// have it yet.
-    async fn read(&self, number: u64) -> Result<bool, RpcError> {
-        let Some(block) = self.client.block(number).await? else {
-            return Ok(false);
-        };
+    /// The hashes of `block` that are ours.
+    fn ours(&self, block: &BlockSummary) -> Vec<B256> {
+        let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        block
+            .transactions
+            .iter()
+            .filter(|h| ledger.holds(h))
+            .copied()
+            .collect()
+    }
+
+    /// Which of `ours` (in block `number`) reverted; nothing is read when
+    /// none are ours.
+    async fn reverted_of(&self, number: u64, ours: Vec<B256>) -> Result<HashSet<B256>, RpcError> {
+        match ours.is_empty() {
+            true => Ok(HashSet::new()),
+            false => self.reverted(number, ours).await,
+        }
+    }
+
+    /// Hands block `number` to the ledger.
+    fn absorb(
+        &self,
+        number: u64,
+        block: &BlockSummary,
+        time_ns: Option<i64>,
+        reverted: &HashSet<B256>,
+    ) {
         if let (Some(fees), Some(base)) = (&self.fees, block.base_fee_per_gas) {
             fees.observe(base.saturating_to());
         }
-        let ours: Vec<B256> = {
-            let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            block
-                .transactions
-                .iter()
-                .filter(|h| ledger.holds(h))
-                .copied()
-                .collect()
-        };
-        let reverted = if ours.is_empty() {
-            HashSet::new()
-        } else {
-            self.reverted(number, ours).await?
-        };
         let facts = BlockFacts {
             number,
             timestamp: block.timestamp.to(),
-            time_ns: comet_time(self.comet.as_ref(), number).await,
+            time_ns,
             txs: block.transactions.len() as u64,
             gas_used: block.gas_used.saturating_to(),
             seen: self.start.elapsed().as_secs_f64(),
@@ -197,19 +227,63 @@ impl Scanner {
             |h| reverted.contains(h),
             facts.seen,
         );
-        Ok(true)
+    }
+
+    /// Reads blocks `first ..= last` (see [`PASS`]) into the ledger, in
+    /// order, up to the first the node does not have yet; returns the next
+    /// height to read.
+    async fn pass(&self, first: u64, last: u64) -> Result<u64, RpcError> {
+        let blocks: Vec<BlockSummary> = self
+            .client
+            .blocks(first..=last)
+            .await?
+            .into_iter()
+            .map_while(|b| b)
+            .collect();
+        let heights: Vec<u64> = (first..).take(blocks.len()).collect();
+        let times = comet_times(self.comet.as_ref(), &heights).await;
+        let ours: Vec<(u64, Vec<B256>)> = heights
+            .iter()
+            .zip(&blocks)
+            .map(|(&h, b)| (h, self.ours(b)))
+            .collect();
+        let mut ours = ours.into_iter();
+        let mut reverted = Vec::with_capacity(heights.len());
+        // One block at a time until the node shows whether it has
+        // eth_getBlockReceipts, so a node without it is asked once.
+        while self.block_receipts.load(Ordering::Relaxed) == UNKNOWN {
+            let Some((h, o)) = ours.next() else { break };
+            reverted.push(self.reverted_of(h, o).await?);
+        }
+        let rest: Vec<HashSet<B256>> = stream::iter(ours)
+            .map(|(h, ours)| self.reverted_of(h, ours))
+            .buffered(BLOCKS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        reverted.extend(rest);
+        for ((&h, block), reverted) in heights.iter().zip(&blocks).zip(&reverted) {
+            self.absorb(h, block, times.get(&h).copied(), reverted);
+            self.next.store(h + 1, Ordering::Relaxed);
+        }
+        Ok(first + heights.len() as u64)
     }
 
     /// Reads every block up to the latest.
     pub async fn poll(&self) -> Result<(), RpcError> {
+        self.poll_until(None).await
+    }
+
+    /// Reads every block up to the latest, [`PASS`] blocks at a time,
+    /// starting no pass after `deadline`.
+    async fn poll_until(&self, deadline: Option<Instant>) -> Result<(), RpcError> {
         let latest = self.client.block_number().await?;
         let mut next = self.next_height();
-        while next <= latest {
-            if !self.read(next).await? {
+        while next <= latest && deadline.is_none_or(|d| Instant::now() < d) {
+            let read = self.pass(next, latest.min(next + PASS - 1)).await?;
+            if read == next {
                 break;
             }
-            next += 1;
-            self.next.store(next, Ordering::Relaxed);
+            next = read;
         }
         Ok(())
     }
@@ -241,7 +315,7 @@ impl Scanner {
     async fn last_polls(&self, period: Duration) {
         let deadline = Instant::now() + MAX_BACKOFF;
         loop {
-            let _ = self.poll().await;
+            let _ = self.poll_until(Some(deadline)).await;
             if !self.awaits_commit_time() || Instant::now() >= deadline {
                 return;
             }
@@ -257,10 +331,10 @@ impl Scanner {
 
 #[cfg(test)]
 mod tests {
-    //! The receipt fallback against a stand-in node (one module's unit
-    //! test): a node without `eth_getBlockReceipts` is asked for each of
-    //! ours by `eth_getTransactionReceipt`, and the method is not asked for
-    //! again.
+    //! The scanner against a stand-in node (one module's unit tests): the
+    //! receipt fallback (a node without `eth_getBlockReceipts` is asked for
+    //! each of ours by `eth_getTransactionReceipt`, and the method is not
+    //! asked for again), and blocks read several at a time.
 
     use std::sync::atomic::AtomicUsize;
 
@@ -273,20 +347,32 @@ mod tests {
     use crate::load::pick::RateSchedule;
     use crate::load::tally::{Tally, TallyConfig};
 
-    /// Blocks 1 and 2 hold `h(1), h(2)` and `h(3)`; `h(2)` reverted.
-    fn answer(call: &Value, block_receipts_asked: &AtomicUsize) -> Value {
+    /// A stand-in node of `height` blocks that answers after `delay`.
+    #[derive(Default)]
+    struct Node {
+        height: u64,
+        delay: Duration,
+        block_receipts_asked: AtomicUsize,
+        in_flight: AtomicUsize,
+        most_in_flight: AtomicUsize,
+    }
+
+    /// Blocks 1 and 2 hold `h(1), h(2)` and `h(3)`, `h(2)` reverted; the
+    /// blocks above are empty.
+    fn answer(call: &Value, node: &Node) -> Value {
         let h = |i: u8| B256::repeat_byte(i);
         let result = match call["method"].as_str().unwrap_or_default() {
-            "eth_blockNumber" => json!("0x2"),
+            "eth_blockNumber" => json!(U64::from(node.height)),
             "eth_getBlockByNumber" => {
                 let txs = match call["params"][0].as_str() {
                     Some("0x1") => vec![h(1), h(2)],
-                    _ => vec![h(3)],
+                    Some("0x2") => vec![h(3)],
+                    _ => vec![],
                 };
                 json!({"number": call["params"][0], "timestamp": "0x10", "transactions": txs, "gasUsed": "0x0"})
             }
             "eth_getBlockReceipts" => {
-                block_receipts_asked.fetch_add(1, Ordering::SeqCst);
+                node.block_receipts_asked.fetch_add(1, Ordering::SeqCst);
                 let error = json!({"code": -32601, "message": "the method eth_getBlockReceipts does not exist/is not available"});
                 return json!({"jsonrpc": "2.0", "id": call["id"], "error": error});
             }
@@ -300,13 +386,26 @@ mod tests {
         json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
     }
 
+    /// The answer to one request, after the node's delay, counted in flight.
+    async fn reply(request: Value, node: &Node) -> String {
+        let now = node.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        node.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(node.delay).await;
+        node.in_flight.fetch_sub(1, Ordering::SeqCst);
+        match request {
+            Value::Array(calls) => Value::Array(calls.iter().map(|c| answer(c, node)).collect()),
+            call => answer(&call, node),
+        }
+        .to_string()
+    }
+
     /// Serves HTTP/1.1 JSON-RPC on a loopback port until the test ends.
-    async fn stand_in(asked: Arc<AtomicUsize>) -> String {
+    async fn stand_in(node: Arc<Node>) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let asked = asked.clone();
+                let node = node.clone();
                 tokio::spawn(async move {
                     let (read, mut write) = stream.into_split();
                     let mut reader = BufReader::new(read);
@@ -329,13 +428,7 @@ mod tests {
                         let mut body = vec![0; length];
                         reader.read_exact(&mut body).await.unwrap();
                         let request: Value = serde_json::from_slice(&body).unwrap();
-                        let reply = match request {
-                            Value::Array(calls) => {
-                                Value::Array(calls.iter().map(|c| answer(c, &asked)).collect())
-                            }
-                            call => answer(&call, &asked),
-                        }
-                        .to_string();
+                        let reply = reply(request, &node).await;
                         let head = format!(
                             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                             reply.len()
@@ -364,11 +457,7 @@ mod tests {
         });
     }
 
-    #[tokio::test]
-    async fn a_node_without_block_receipts_is_asked_per_transaction() {
-        let asked = Arc::new(AtomicUsize::new(0));
-        let url = stand_in(asked.clone()).await;
-        let client = Arc::new(EthClient::new(&url, Duration::from_secs(5)).unwrap());
+    fn ledger_of(ours: u8) -> Arc<Mutex<Ledger>> {
         let mut ledger = Ledger::new(
             Tally::new(TallyConfig {
                 run_start_unix: 0.0,
@@ -379,17 +468,52 @@ mod tests {
             }),
             None,
         );
-        for i in 1..=3 {
+        for i in 1..=ours {
             submit(&mut ledger, i);
         }
-        let ledger = Arc::new(Mutex::new(ledger));
+        Arc::new(Mutex::new(ledger))
+    }
+
+    async fn scanner_of(node: Node, ours: u8) -> (Scanner, Arc<Node>, Arc<Mutex<Ledger>>) {
+        let node = Arc::new(node);
+        let url = stand_in(node.clone()).await;
+        let client = Arc::new(EthClient::new(&url, Duration::from_secs(5)).unwrap());
+        let ledger = ledger_of(ours);
         let scanner = Scanner::new(client, None, 0, Instant::now(), ledger.clone());
+        (scanner, node, ledger)
+    }
+
+    #[tokio::test]
+    async fn a_node_without_block_receipts_is_asked_per_transaction() {
+        let node = Node {
+            height: 2,
+            ..Node::default()
+        };
+        let (scanner, node, ledger) = scanner_of(node, 3).await;
         scanner.poll().await.unwrap();
         assert_eq!(scanner.next_height(), 3);
         let l = ledger.lock().unwrap();
         let t = &l.tally.totals;
         assert_eq!((t.included, t.reverted), (3, 1), "{t:?}");
         // Asked once, for block 1; block 2 went straight to receipts.
-        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert_eq!(node.block_receipts_asked.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn blocks_are_read_several_at_a_time_and_handed_on_in_order() {
+        // 45 blocks from a node 20 ms away: one at a time is 45 round trips.
+        let node = Node {
+            height: 45,
+            delay: Duration::from_millis(20),
+            ..Node::default()
+        };
+        let (scanner, node, ledger) = scanner_of(node, 3).await;
+        scanner.poll().await.unwrap();
+        assert_eq!(scanner.next_height(), 46);
+        let most = node.most_in_flight.load(Ordering::SeqCst);
+        assert!((2..=BLOCKS_IN_FLIGHT).contains(&most), "{most} in flight");
+        let l = ledger.lock().unwrap();
+        let t = &l.tally.totals;
+        assert_eq!((t.included, t.reverted), (3, 1), "{t:?}");
     }
 }

@@ -344,12 +344,10 @@ impl EvmProbe {
     /// Gas used by blocks `first + 1 ..= last`, from web3; `None` when a
     /// block cannot be read.
     async fn gas_used(&self, first: u64, last: u64) -> Option<u64> {
-        let mut total = 0u64;
-        for h in first + 1..=last {
-            let block = self.client.block(h).await.ok()??;
-            total = total.checked_add(block.gas_used.to::<u64>())?;
-        }
-        Some(total)
+        let blocks = self.client.blocks(first + 1..=last).await.ok()?;
+        blocks.into_iter().try_fold(0u64, |total, block| {
+            total.checked_add(block?.gas_used.to::<u64>())
+        })
     }
 
     fn measure(

@@ -1,10 +1,12 @@
 //! The blocks of the merged window, read once from the chain: CometBFT's
 //! header times (ns) when its RPC is known, else web3 timestamps.
 
+use std::ops::RangeInclusive;
+
 use anyhow::{ensure, Context, Result};
 use feth_etl::rpc::Rpc;
 
-use crate::eth::EthClient;
+use crate::eth::{BlockSummary, EthClient};
 
 /// A block as the merge takes it from the chain.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,32 +53,52 @@ pub async fn read(
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        return with_gas(client, blocks).await;
+        return with_gas(client, first, last, blocks).await;
     }
-    let mut blocks = Vec::with_capacity(heights.len());
-    for h in heights {
-        let b = client
-            .block(h)
-            .await?
-            .with_context(|| format!("{} has no block {h}", client.url()))?;
-        blocks.push(ChainBlock {
+    web3_blocks(client, first..=last)
+        .await?
+        .into_iter()
+        .map(|(h, b)| ChainBlock {
             number: h,
             time_ns: b.timestamp.to::<i64>().saturating_mul(1_000_000_000),
             txs: b.transactions.len() as u64,
             gas_used: b.gas_used.saturating_to(),
-        });
-    }
-    Ok(blocks)
+        })
+        .map(Ok)
+        .collect()
 }
 
-/// `blocks` with the gas each used, read over web3 (CometBFT's block
-/// results carry it per transaction only).
-async fn with_gas(client: &EthClient, mut blocks: Vec<ChainBlock>) -> Result<Vec<ChainBlock>> {
-    for b in &mut blocks {
-        let block = client
-            .block(b.number)
-            .await?
-            .with_context(|| format!("{} has no block {}", client.url(), b.number))?;
+/// Every block of `heights` over web3, with its height; a missing one is
+/// an error.
+async fn web3_blocks(
+    client: &EthClient,
+    heights: RangeInclusive<u64>,
+) -> Result<Vec<(u64, BlockSummary)>> {
+    let got = client.blocks(heights.clone()).await?;
+    heights
+        .zip(got)
+        .map(|(h, b)| {
+            Ok((
+                h,
+                b.with_context(|| format!("{} has no block {h}", client.url()))?,
+            ))
+        })
+        .collect()
+}
+
+/// `blocks` (the heights `first ..= last`, in order) with the gas each
+/// used, read over web3 (CometBFT's block results carry it per transaction
+/// only).
+async fn with_gas(
+    client: &EthClient,
+    first: u64,
+    last: u64,
+    mut blocks: Vec<ChainBlock>,
+) -> Result<Vec<ChainBlock>> {
+    for (b, (_, block)) in blocks
+        .iter_mut()
+        .zip(web3_blocks(client, first..=last).await?)
+    {
         b.gas_used = block.gas_used.saturating_to();
     }
     Ok(blocks)

@@ -6,6 +6,7 @@
 //! two ends.
 
 use std::future::Future;
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
@@ -13,7 +14,7 @@ use feth_etl::rpc::Rpc;
 
 use serde_json::json;
 
-use crate::eth::EthClient;
+use crate::eth::{BlockSummary, EthClient};
 
 /// How often the chain's height is polled to find block boundaries.
 const POLL: Duration = Duration::from_millis(25);
@@ -109,15 +110,15 @@ pub async fn comet_window(rpc: &Rpc, first: u64, last: u64, results: bool) -> Re
 /// timestamps, and no valid/invalid split.
 pub async fn web3_window(client: &EthClient, first: u64, last: u64) -> Result<BlockWindow> {
     check_span(first, last)?;
-    let mut times_ns = Vec::with_capacity((last - first + 1) as usize);
-    let mut txs = 0u64;
-    for (h, block) in (first..=last).zip(client.blocks(first..=last).await?) {
-        let block = block.with_context(|| format!("{} has no block {h}", client.url()))?;
-        times_ns.push(block.timestamp.to::<i64>().saturating_mul(1_000_000_000));
-        if h > first {
-            txs += block.transactions.len() as u64;
-        }
-    }
+    let blocks = web3_blocks(client, first..=last).await?;
+    let times_ns = blocks
+        .iter()
+        .map(|b| b.timestamp.to::<i64>().saturating_mul(1_000_000_000))
+        .collect();
+    let txs = blocks[1..]
+        .iter()
+        .map(|b| b.transactions.len() as u64)
+        .sum();
     let window = BlockWindow {
         first,
         last,
@@ -128,6 +129,19 @@ pub async fn web3_window(client: &EthClient, first: u64, last: u64) -> Result<Bl
     };
     check_times(&window)?;
     Ok(window)
+}
+
+/// Blocks `heights` over web3, in order (see [`EthClient::blocks`]); one
+/// the node does not have is an error naming it.
+pub async fn web3_blocks(
+    client: &EthClient,
+    heights: RangeInclusive<u64>,
+) -> Result<Vec<BlockSummary>> {
+    let got = client.blocks(heights.clone()).await?;
+    heights
+        .zip(got)
+        .map(|(h, b)| b.with_context(|| format!("{} has no block {h}", client.url())))
+        .collect()
 }
 
 /// Waits for the first block above `height`, polling `latest` for the

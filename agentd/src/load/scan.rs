@@ -9,6 +9,9 @@
 //!   against any standard JSON-RPC node.
 //! - The base fee of every block read goes to the load's [`FeeFollower`],
 //!   so new transactions are signed with a fee that follows it.
+//! - Blocks are read in passes of up to [`PASS`]: bodies and receipts
+//!   [`BLOCKS_IN_FLIGHT`] at a time, header times in one CometBFT call, so
+//!   a reader far from the node (or short of CPU) keeps up with the chain.
 //! - A node that does not answer (restarting) is asked again, with a
 //!   back-off up to 5 s; nothing is skipped.
 
@@ -29,9 +32,7 @@ use super::tally::BlockFacts;
 use crate::eth::{BlockSummary, EthClient, RpcError, BLOCKS_IN_FLIGHT};
 use crate::fees::FeeFollower;
 
-/// Blocks read in one pass: their bodies [`BLOCKS_IN_FLIGHT`] at a time,
-/// their CometBFT header times in one call, so a reader far from the node
-/// (or short of CPU) still keeps up with the chain.
+/// Blocks read in one pass (see the module docs).
 const PASS: u64 = 20;
 
 /// What the scanner knows of the node's `eth_getBlockReceipts`.
@@ -146,8 +147,12 @@ impl Scanner {
         self.next.load(Ordering::Relaxed)
     }
 
-    /// Which of `hashes` reverted, read from their receipts.
+    /// Which of `hashes` (ours, in block `number`) reverted, read from their
+    /// receipts; nothing is read when there are none.
     async fn reverted(&self, number: u64, hashes: Vec<B256>) -> Result<HashSet<B256>, RpcError> {
+        if hashes.is_empty() {
+            return Ok(HashSet::new());
+        }
         if self.block_receipts.load(Ordering::Relaxed) != LACKS {
             let got = self
                 .client
@@ -192,13 +197,26 @@ impl Scanner {
             .collect()
     }
 
-    /// Which of `ours` (in block `number`) reverted; nothing is read when
-    /// none are ours.
-    async fn reverted_of(&self, number: u64, ours: Vec<B256>) -> Result<HashSet<B256>, RpcError> {
-        match ours.is_empty() {
-            true => Ok(HashSet::new()),
-            false => self.reverted(number, ours).await,
+    /// Which of ours reverted, for each `(block, ours)`: [`BLOCKS_IN_FLIGHT`]
+    /// blocks at a time, but one at a time until the node has shown whether
+    /// it has `eth_getBlockReceipts`, so a node without it is asked once.
+    async fn reverted_in(
+        &self,
+        ours: Vec<(u64, Vec<B256>)>,
+    ) -> Result<Vec<HashSet<B256>>, RpcError> {
+        let mut ours = ours.into_iter();
+        let mut reverted = Vec::with_capacity(ours.len());
+        while self.block_receipts.load(Ordering::Relaxed) == UNKNOWN {
+            let Some((h, o)) = ours.next() else { break };
+            reverted.push(self.reverted(h, o).await?);
         }
+        let rest: Vec<HashSet<B256>> = stream::iter(ours)
+            .map(|(h, o)| self.reverted(h, o))
+            .buffered(BLOCKS_IN_FLIGHT)
+            .try_collect()
+            .await?;
+        reverted.extend(rest);
+        Ok(reverted)
     }
 
     /// Hands block `number` to the ledger.
@@ -242,25 +260,12 @@ impl Scanner {
             .collect();
         let heights: Vec<u64> = (first..).take(blocks.len()).collect();
         let times = comet_times(self.comet.as_ref(), &heights).await;
-        let ours: Vec<(u64, Vec<B256>)> = heights
+        let ours = heights
             .iter()
             .zip(&blocks)
             .map(|(&h, b)| (h, self.ours(b)))
             .collect();
-        let mut ours = ours.into_iter();
-        let mut reverted = Vec::with_capacity(heights.len());
-        // One block at a time until the node shows whether it has
-        // eth_getBlockReceipts, so a node without it is asked once.
-        while self.block_receipts.load(Ordering::Relaxed) == UNKNOWN {
-            let Some((h, o)) = ours.next() else { break };
-            reverted.push(self.reverted_of(h, o).await?);
-        }
-        let rest: Vec<HashSet<B256>> = stream::iter(ours)
-            .map(|(h, ours)| self.reverted_of(h, ours))
-            .buffered(BLOCKS_IN_FLIGHT)
-            .try_collect()
-            .await?;
-        reverted.extend(rest);
+        let reverted = self.reverted_in(ours).await?;
         for ((&h, block), reverted) in heights.iter().zip(&blocks).zip(&reverted) {
             self.absorb(h, block, times.get(&h).copied(), reverted);
             self.next.store(h + 1, Ordering::Relaxed);

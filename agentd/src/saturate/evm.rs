@@ -344,10 +344,12 @@ impl EvmProbe {
     /// Gas used by blocks `first + 1 ..= last`, from web3; `None` when a
     /// block cannot be read.
     async fn gas_used(&self, first: u64, last: u64) -> Option<u64> {
-        let blocks = self.client.blocks(first + 1..=last).await.ok()?;
-        blocks.into_iter().try_fold(0u64, |total, block| {
-            total.checked_add(block?.gas_used.to::<u64>())
-        })
+        let blocks = blocks::web3_blocks(&self.client, first + 1..=last)
+            .await
+            .ok()?;
+        blocks
+            .iter()
+            .try_fold(0u64, |total, b| total.checked_add(b.gas_used.to::<u64>()))
     }
 
     fn measure(

@@ -1,12 +1,11 @@
 //! The blocks of the merged window, read once from the chain: CometBFT's
 //! header times (ns) when its RPC is known, else web3 timestamps.
 
-use std::ops::RangeInclusive;
-
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use feth_etl::rpc::Rpc;
 
-use crate::eth::{BlockSummary, EthClient};
+use crate::blocks::web3_blocks;
+use crate::eth::EthClient;
 
 /// A block as the merge takes it from the chain.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,35 +54,16 @@ pub async fn read(
             .collect::<Result<Vec<_>>>()?;
         return with_gas(client, first, last, blocks).await;
     }
-    web3_blocks(client, first..=last)
-        .await?
-        .into_iter()
+    let blocks = web3_blocks(client, first..=last).await?;
+    Ok((first..=last)
+        .zip(blocks)
         .map(|(h, b)| ChainBlock {
             number: h,
             time_ns: b.timestamp.to::<i64>().saturating_mul(1_000_000_000),
             txs: b.transactions.len() as u64,
             gas_used: b.gas_used.saturating_to(),
         })
-        .map(Ok)
-        .collect()
-}
-
-/// Every block of `heights` over web3, with its height; a missing one is
-/// an error.
-async fn web3_blocks(
-    client: &EthClient,
-    heights: RangeInclusive<u64>,
-) -> Result<Vec<(u64, BlockSummary)>> {
-    let got = client.blocks(heights.clone()).await?;
-    heights
-        .zip(got)
-        .map(|(h, b)| {
-            Ok((
-                h,
-                b.with_context(|| format!("{} has no block {h}", client.url()))?,
-            ))
-        })
-        .collect()
+        .collect())
 }
 
 /// `blocks` (the heights `first ..= last`, in order) with the gas each
@@ -95,7 +75,7 @@ async fn with_gas(
     last: u64,
     mut blocks: Vec<ChainBlock>,
 ) -> Result<Vec<ChainBlock>> {
-    for (b, (_, block)) in blocks
+    for (b, block) in blocks
         .iter_mut()
         .zip(web3_blocks(client, first..=last).await?)
     {

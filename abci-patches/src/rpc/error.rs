@@ -30,5 +30,11 @@ pub fn invalid_params(message: impl Into<String>) -> ErrorObjectOwned {
 
 /// A `-32603` error for a failure of the node itself (its store or locks).
 pub fn internal(e: NodeError) -> ErrorObjectOwned {
-    ErrorObjectOwned::owned(INTERNAL_ERROR, e.to_string(), None::<()>)
+    internal_failure(e.to_string())
+}
+
+/// A `-32603` error with `message`: the node failed, not the request (a
+/// query that panicked, for one).
+pub fn internal_failure(message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(INTERNAL_ERROR, message.into(), None::<()>)
 }

@@ -133,9 +133,9 @@ struct RpcArgs {
     /// Most logs subscriptions on one WebSocket connection.
     #[arg(long, default_value_t = RpcConfig::default().max_log_subscriptions_per_connection)]
     rpc_max_log_subscriptions_per_connection: usize,
-    /// Most filters one connection may have installed.
-    #[arg(long, default_value_t = RpcConfig::default().max_filters_per_connection)]
-    rpc_max_filters_per_connection: usize,
+    /// Most filters one client (peer address) may have installed.
+    #[arg(long, default_value_t = RpcConfig::default().max_filters_per_client)]
+    rpc_max_filters_per_client: usize,
 }
 
 impl RpcArgs {
@@ -152,7 +152,7 @@ impl RpcArgs {
             batch_executions: self.rpc_batch_executions,
             max_log_subscriptions: self.rpc_max_log_subscriptions,
             max_log_subscriptions_per_connection: self.rpc_max_log_subscriptions_per_connection,
-            max_filters_per_connection: self.rpc_max_filters_per_connection,
+            max_filters_per_client: self.rpc_max_filters_per_client,
             ..RpcConfig::default()
         }
     }

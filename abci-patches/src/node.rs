@@ -749,39 +749,12 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_consensus::TxEip1559;
+    use crate::testkit::{block, signed};
     use alloy_primitives::TxKind;
     use secp256k1::SecretKey;
 
     const STORE_INIT: &str =
         "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
-
-    fn signed(key: &SecretKey, nonce: u64, to: TxKind, input: Bytes) -> Bytes {
-        let tx = TxEip1559 {
-            chain_id: 9000,
-            nonce,
-            gas_limit: 1_000_000,
-            max_fee_per_gas: 2_000_000_000,
-            max_priority_fee_per_gas: 0,
-            to,
-            input,
-            ..Default::default()
-        };
-        crate::testkit::sign(tx, key).into()
-    }
-
-    fn block(node: &Node, height: u64, txs: &[Bytes]) -> Vec<TxOutcome> {
-        let input = BlockInput {
-            height,
-            hash: keccak256(height.to_be_bytes()),
-            time_secs: 1_800_000_000 + height,
-            time_nanos: 0,
-            txs,
-        };
-        let (outcomes, _) = node.finalize_block(&input).unwrap();
-        node.commit().unwrap();
-        outcomes
-    }
 
     #[test]
     fn deploy_store_call_and_reload() {

@@ -1,9 +1,12 @@
-//! Signing helpers for the unit tests.
+//! Signing and block helpers for the unit tests.
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{keccak256, Address, Signature, B256, U256};
+use alloy_primitives::{keccak256, Address, Bytes, Signature, TxKind, B256, U256};
 use secp256k1::{Message, SecretKey, SECP256K1};
+
+use crate::exec::{BlockInput, TxOutcome};
+use crate::node::Node;
 
 /// Test key number `n` and its address.
 pub fn key(n: u8) -> (SecretKey, Address) {
@@ -28,6 +31,35 @@ pub fn signature(hash: B256, key: &SecretKey) -> Signature {
 pub fn sign(tx: TxEip1559, key: &SecretKey) -> Vec<u8> {
     let sig = signature(tx.signature_hash(), key);
     TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
+}
+
+/// A transaction of chain 9000 (1 M gas, 2 gwei) signed by `key`.
+pub fn signed(key: &SecretKey, nonce: u64, to: TxKind, input: Bytes) -> Bytes {
+    let tx = TxEip1559 {
+        chain_id: 9000,
+        nonce,
+        gas_limit: 1_000_000,
+        max_fee_per_gas: 2_000_000_000,
+        max_priority_fee_per_gas: 0,
+        to,
+        input,
+        ..Default::default()
+    };
+    sign(tx, key).into()
+}
+
+/// Finalizes and commits block `height` of `txs` on `node`.
+pub fn block(node: &Node, height: u64, txs: &[Bytes]) -> Vec<TxOutcome> {
+    let input = BlockInput {
+        height,
+        hash: keccak256(height.to_be_bytes()),
+        time_secs: 1_800_000_000 + height,
+        time_nanos: 0,
+        txs,
+    };
+    let (outcomes, _) = node.finalize_block(&input).expect("FinalizeBlock");
+    node.commit().expect("Commit");
+    outcomes
 }
 
 /// A gate that parks a read-only call mid-execution: once armed, the next

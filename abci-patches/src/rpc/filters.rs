@@ -11,11 +11,10 @@
 //! [`EVENT_BUFFER`](crate::node::EVENT_BUFFER) events passed misses the oldest.
 //! A filter not polled for [`RpcConfig::filter_timeout`](super::RpcConfig) is
 //! uninstalled. At most [`RpcConfig::max_filters`](super::RpcConfig) exist,
-//! and one connection installs at most
-//! [`RpcConfig::max_filters_per_connection`](super::RpcConfig): a connection,
-//! not a remote address, because jsonrpsee names the connection of each
-//! request and not its peer; a client that opens a new HTTP connection per
-//! request is held by the global cap and the timeout only.
+//! and one client installs at most
+//! [`RpcConfig::max_filters_per_client`](super::RpcConfig): a client is a
+//! peer address ([`Client`]), so one that opens a new HTTP connection per
+//! request is held like one that keeps its connection.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,11 +24,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use alloy_eips::BlockNumberOrTag;
 use alloy_primitives::{keccak256, B256};
 use alloy_rpc_types_eth::{FilterChanges, Log};
-use jsonrpsee::{ConnectionId, RpcModule};
+use jsonrpsee::RpcModule;
 use tokio::sync::broadcast::{error::TryRecvError, Receiver};
 
 use super::error::{internal, server_error, RpcResult};
 use super::logs::{self, LogFilter, Span};
+use super::peer::Client;
 use super::Web3;
 use crate::node::NodeEvent;
 
@@ -46,8 +46,8 @@ enum Kind {
 struct Installed {
     kind: Kind,
     polled: Instant,
-    /// The connection that installed it.
-    owner: ConnectionId,
+    /// The client that installed it.
+    owner: Client,
 }
 
 /// The installed filters.
@@ -55,7 +55,7 @@ pub struct Filters {
     installed: Mutex<HashMap<String, Installed>>,
     timeout: Duration,
     max: usize,
-    per_connection: usize,
+    per_client: usize,
     issued: AtomicU64,
 }
 
@@ -67,13 +67,13 @@ struct LogPoll {
 
 impl Filters {
     /// No filters; idle ones expire after `timeout`, at most `max` exist,
-    /// at most `per_connection` installed by one connection.
-    pub fn new(timeout: Duration, max: usize, per_connection: usize) -> Self {
+    /// at most `per_client` installed by one client.
+    pub fn new(timeout: Duration, max: usize, per_client: usize) -> Self {
         Self {
             installed: Mutex::new(HashMap::new()),
             timeout,
             max,
-            per_connection,
+            per_client,
             issued: AtomicU64::new(0),
         }
     }
@@ -89,9 +89,9 @@ impl Filters {
         Ok(map)
     }
 
-    /// Installs a filter of `kind` for the connection `owner`; its id is 16
+    /// Installs a filter of `kind` for the client `owner`; its id is 16
     /// bytes no client can guess.
-    fn install(&self, kind: Kind, owner: ConnectionId) -> RpcResult<String> {
+    fn install(&self, kind: Kind, owner: Client) -> RpcResult<String> {
         let mut map = self.live()?;
         if map.len() >= self.max {
             return Err(server_error(format!(
@@ -99,10 +99,10 @@ impl Filters {
                 self.max
             )));
         }
-        if map.values().filter(|f| f.owner == owner).count() >= self.per_connection {
+        if map.values().filter(|f| f.owner == owner).count() >= self.per_client {
             return Err(server_error(format!(
-                "too many filters installed by this connection ({}): uninstall some with eth_uninstallFilter",
-                self.per_connection
+                "too many filters installed by this client ({}): uninstall some with eth_uninstallFilter",
+                self.per_client
             )));
         }
         let n = self.issued.fetch_add(1, Ordering::Relaxed);
@@ -150,15 +150,15 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
             filter: Box::new(filter),
             next,
         };
-        w.filters.install(kind, connection(ext))
+        w.filters.install(kind, Client::of(ext))
     })?;
     m.register_method("eth_newBlockFilter", |_, w, ext| {
         let next = w.node.head().map_err(internal)?.number + 1;
-        w.filters.install(Kind::Blocks { next }, connection(ext))
+        w.filters.install(Kind::Blocks { next }, Client::of(ext))
     })?;
     m.register_method("eth_newPendingTransactionFilter", |_, w, ext| {
         w.filters
-            .install(Kind::PendingTxs(w.node.events()), connection(ext))
+            .install(Kind::PendingTxs(w.node.events()), Client::of(ext))
     })?;
     m.register_method("eth_uninstallFilter", |p, w, _| {
         let id: String = p.one()?;
@@ -173,14 +173,6 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         w.heavy(move |w| filter_logs(w, &id)).await
     })?;
     Ok(())
-}
-
-/// The connection a request came on (jsonrpsee sets it on every request).
-pub(super) fn connection(extensions: &jsonrpsee::Extensions) -> ConnectionId {
-    extensions
-        .get::<ConnectionId>()
-        .copied()
-        .unwrap_or_default()
 }
 
 fn not_found() -> jsonrpsee::types::ErrorObjectOwned {

@@ -14,7 +14,7 @@
 //!
 //! Every request's work is bounded ([`RpcConfig`]): log queries by blocks and
 //! results, batches by size and EVM executions, calls by gas and time,
-//! subscriptions and filters per connection and in all, and the heavy
+//! subscriptions per connection, filters per client, both in all, and the heavy
 //! queries and calls run a few at a time off the server's threads.
 
 mod access_list;
@@ -27,6 +27,7 @@ mod eth;
 mod filters;
 pub mod fuzz;
 pub mod logs;
+mod peer;
 mod pubsub;
 mod txpool;
 
@@ -34,8 +35,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use jsonrpsee::server::middleware::rpc::RpcServiceBuilder;
-use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig, ServerHandle};
+use jsonrpsee::server::{
+    serve_with_graceful_shutdown, stop_channel, BatchRequestConfig, Methods, Server, ServerConfig,
+    ServerHandle,
+};
 use jsonrpsee::RpcModule;
 use tokio::sync::Semaphore;
 
@@ -92,8 +97,8 @@ pub struct RpcConfig {
     pub max_log_subscriptions: usize,
     /// Most `logs` subscriptions one WebSocket connection holds.
     pub max_log_subscriptions_per_connection: usize,
-    /// Most filters one connection may have installed at once.
-    pub max_filters_per_connection: usize,
+    /// Most filters one client (peer address) may have installed at once.
+    pub max_filters_per_client: usize,
 }
 
 impl Default for RpcConfig {
@@ -117,7 +122,7 @@ impl Default for RpcConfig {
             batch_executions: 100,
             max_log_subscriptions: 1_000,
             max_log_subscriptions_per_connection: 100,
-            max_filters_per_connection: 100,
+            max_filters_per_client: 100,
         }
     }
 }
@@ -173,7 +178,9 @@ impl Web3 {
         let web3 = self.clone();
         tokio::task::spawn_blocking(move || query(&web3))
             .await
-            .map_err(|e| error::server_error(format!("query failed: {e}")))?
+            .map_err(|e| {
+                error::internal_failure(format!("the query failed inside the node: {e}"))
+            })?
     }
 }
 
@@ -185,24 +192,33 @@ pub fn module(
     comet_url: &str,
     config: RpcConfig,
 ) -> anyhow::Result<RpcModule<Web3>> {
-    let comet = CometClient::new(comet_url)?;
-    let web3 = Web3 {
-        filters: Filters::new(
-            config.filter_timeout,
-            config.max_filters,
-            config.max_filters_per_connection,
-        ),
-        heavy: Semaphore::new(config.heavy_queries.max(1)),
-        evm: Semaphore::new(config.evm_calls.max(1)),
-        subscriptions: pubsub::LogSubscriptions::new(
-            config.max_log_subscriptions,
-            config.max_log_subscriptions_per_connection,
-        ),
-        node,
-        comet,
-        config,
-    };
-    let mut m = RpcModule::new(web3);
+    methods(Arc::new(Web3::new(node, comet_url, config)?))
+}
+
+impl Web3 {
+    fn new(node: Arc<Node>, comet_url: &str, config: RpcConfig) -> anyhow::Result<Self> {
+        Ok(Self {
+            filters: Filters::new(
+                config.filter_timeout,
+                config.max_filters,
+                config.max_filters_per_client,
+            ),
+            heavy: Semaphore::new(config.heavy_queries.max(1)),
+            evm: Semaphore::new(config.evm_calls.max(1)),
+            subscriptions: pubsub::LogSubscriptions::new(
+                config.max_log_subscriptions,
+                config.max_log_subscriptions_per_connection,
+            ),
+            comet: CometClient::new(comet_url)?,
+            node,
+            config,
+        })
+    }
+}
+
+/// Every web3 method, over `web3`.
+fn methods(web3: Arc<Web3>) -> anyhow::Result<RpcModule<Web3>> {
+    let mut m = RpcModule::from_arc(web3);
     eth::register(&mut m)?;
     blocks::register(&mut m)?;
     logs::register(&mut m)?;
@@ -232,12 +248,25 @@ pub async fn serve(
     let module = module(node, comet_url, config)?;
     let middleware = RpcServiceBuilder::new()
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
-    let server = Server::builder()
+    let builder = Server::builder()
         .set_config(server_config)
         .set_rpc_middleware(middleware)
-        .build(addr)
+        .to_service_builder();
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot bind the web3 server to {addr}: {e}"))?;
-    let local = server.local_addr()?;
-    Ok((local, server.start(module)))
+        .with_context(|| format!("cannot bind the web3 server to {addr}"))?;
+    let local = listener.local_addr()?;
+    let methods: Methods = module.into();
+    let (stop, handle) = stop_channel();
+    let serve = {
+        let stop = stop.clone();
+        move |socket, peer| {
+            let service = builder.clone().build(methods.clone(), stop.clone());
+            let service = peer::WithPeer::new(service, peer);
+            let stopped = stop.clone().shutdown();
+            tokio::spawn(serve_with_graceful_shutdown(socket, service, stopped));
+        }
+    };
+    tokio::spawn(peer::accept(listener, stop, serve));
+    Ok((local, handle))
 }

@@ -57,7 +57,7 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         "eth_subscription",
         "eth_unsubscribe",
         |p, pending, w, ext| async move {
-            subscribe(p, pending, w, super::filters::connection(&ext)).await
+            subscribe(p, pending, w, super::peer::connection(&ext)).await
         },
     )?;
     Ok(())
@@ -302,6 +302,110 @@ impl LogSubscriptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::time::Duration;
+
+    use alloy_primitives::{Address, Bytes, TxKind};
+    use jsonrpsee::core::server::Subscription;
+    use serde_json::json;
+
+    use crate::node::Node;
+    use crate::patches::Patches;
+    use crate::testkit::{block, key, signed};
+
+    /// Init code of a contract that logs its calldata's first word as its
+    /// one topic (`PUSH1 0 CALLDATALOAD PUSH1 0 PUSH1 0 LOG1 STOP`).
+    const EMITTER_INIT: &str = "6009600c60003960096000f360003560006000a100";
+
+    /// The block numbers of the next `n` notifications of `sub`.
+    async fn heights(sub: &mut Subscription, n: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let next = tokio::time::timeout(Duration::from_secs(30), sub.next::<Value>())
+                .await
+                .expect("a notification within 30 s")
+                .expect("open")
+                .expect("JSON")
+                .0;
+            let number = next["blockNumber"].as_str().expect("a block number");
+            out.push(u64::from_str_radix(&number[2..], 16).expect("hex"));
+        }
+        out
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_blocks_logs_are_decoded_once_for_every_subscriber_and_not_at_all_for_a_bloom_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Arc::new(Node::open(dir.path(), Patches::ALL).unwrap());
+        let (k, me) = key(5);
+        let genesis = format!(
+            r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
+        );
+        node.init_chain(genesis.as_bytes(), 1, 0).unwrap();
+        let init = Bytes::from(hex::decode(EMITTER_INIT).unwrap());
+        let deployed = block(&node, 1, &[signed(&k, 0, TxKind::Create, init)]);
+        assert!(
+            matches!(
+                deployed[0],
+                crate::exec::TxOutcome::Executed { success: true, .. }
+            ),
+            "{deployed:?}"
+        );
+        let emitter = me.create(0);
+        let web3 =
+            Arc::new(Web3::new(node.clone(), "http://127.0.0.1:9", Default::default()).unwrap());
+        let rpc = super::super::methods(web3.clone()).unwrap();
+        let mut subs = Vec::new();
+        for _ in 0..4 {
+            let params = ("logs", json!({"address": emitter}));
+            subs.push(
+                rpc.subscribe_unbounded("eth_subscribe", params)
+                    .await
+                    .unwrap(),
+            );
+        }
+
+        let note = |nonce: u64| signed(&k, nonce, TxKind::Call(emitter), Bytes::from(vec![7; 32]));
+        let transfer = signed(&k, 3, TxKind::Call(Address::repeat_byte(9)), Bytes::new());
+        // Block 3 has no log at all: its bloom rules the filter out.
+        for (height, txs) in [
+            (2, vec![note(1), note(2)]),
+            (3, vec![transfer]),
+            (4, vec![note(4)]),
+        ] {
+            let outcomes = block(&node, height, &txs);
+            assert!(
+                outcomes
+                    .iter()
+                    .all(|o| matches!(o, crate::exec::TxOutcome::Executed { success: true, .. })),
+                "{outcomes:?}"
+            );
+        }
+        for sub in &mut subs {
+            assert_eq!(heights(sub, 3).await, [2, 2, 4]);
+        }
+
+        let decoded: Vec<(B256, SharedLogs)> = web3
+            .subscriptions
+            .decoded
+            .lock()
+            .unwrap()
+            .iter()
+            .cloned()
+            .collect();
+        let hash = |n| node.block(n).unwrap().unwrap().hash;
+        assert_eq!(
+            decoded.iter().map(|(h, _)| *h).collect::<Vec<_>>(),
+            [hash(2), hash(4)],
+            "one decoded entry per block with logs, none for block 3"
+        );
+        // Every subscriber (and anyone asking later) gets that one decoding.
+        let block2 = Arc::new(node.block(2).unwrap().unwrap());
+        let again = web3.subscriptions.block_logs(&web3, &block2).await.unwrap();
+        let first = decoded[0].1.get().expect("decoded");
+        assert!(Arc::ptr_eq(first, &again));
+        assert_eq!(again.len(), 2);
+    }
 
     #[test]
     fn places_are_capped_in_all_and_per_connection_and_freed_on_drop() {

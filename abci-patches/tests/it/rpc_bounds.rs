@@ -156,9 +156,9 @@ async fn a_call_past_its_deadline_is_aborted_with_geths_message() {
 }
 
 #[tokio::test]
-async fn one_connection_installs_at_most_its_filters() {
+async fn one_in_process_caller_installs_at_most_its_filters() {
     let config = RpcConfig {
-        max_filters_per_connection: 2,
+        max_filters_per_client: 2,
         ..RpcConfig::default()
     };
     let (_node, rpc, _) = fixture(config);
@@ -171,7 +171,7 @@ async fn one_connection_installs_at_most_its_filters() {
     assert_error(
         call(&rpc, "eth_newPendingTransactionFilter", json!([])).await,
         -32000,
-        "too many filters installed by this connection (2): uninstall some with eth_uninstallFilter",
+        "too many filters installed by this client (2): uninstall some with eth_uninstallFilter",
     );
     assert_eq!(
         call(&rpc, "eth_uninstallFilter", json!([first])).await,
@@ -225,6 +225,64 @@ async fn one_connection_opens_at_most_its_logs_subscriptions() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// `eth_newBlockFilter` over HTTP from `client`: the filter id, or the
+/// error message.
+async fn new_block_filter(client: &reqwest::Client, url: &str) -> Result<String, String> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_newBlockFilter", "params": []});
+    let answer: Value = client
+        .post(url)
+        .json(&request)
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    match answer["result"].as_str() {
+        Some(id) => Ok(id.to_string()),
+        None => Err(answer["error"]["message"].to_string()),
+    }
+}
+
+#[tokio::test]
+async fn one_client_address_installs_at_most_its_filters_over_any_connections() {
+    let config = RpcConfig {
+        max_filters_per_client: 2,
+        ..RpcConfig::default()
+    };
+    let (node, _rpc, _) = fixture(config.clone());
+    let (addr, handle) = abcid::rpc::serve(
+        node.node.clone(),
+        "127.0.0.1:0".parse().expect("an address"),
+        &closed_port_url(),
+        config,
+    )
+    .await
+    .expect("the server starts");
+    let url = format!("http://{addr}");
+    // No connection is kept: every request comes on a new one.
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .local_address(std::net::IpAddr::from(ip))
+            .build()
+            .expect("a client")
+    };
+    let (one, other) = (from([127, 0, 0, 1]), from([127, 0, 0, 2]));
+    for _ in 0..2 {
+        new_block_filter(&one, &url).await.expect("within the cap");
+    }
+    assert_eq!(
+        new_block_filter(&one, &url).await,
+        Err("\"too many filters installed by this client (2): uninstall some with eth_uninstallFilter\"".into()),
+        "a third filter from the same address, on a new connection"
+    );
+    new_block_filter(&other, &url)
+        .await
+        .expect("another address has its own cap");
+    handle.stop().expect("stops");
 }
 
 #[tokio::test]

@@ -11,6 +11,8 @@
 //! - [`load`]: the load engine; [`saturate`]: the search for the highest
 //!   rate a chain keeps up with; [`blocks`]: windows of committed blocks.
 //! - [`report`]: `feth report`'s HTML page and Markdown summary.
+//! - [`accounts`]: keys files; [`shard`]: `--shard I/N`, shares of one
+//!   keys file for several agents.
 //! - [`cmd`]: the `feth` subcommands.
 
 pub mod accounts;
@@ -30,6 +32,7 @@ pub mod progress;
 pub mod refusal;
 pub mod report;
 pub mod saturate;
+pub mod shard;
 pub mod sign;
 pub mod sink;
 pub mod stats;

@@ -16,8 +16,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::accounts::KeySet;
-use crate::load::shard::{Shard, ShardOf};
 use crate::saturate::SearchConfig;
+use crate::shard::{Shard, ShardOf};
 
 /// The web3 endpoint of a default local devnet.
 pub const DEFAULT_NETWORK: &str = "http://127.0.0.1:8545";
@@ -70,8 +70,9 @@ pub fn load_senders(file: &Path, senders: Option<usize>) -> anyhow::Result<KeySe
 }
 
 /// The senders of `--keys FILE [--shard I/N] [--senders N]`: the shard of
-/// the keys file (all of it without one), then its first `senders`
-/// accounts; with the shard's record for the report.
+/// the keys file (all of it without one; a shard file is its own shard),
+/// then its first `senders` accounts; with the shard's record for the
+/// report.
 pub fn load_shard(
     file: &Path,
     shard: Option<Shard>,
@@ -85,10 +86,30 @@ pub fn load_shard(
     })?;
     let keys_in_file = keys.len();
     let mut of = "the keys file".to_string();
-    if let Some(shard) = shard {
-        keys = keys.slice(shard.range(keys_in_file)?);
-        of = format!("shard {shard} of the keys file");
-    }
+    let record = match (keys.cut, shard) {
+        // A shard file: it is its shard, and --shard (if given) must agree.
+        (Some(cut), asked) => {
+            if asked.is_some_and(|asked| asked != cut.shard) {
+                bail!(
+                    "{} holds shard {} of its keys file, not --shard {}: give this agent its own shard file",
+                    file.display(),
+                    cut.shard,
+                    asked.map_or_else(String::new, |a| a.to_string())
+                );
+            }
+            of = format!("shard {} of the keys file", cut.shard);
+            Some(cut)
+        }
+        (None, Some(shard)) => {
+            keys = keys.slice(shard.range(keys_in_file)?);
+            of = format!("shard {shard} of the keys file");
+            Some(ShardOf {
+                shard,
+                keys_in_file,
+            })
+        }
+        (None, None) => None,
+    };
     if let Some(n) = senders {
         if n == 0 || n > keys.len() {
             bail!("--senders {n}: {of} holds {} accounts", keys.len());
@@ -96,10 +117,6 @@ pub fn load_shard(
         keys.keys.truncate(n);
         keys.addresses.truncate(n);
     }
-    let record = shard.map(|shard| ShardOf {
-        shard,
-        keys_in_file,
-    });
     Ok((keys, record))
 }
 

@@ -92,7 +92,17 @@ pub async fn run(args: FundArgs) -> Result<()> {
     keys::check_private(&args.root_key)?;
     let root = keys::read_key_file(&args.root_key)?;
     let (path, mut set) = match &args.load {
-        Some(path) => (path.clone(), KeySet::load(path)?),
+        Some(path) => {
+            let set = KeySet::load(path)?;
+            if let Some(cut) = set.cut {
+                bail!(
+                    "{} is shard {} of a keys file (no seed, not every key): fund with the whole keys file",
+                    path.display(),
+                    cut.shard
+                );
+            }
+            (path.clone(), set)
+        }
         None => {
             if args.out.exists() {
                 bail!(

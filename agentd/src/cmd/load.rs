@@ -19,9 +19,9 @@ use crate::load::plan::{
 };
 use crate::load::reads::{ReadMethod, ReadPlan, ReadsReport};
 use crate::load::refill::RefillConfig;
-use crate::load::shard::Shard;
 use crate::load::tally::TxsPerBlock;
 use crate::load::{self, LoadReport, LoadSettings};
+use crate::shard::Shard;
 use crate::{keys, units};
 
 /// `--workload`.

@@ -169,7 +169,7 @@ mod tests {
     use super::*;
     use crate::load::merge::{AgentRow, MergedWindow};
     use crate::load::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
-    use crate::load::shard::{KeyRange, Shard};
+    use crate::shard::{KeyRange, Shard};
 
     #[test]
     fn the_summary_shows_the_chain_figures_and_every_agent() {

@@ -9,6 +9,7 @@ pub mod etl;
 pub mod flamegraph;
 pub mod fund;
 pub mod info;
+pub mod keys;
 pub mod load;
 pub mod merge;
 pub mod profiler;
@@ -56,6 +57,9 @@ enum Command {
     Send(send::SendArgs),
     /// An HTML page of a run's charts, flamegraphs and parameters, and a Markdown summary.
     Report(report::ReportArgs),
+    /// Keys files: split one into a shard file per agent.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
 }
 
 impl Cli {
@@ -76,6 +80,7 @@ impl Cli {
             Command::Compare(a) => compare::run(a).await,
             Command::Send(a) => send::run(a).await,
             Command::Report(a) => report::run(a).await,
+            Command::Keys(c) => keys::run(c),
         }
     }
 }

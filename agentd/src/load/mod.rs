@@ -32,7 +32,6 @@ pub mod refill;
 pub mod report;
 pub mod rows;
 pub mod scan;
-pub mod shard;
 pub mod sidecar;
 pub mod slots;
 pub mod start_at;
@@ -58,13 +57,13 @@ use self::pick::RateSchedule;
 use self::plan::{EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
 use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
-use self::shard::{KeyRange, ShardOf};
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
 use crate::fees::FeeFollower;
 use crate::procstat;
+use crate::shard::{KeyRange, ShardOf};
 use crate::sign::Fee;
 
 /// Everything a load run needs besides the keys.

@@ -1,18 +1,20 @@
 //! The orchestrator files in `deploy/` run the agents this feth expects: the
-//! Kubernetes Indexed Job passes each pod `--shard $(JOB_COMPLETION_INDEX)/N`
-//! with N its `completions`, the compose file one `--shard i/N` per agent;
-//! with every variable filled in, each agent's command line parses as
-//! `feth`'s, the shards cover every key exactly once, every report has its
-//! own file, and the merge reads them all. No cluster is started: the files
-//! are read as text (no YAML parser in the dependencies), the arithmetic
-//! checked with feth's own types.
+//! Kubernetes Job template, rendered for shard I of N, runs `--shard I/N`
+//! with shard I's own keys Secret and nothing else; the compose file runs
+//! one `--shard i/N` per agent, each mounting its own shard file; with every
+//! variable filled in, each agent's command line parses as `feth`'s, the
+//! shards cover every key exactly once, every report has its own file, and
+//! the merge reads them all. The shard files `feth keys split` writes are
+//! what those agents load. No cluster is started: the files are read as text
+//! (no YAML parser in the dependencies), the arithmetic checked with feth's
+//! own types.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use clap::Parser;
 use feth::cmd::Cli;
-use feth::load::shard::Shard;
+use feth::shard::Shard;
 
 fn read(path: &str) -> String {
     let full = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
@@ -95,51 +97,50 @@ fn cover_every_key_once(shards: &[Shard], n: usize) {
     }
 }
 
-#[test]
-fn the_kubernetes_job_gives_each_pod_its_shard_of_n() {
-    let job = read("deploy/k8s/feth-load-job.yaml");
-    assert_eq!(scalar(&job, "completionMode"), "Indexed");
-    let n: usize = scalar(&job, "completions").parse().unwrap();
-    assert_eq!(
-        scalar(&job, "parallelism"),
-        n.to_string(),
-        "all shards run at once"
-    );
-    let args = block_list(&job, "args");
-    let shard_at = args.iter().position(|a| a == "--shard").expect("--shard");
-    assert_eq!(args[shard_at + 1], "$(JOB_COMPLETION_INDEX)/$(FETH_SHARDS)");
-    // FETH_SHARDS is the env value below `- name: FETH_SHARDS`.
-    let after_name = job
-        .split("- name: FETH_SHARDS")
-        .nth(1)
-        .expect("FETH_SHARDS env");
-    assert_eq!(
-        scalars(after_name, "value")[0],
-        n.to_string(),
-        "FETH_SHARDS = completions"
-    );
-    let mode = scalar(&job, "defaultMode");
-    assert!(
-        ["0400", "0600"].contains(&mode.as_str()),
-        "the keys Secret is private: {mode}"
-    );
+/// The Job template rendered for shard `index` of `count`.
+fn render(template: &str, index: usize, count: usize) -> String {
+    template
+        .replace("@SHARD@", &index.to_string())
+        .replace("@SHARDS@", &count.to_string())
+}
 
+#[test]
+fn the_kubernetes_jobs_give_each_pod_its_shard_and_only_its_keys() {
+    let template = read("deploy/k8s/feth-load-job.yaml");
+    let n = 4;
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
-    vars.insert("FETH_SHARDS".into(), n.to_string());
     for key in [
         "FETH_START_AT",
         "FETH_RATE",
         "FETH_DURATION",
         "FETH_NETWORK",
     ] {
-        vars.insert(key.into(), scalar(&job, key));
+        vars.insert(key.into(), scalar(&template, key));
     }
-    let mut shards = Vec::new();
-    let mut outs = BTreeSet::new();
+    let (mut shards, mut outs, mut names) = (Vec::new(), BTreeSet::new(), BTreeSet::new());
     for i in 0..n {
-        vars.insert("JOB_COMPLETION_INDEX".into(), i.to_string());
-        let expanded: Vec<String> = args.iter().map(|a| expand(a, &vars)).collect();
-        let (shard, out) = agent(&expanded);
+        let job = render(&template, i, n);
+        assert!(!job.contains('@'), "every placeholder filled: {job}");
+        let name = scalars(&job, "name")
+            .into_iter()
+            .find(|v| v.starts_with("feth-load-"))
+            .expect("the Job's name");
+        assert!(names.insert(name), "each shard's Job has its own name");
+        assert_eq!(
+            scalar(&job, "secretName"),
+            format!("feth-keys-{i}"),
+            "shard {i} mounts its own keys Secret, and only it"
+        );
+        let mode = scalar(&job, "defaultMode");
+        assert!(
+            ["0400", "0600"].contains(&mode.as_str()),
+            "the keys Secret is private: {mode}"
+        );
+        let args: Vec<String> = block_list(&job, "args")
+            .iter()
+            .map(|a| expand(a, &vars))
+            .collect();
+        let (shard, out) = agent(&args);
         assert_eq!(shard, Shard { index: i, count: n });
         assert!(outs.insert(out), "each pod writes its own report");
         shards.push(shard);
@@ -148,13 +149,80 @@ fn the_kubernetes_job_gives_each_pod_its_shard_of_n() {
 
     // The merge job reads every pod's report: its glob is their pattern.
     let merge = read("deploy/k8s/feth-merge-job.yaml");
+    let args = block_list(&template, "args");
     let out_at = args.iter().position(|a| a == "--out").unwrap();
-    let glob = args[out_at + 1].replace("$(JOB_COMPLETION_INDEX)", "*");
+    let glob = args[out_at + 1].replace("@SHARD@", "*");
     let line = block_list(&merge, "args").join(" ");
     assert!(
         line.contains(&format!("feth merge {glob} ")),
         "{line} reads {glob}"
     );
+}
+
+/// `feth keys split` writes shard files that hold their shard's keys and
+/// nothing else (no other key, no seed), mode 0600; an agent loads one as
+/// its shard, and refuses one that is another shard's.
+#[tokio::test]
+async fn split_keys_files_hold_one_shard_each_and_agents_load_them_as_it() {
+    use std::os::unix::fs::PermissionsExt;
+
+    use feth::accounts::{KeySet, KeySource};
+    use feth::cmd::args::load_shard;
+
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("feth-keys.txt");
+    let seed = alloy_primitives::B256::repeat_byte(0x5e);
+    let mut keys = KeySet::new(KeySource::Seed(seed));
+    keys.extend_to(10);
+    keys.save(&whole).unwrap();
+    let out = dir.path().join("shards");
+    let split = |out: &Path| {
+        let args = ["feth", "keys", "split", "--shards", "3", "--keys"];
+        let args = args.iter().map(|a| a.to_string()).chain([
+            whole.display().to_string(),
+            "--out-dir".into(),
+            out.display().to_string(),
+        ]);
+        Cli::try_parse_from(args).unwrap().run()
+    };
+    split(&out).await.expect("split");
+    let mut loaded = Vec::new();
+    for i in 0..3 {
+        let file = out.join(format!("shard-{i}.txt"));
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains(&hex::encode(seed)),
+            "no seed in a shard file"
+        );
+        let shard = Shard { index: i, count: 3 };
+        let (set, record) = load_shard(&file, Some(shard), None).unwrap();
+        let range = shard.range(10).unwrap();
+        assert_eq!(set.addresses, keys.addresses[range.clone()], "shard {i}");
+        assert_eq!(set.offset, range.start, "keys keep their index in the file");
+        assert_eq!(record.map(|r| (r.shard, r.keys_in_file)), Some((shard, 10)));
+        // Without --shard, the file is still its shard.
+        assert_eq!(load_shard(&file, None, None).unwrap().1, record);
+        loaded.extend(set.addresses);
+    }
+    assert_eq!(loaded, keys.addresses, "the shards hold every key once");
+    let wrong = load_shard(
+        &out.join("shard-0.txt"),
+        Some(Shard { index: 1, count: 3 }),
+        None,
+    );
+    let wrong = wrong.expect_err("another shard's file").to_string();
+    assert!(
+        wrong.contains("holds shard 0/3") && wrong.contains("not --shard 1/3"),
+        "{wrong}"
+    );
+    // Nothing is overwritten: a second split into the same folder is refused.
+    let again = split(&out)
+        .await
+        .expect_err("the shard files exist")
+        .to_string();
+    assert!(again.contains("shard-0.txt exists"), "{again}");
 }
 
 /// The lines of the container (or init container) named `name`: from its
@@ -252,6 +320,18 @@ fn the_compose_file_runs_one_agent_per_shard() {
     let n = shards.len();
     assert!(n >= 2, "several agents");
     cover_every_key_once(&shards, n);
+    // Each agent mounts its own shard file; no service mounts the whole file.
+    for shard in &shards {
+        let mount = format!(
+            "- ./feth-keys.shards/shard-{}.txt:/keys/feth-keys.txt:ro",
+            shard.index
+        );
+        assert_eq!(compose.matches(&mount).count(), 1, "{mount}");
+    }
+    assert!(
+        !compose.contains("- ./feth-keys.txt:"),
+        "the whole keys file is mounted"
+    );
     let merge = merge.expect("a merge service");
     Cli::try_parse_from(std::iter::once("feth".to_string()).chain(merge.iter().cloned())).unwrap();
     let read: BTreeSet<&String> = merge
@@ -277,6 +357,7 @@ fn the_docker_build_context_leaves_out_keys_and_journals() {
     for pattern in [
         "**/*.key",
         "**/*keys*.txt",
+        "**/*keys.shards/",
         "**/*.funding.json",
         "**/*.refill.json",
     ] {

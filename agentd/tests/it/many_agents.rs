@@ -12,8 +12,8 @@ use feth::accounts::KeySet;
 use feth::devnet::network::Network;
 use feth::eth::EthClient;
 use feth::load::merge::MergedReport;
-use feth::load::shard::{KeyRange, Shard};
 use feth::load::LoadReport;
+use feth::shard::{KeyRange, Shard};
 use feth_etl::rpc::Rpc;
 
 fn feth(args: &[&str]) -> std::process::Child {

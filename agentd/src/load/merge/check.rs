@@ -3,8 +3,8 @@
 
 use anyhow::{bail, Result};
 
-use super::super::shard::KeyRange;
 use super::Input;
+use crate::shard::KeyRange;
 
 /// The key range of `input`, or an error for a file from an older feth.
 pub fn keys(input: &Input) -> Result<KeyRange> {

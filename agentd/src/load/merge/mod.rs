@@ -27,9 +27,9 @@ use serde::{Deserialize, Serialize};
 use self::chain::ChainBlock;
 use super::hist::LogHist;
 use super::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
-use super::shard::{KeyRange, Shard};
 use super::LoadReport;
 use crate::eth::EthClient;
+use crate::shard::{KeyRange, Shard};
 
 /// The format version of `feth merge --json`.
 pub const MERGE_VERSION: u32 = 1;

@@ -1,6 +1,11 @@
 //! The ERC-20 workload: a token (`contracts/FethToken.sol`, compiled with
 //! `contracts/build.mjs`) deployed by the first sender, who hands tokens to
 //! every other sender; the load then calls `transfer(recipient, value)`.
+//!
+//! Gas limits are the node's own estimates with a tenth more, never below
+//! [`DEPLOY_GAS`] and [`TRANSFER_GAS`]: a chain whose schedule prices a new
+//! storage slot higher (geth 1.17's `--dev` ran a hand-out out of gas at
+//! 80,000) still gets transfers that go through.
 
 use std::time::Duration;
 
@@ -14,10 +19,20 @@ use crate::sign::{self, Fee, TxRequest};
 
 /// Creation code of FethToken (hex), without constructor arguments.
 const TOKEN_INIT: &str = include_str!("../../contracts/FethToken.bin");
-/// Gas limit of the deployment.
+/// Least gas limit of the deployment.
 const DEPLOY_GAS: u64 = 1_500_000;
-/// Gas limit of one `transfer` (a fresh recipient's slot costs ~22,100).
+/// Least gas limit of one `transfer` (a fresh recipient's slot costs
+/// ~22,100 under Cancun's schedule).
 pub const TRANSFER_GAS: u64 = 80_000;
+
+/// A token of an ERC-20 load, deployed and handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    /// Its address.
+    pub address: Address,
+    /// The gas limit of a `transfer` to a fresh recipient on this chain.
+    pub transfer_gas: u64,
+}
 
 /// Creation code with `supply` as constructor argument.
 pub fn deploy_code(supply: U256) -> Result<Bytes> {
@@ -69,21 +84,111 @@ pub async fn balance_of(client: &EthClient, token: Address, owner: Address) -> R
 }
 
 /// Deploys the token from `keys[0]` and gives every other sender
-/// `per_holder` tokens; returns the token's address.
+/// `per_holder` tokens: the deployment first, then the hand-outs with the
+/// gas the node estimates for a transfer to a fresh recipient.
 pub async fn prepare(
     client: &EthClient,
     keys: &KeySet,
     chain_id: u64,
     fee: Fee,
     per_holder: U256,
-) -> Result<Address> {
+) -> Result<Token> {
     let me = keys.addresses[0];
     let first = client.nonce(me, true).await?;
-    let token = me.create(first);
-    let payments = sign_setup(keys, chain_id, fee, first, per_holder)?;
-    fund::send_in_order(client, &payments, false)
+    let address = me.create(first);
+    let supply = per_holder * U256::from(keys.len() as u64);
+    let code = deploy_code(supply)?;
+    let deploy_gas = estimate(client, me, None, &code, DEPLOY_GAS)
+        .await
+        .context("estimating the token's deployment")?;
+    let signer = Signer {
+        keys,
+        chain_id,
+        fee,
+    };
+    let deploy = Payment {
+        to: address,
+        ..signer.payment(first, None, deploy_gas, code)
+    };
+    send_and_wait(client, me, first, std::slice::from_ref(&deploy))
         .await
         .context("deploying the token")?;
+    let receipt = client
+        .receipt(deploy.hash)
+        .await?
+        .context("no receipt for the token deployment")?;
+    if receipt.status.map(|s| s.to::<u64>()) != Some(1) || receipt.contract_address != Some(address)
+    {
+        bail!("the token deployment failed (receipt {receipt:?})");
+    }
+    let fresh = Address::from_slice(&keccak256(b"feth: a fresh token holder")[12..]);
+    let transfer_gas = estimate(
+        client,
+        me,
+        Some(address),
+        &transfer_call(fresh, per_holder),
+        TRANSFER_GAS,
+    )
+    .await
+    .context("estimating a token transfer")?;
+    let handouts: Vec<Payment> = keys
+        .addresses
+        .iter()
+        .skip(1)
+        .zip(first + 1..)
+        .map(|(holder, nonce)| {
+            let input = transfer_call(*holder, per_holder);
+            Payment {
+                to: *holder,
+                ..signer.payment(nonce, Some(address), transfer_gas, input)
+            }
+        })
+        .collect();
+    send_and_wait(client, me, first + 1, &handouts)
+        .await
+        .context("handing out the token")?;
+    if let Some(last_holder) = keys.addresses.get(1..).and_then(<[Address]>::last) {
+        let got = balance_of(client, address, *last_holder).await?;
+        if got != per_holder {
+            bail!("token hand-out failed: {last_holder} holds {got}, expected {per_holder}");
+        }
+    }
+    Ok(Token {
+        address,
+        transfer_gas,
+    })
+}
+
+/// The node's estimate for `input` from `from` (to `to`, or a creation),
+/// with a tenth more, and at least `least`.
+async fn estimate(
+    client: &EthClient,
+    from: Address,
+    to: Option<Address>,
+    input: &Bytes,
+    least: u64,
+) -> Result<u64> {
+    let call = match to {
+        Some(to) => serde_json::json!([{ "from": from, "to": to, "input": input }]),
+        None => serde_json::json!([{ "from": from, "input": input }]),
+    };
+    let gas: alloy_primitives::U64 = client.call("eth_estimateGas", call).await?;
+    let gas = gas.to::<u64>();
+    Ok(least.max(gas.saturating_add(gas / 10)))
+}
+
+/// Sends `payments` (the deployer's, consecutive nonces from `first`) and
+/// waits until the last is committed.
+async fn send_and_wait(
+    client: &EthClient,
+    me: Address,
+    first: u64,
+    payments: &[Payment],
+) -> Result<()> {
+    if payments.is_empty() {
+        return Ok(());
+    }
+    fund::send_in_order(client, payments, false).await?;
     let count = payments.len() as u64;
     fund::wait_nonce(
         client,
@@ -94,71 +199,39 @@ pub async fn prepare(
         count,
         first,
     )
-    .await?;
-    let receipt = client
-        .receipt(payments[0].hash)
-        .await?
-        .context("no receipt for the token deployment")?;
-    if receipt.status.map(|s| s.to::<u64>()) != Some(1) || receipt.contract_address != Some(token) {
-        bail!("the token deployment failed (receipt {receipt:?})");
-    }
-    if let Some(last_holder) = keys.addresses.get(1..).and_then(<[Address]>::last) {
-        let got = balance_of(client, token, *last_holder).await?;
-        if got != per_holder {
-            bail!("token hand-out failed: {last_holder} holds {got}, expected {per_holder}");
-        }
-    }
-    Ok(token)
+    .await
 }
 
-/// The deployer's transactions, from nonce `first`: the deployment (the
-/// whole supply to the deployer), then `per_holder` tokens to every other
-/// account.
-fn sign_setup(
-    keys: &KeySet,
+/// Signs the deployer's transactions.
+struct Signer<'a> {
+    keys: &'a KeySet,
     chain_id: u64,
     fee: Fee,
-    first: u64,
-    per_holder: U256,
-) -> Result<Vec<Payment>> {
-    let deployer = &keys.keys[0];
-    let token = keys.addresses[0].create(first);
-    let supply = per_holder * U256::from(keys.len() as u64);
-    let call = |nonce: u64, to: Option<Address>, gas_limit: u64, input: Bytes| {
+}
+
+impl Signer<'_> {
+    /// A call of `to` (or a creation) with `input`, as a payment of nothing
+    /// to `to` (the deployer for a creation: the caller names the contract).
+    fn payment(&self, nonce: u64, to: Option<Address>, gas_limit: u64, input: Bytes) -> Payment {
         let request = TxRequest {
-            chain_id,
+            chain_id: self.chain_id,
             nonce,
             to,
             value: U256::ZERO,
             gas_limit,
-            fee,
+            fee: self.fee,
             input,
         };
-        let tx = sign::sign(deployer, &request);
-        (tx.raw, tx.hash)
-    };
-    let (raw, hash) = call(first, None, DEPLOY_GAS, deploy_code(supply)?);
-    let mut payments = vec![Payment {
-        to: token,
-        value: U256::ZERO,
-        nonce: first,
-        raw,
-        hash,
-        pays: Vec::new(),
-    }];
-    for (holder, nonce) in keys.addresses.iter().skip(1).zip(first + 1..) {
-        let input = transfer_call(*holder, per_holder);
-        let (raw, hash) = call(nonce, Some(token), TRANSFER_GAS, input);
-        payments.push(Payment {
-            to: *holder,
+        let tx = sign::sign(&self.keys.keys[0], &request);
+        Payment {
+            to: to.unwrap_or(self.keys.addresses[0]),
             value: U256::ZERO,
             nonce,
-            raw,
-            hash,
+            raw: tx.raw,
+            hash: tx.hash,
             pays: Vec::new(),
-        });
+        }
     }
-    Ok(payments)
 }
 
 #[cfg(test)]

@@ -386,7 +386,12 @@ async fn engine_config(
             }
             let per_holder = U256::from(1_000_000_000u64);
             let token = erc20::prepare(client, keys, chain_id, fee, per_holder).await?;
-            (Workload::Erc20 { token }, erc20::TRANSFER_GAS)
+            (
+                Workload::Erc20 {
+                    token: token.address,
+                },
+                token.transfer_gas,
+            )
         }
     };
     Ok(EngineConfig {

@@ -437,7 +437,8 @@ async fn a_standard_client_reads_logs_filters_and_subscriptions() {
     let fee = feth::fees::detect(&client).await.unwrap();
     let token = erc20::prepare(&client, &keys, 9000, fee, U256::from(1000u64))
         .await
-        .unwrap();
+        .unwrap()
+        .address;
     let (alice, bob) = (keys.addresses[1], keys.addresses[2]);
     let p = http(&net);
     let w = ws(&net).await;

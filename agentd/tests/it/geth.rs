@@ -9,8 +9,11 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::{Address, B256, U256};
+use feth::accounts::{KeySet, KeySource};
 use feth::eth::EthClient;
+use feth::fund::{self, FundPlan, FundVia};
+use secp256k1::SecretKey;
 use serde_json::json;
 
 use crate::common::wait_until;
@@ -133,6 +136,35 @@ impl GethDev {
             || async { client.balance(to).await.unwrap_or_default() >= wei },
         )
         .await;
+    }
+}
+
+impl GethDev {
+    /// `count` senders of the seed `repeat_byte(seed)`, 20 ETH each, paid
+    /// by `feth fund` (its batch path) from a root key the dev account
+    /// funded; the folder holds the funding journal.
+    pub async fn funded(&self, count: usize, seed: u8) -> (KeySet, tempfile::TempDir) {
+        let root = SecretKey::from_byte_array([0x42; 32]).unwrap();
+        let eth = U256::from(10u64).pow(U256::from(18u64));
+        let need = eth * U256::from(20 * count as u64 + 80);
+        self.fund(feth::keys::address_of(&root), need).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(seed)));
+        keys.extend_to(count);
+        // geth's gas schedule prices a new account far above abcid's (about
+        // 222,000 gas for a batch paying one): batches are sized by its own
+        // estimates.
+        let plan = FundPlan {
+            via: FundVia::Batch,
+            ..FundPlan::new(eth * U256::from(20u64))
+        };
+        let journal = dir.path().join("keys.txt.funding.json");
+        let funded = fund::fund(&self.client(), &root, &keys.addresses, &plan, &journal)
+            .await
+            .unwrap();
+        assert_eq!((funded.paid, funded.underfunded), (count, 0));
+        assert_eq!(funded.via, "batch");
+        (keys, dir)
     }
 }
 

@@ -7,14 +7,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use alloy_primitives::{Address, B256, U256};
-use feth::accounts::{KeySet, KeySource};
+use alloy_primitives::{Address, B256};
+use feth::accounts::KeySet;
 use feth::eth::EthClient;
-use feth::fund::{self, FundPlan, FundVia};
 use feth::load::pick::RateSchedule;
 use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadReport, LoadSettings};
-use secp256k1::SecretKey;
 
 use crate::common::TestNet;
 use crate::geth::GethDev;
@@ -119,29 +117,8 @@ async fn one_pipelined_sender_sustains_1000_tx_s_on_abcid_with_the_nonce_queue()
 /// geth, with one sender funded through `feth fund`; its nonce before.
 async fn geth_sender() -> (GethDev, KeySet, u64, tempfile::TempDir) {
     let geth = GethDev::start().await;
-    let root = SecretKey::from_byte_array([0x42; 32]).unwrap();
-    let eth = U256::from(10u64).pow(U256::from(18u64));
-    geth.fund(feth::keys::address_of(&root), eth * U256::from(100u64))
-        .await;
-    let dir = tempfile::tempdir().unwrap();
-    let client = geth.client();
-
-    // The batch path: geth's gas schedule prices a new account far above
-    // abcid's (about 222,000 gas for a batch paying one), and the batches
-    // are sized by its own estimates.
-    let mut keys = KeySet::new(KeySource::Seed(B256::repeat_byte(22)));
-    keys.extend_to(1);
-    let plan = FundPlan {
-        via: FundVia::Batch,
-        ..FundPlan::new(eth * U256::from(20u64))
-    };
-    let journal = dir.path().join("keys.txt.funding.json");
-    let funded = fund::fund(&client, &root, &keys.addresses, &plan, &journal)
-        .await
-        .unwrap();
-    assert_eq!((funded.paid, funded.underfunded), (1, 0));
-    assert_eq!(funded.via, "batch");
-    let before = client.nonce(keys.addresses[0], false).await.unwrap();
+    let (keys, dir) = geth.funded(1, 22).await;
+    let before = geth.client().nonce(keys.addresses[0], false).await.unwrap();
     (geth, keys, before, dir)
 }
 

@@ -1,12 +1,14 @@
-//! Read traffic beside the writes (`feth load --reads`): against abcid every
-//! method is answered and checked, the mix is what was sent, and the chain
-//! agrees with what the reads saw; against a node that answers every read
-//! with an error, every read is counted as failed, none dropped.
+//! Read traffic beside the writes (`feth load --reads`): against abcid and
+//! against `geth --dev`, the same workload: every method is answered and
+//! checked, the mix is what was sent, and the chain agrees with what the
+//! reads saw; against a node that answers every read with an error, every
+//! read is counted as failed, none dropped.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::Address;
+use feth::accounts::KeySet;
 use feth::eth::EthClient;
 use feth::load::metrics::LoadMetrics;
 use feth::load::pick::RateSchedule;
@@ -18,6 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::common::{funded, TestNet};
+use crate::geth::GethDev;
 
 /// Each method's count is its weight's share of all reads, to within one
 /// cycle of the mix (the reads are picked in cycles of the weights' sum).
@@ -39,10 +42,26 @@ fn assert_mix(r: &ReadsReport, plan: &ReadPlan) {
 async fn reads_beside_erc20_writes_are_answered_checked_and_in_their_mix() {
     let net = TestNet::start_with(|o| o.timeout_commit = "300ms".into()).await;
     let (keys, _dir) = funded(&net, 8, 71).await;
+    reads_beside_erc20_writes(&net.web3(), keys).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs geth: bash scripts/setup.sh --test"]
+async fn reads_beside_erc20_writes_on_geth_dev_are_answered_checked_and_in_their_mix() {
+    let geth = GethDev::start().await;
+    let (keys, _dir) = geth.funded(8, 72).await;
+    reads_beside_erc20_writes(geth.url(), keys).await;
+}
+
+/// ERC-20 transfers from `keys` at 40/s for 5 s on the node at `url`, with
+/// wallet reads and token balances at 100/s beside them: every read due is
+/// accounted for, answered and checked, in its mix; the chain's logs hold
+/// the run's transfers; the writes all commit.
+async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
     let mut plan = LoadPlan::transfers(RateSchedule::Fixed(40.0), keys.len());
     plan.duration = Some(Duration::from_secs(5));
     plan.workload = WorkloadKind::Erc20;
-    let mut settings = LoadSettings::new(&net.web3(), plan);
+    let mut settings = LoadSettings::new(url, plan);
     let mut read_plan = ReadPlan::wallets(100.0);
     read_plan.mix.push((ReadMethod::TokenBalance, 3));
     settings.reads = Some(read_plan.clone());
@@ -84,7 +103,7 @@ async fn reads_beside_erc20_writes_are_answered_checked_and_in_their_mix() {
     }
     // The logs the reads checked are the chain's: one Transfer event for
     // each token transfer of the run (and the hand-outs before it).
-    let client = net.client();
+    let client = EthClient::new(url, Duration::from_secs(10)).unwrap();
     let logs: Vec<serde_json::Value> = client
         .call(
             "eth_getLogs",

@@ -178,9 +178,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "RATE")]
     reads: Option<f64>,
     /// The reads' mix, METHOD=WEIGHT,… of block_number, latest_block,
-    /// balance, receipt, logs, token_balance (default: receipt=8,balance=5,
-    /// block_number=3,latest_block=2,logs=2, a wallet-heavy mix, plus
-    /// token_balance=3 with --workload erc20).
+    /// balance, receipt, logs, token_balance, estimate (default:
+    /// receipt=8,balance=5, block_number=3,latest_block=2,logs=2, a
+    /// wallet-heavy mix, plus token_balance=3 with --workload erc20).
     #[arg(long, value_name = "MIX", requires = "reads")]
     read_mix: Option<String>,
 }

@@ -14,7 +14,10 @@
 //! - `eth_getLogs` over the last four blocks: every log is of a block in
 //!   the range asked;
 //! - `eth_call` of the run's token (ERC-20 loads), `balanceOf` a sender:
-//!   one 32-byte word.
+//!   one 32-byte word;
+//! - `eth_estimateGas` of a plain value transfer from one sender to another
+//!   (not in the default mix: `--read-mix estimate=W`): 21,000, the
+//!   intrinsic gas of a transfer between accounts without code.
 //!
 //! Each read ends in exactly one of: answered right, answered wrong, failed
 //! (an error, after the client's retries of transient transport errors, or
@@ -40,6 +43,7 @@ use super::metrics::LoadMetrics;
 use super::report::Latency;
 use crate::eth::BlockSummary;
 use crate::eth::EthClient;
+use crate::fund::TRANSFER_GAS;
 
 /// The highest read rate, reads per second: one agent's reads beyond it
 /// would measure the agent, and the schedule's tick must stay above zero.
@@ -61,17 +65,20 @@ pub enum ReadMethod {
     Logs,
     /// `eth_call` of the run's token: `balanceOf(sender)` (ERC-20 loads).
     TokenBalance,
+    /// `eth_estimateGas` of a 1-wei transfer between two senders.
+    Estimate,
 }
 
 impl ReadMethod {
     /// Every method, in the order reports list them.
-    pub const ALL: [ReadMethod; 6] = [
+    pub const ALL: [ReadMethod; 7] = [
         Self::BlockNumber,
         Self::LatestBlock,
         Self::Balance,
         Self::Receipt,
         Self::Logs,
         Self::TokenBalance,
+        Self::Estimate,
     ];
 
     /// The name used in `--read-mix` and reports.
@@ -83,6 +90,7 @@ impl ReadMethod {
             Self::Receipt => "receipt",
             Self::Logs => "logs",
             Self::TokenBalance => "token_balance",
+            Self::Estimate => "estimate",
         }
     }
 }
@@ -377,6 +385,21 @@ impl Shared {
             ReadMethod::Receipt => self.receipt(i).await,
             ReadMethod::TokenBalance => self.token_balance(i).await,
             ReadMethod::Logs => self.logs(floor).await,
+            ReadMethod::Estimate => self.estimate(i).await,
+        }
+    }
+
+    /// `eth_estimateGas` of 1 wei from the sender of read `i` to the next
+    /// sender: right when it is a plain transfer's 21,000.
+    async fn estimate(&self, i: u64) -> Outcome {
+        let (from, to) = (self.sender(i), self.sender(i + 1));
+        let call = json!([{ "from": from, "to": to, "value": "0x1" }]);
+        match self.client.call::<U64>("eth_estimateGas", call).await {
+            Ok(gas) if gas == U64::from(TRANSFER_GAS) => Outcome::Right,
+            Ok(gas) => Outcome::Wrong(format!(
+                "a plain transfer estimated at {gas} gas, not {TRANSFER_GAS}"
+            )),
+            Err(e) => Outcome::Failed(e.to_string()),
         }
     }
 

@@ -64,6 +64,7 @@ async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
     let mut settings = LoadSettings::new(url, plan);
     let mut read_plan = ReadPlan::wallets(100.0);
     read_plan.mix.push((ReadMethod::TokenBalance, 3));
+    read_plan.mix.push((ReadMethod::Estimate, 2));
     settings.reads = Some(read_plan.clone());
     let r = load::run(settings, keys.clone()).await.unwrap();
     let reads = r.reads.as_ref().expect("the report holds the reads");

@@ -759,12 +759,7 @@ mod tests {
     #[test]
     fn deploy_store_call_and_reload() {
         let dir = tempfile::tempdir().unwrap();
-        let (key, me) = crate::testkit::key(5);
-        let node = Node::open(dir.path(), Patches::ALL).unwrap();
-        let app_state = format!(
-            r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
-        );
-        node.init_chain(app_state.as_bytes(), 1, 0).unwrap();
+        let (node, key, me) = crate::testkit::funded_node(dir.path(), Patches::ALL);
 
         let init = Bytes::from(hex::decode(STORE_INIT).unwrap());
         let out = block(&node, 1, &[signed(&key, 0, TxKind::Create, init)]);
@@ -824,12 +819,8 @@ mod tests {
     fn commit_while_a_call_is_parked(patches: Patches) -> bool {
         use std::sync::mpsc::channel;
         let dir = tempfile::tempdir().unwrap();
-        let (key, me) = crate::testkit::key(5);
-        let node = Arc::new(Node::open(dir.path(), patches).unwrap());
-        let app_state = format!(
-            r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
-        );
-        node.init_chain(app_state.as_bytes(), 1, 0).unwrap();
+        let (node, key, me) = crate::testkit::funded_node(dir.path(), patches);
+        let node = Arc::new(node);
         let to = TxKind::Call(Address::repeat_byte(7));
         block(&node, 1, &[signed(&key, 0, to, Bytes::new())]);
 

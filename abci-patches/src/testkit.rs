@@ -33,6 +33,21 @@ pub fn sign(tx: TxEip1559, key: &SecretKey) -> Vec<u8> {
     TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
 }
 
+/// A node in `dir` running `patches`, its chain 9000 initialised with key
+/// 5 (returned with its address) holding 2^80 - 1 wei.
+pub fn funded_node(
+    dir: &std::path::Path,
+    patches: crate::patches::Patches,
+) -> (Node, SecretKey, Address) {
+    let (key, me) = key(5);
+    let node = Node::open(dir, patches).expect("the node opens");
+    let app_state =
+        format!(r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#);
+    node.init_chain(app_state.as_bytes(), 1, 0)
+        .expect("InitChain");
+    (node, key, me)
+}
+
 /// A transaction of chain 9000 (1 M gas, 2 gwei) signed by `key`.
 pub fn signed(key: &SecretKey, nonce: u64, to: TxKind, input: Bytes) -> Bytes {
     let tx = TxEip1559 {

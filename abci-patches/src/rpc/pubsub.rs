@@ -309,9 +309,8 @@ mod tests {
     use jsonrpsee::core::server::Subscription;
     use serde_json::json;
 
-    use crate::node::Node;
     use crate::patches::Patches;
-    use crate::testkit::{block, key, signed};
+    use crate::testkit::{block, funded_node, signed};
 
     /// Init code of a contract that logs its calldata's first word as its
     /// one topic (`PUSH1 0 CALLDATALOAD PUSH1 0 PUSH1 0 LOG1 STOP`).
@@ -336,12 +335,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_blocks_logs_are_decoded_once_for_every_subscriber_and_not_at_all_for_a_bloom_miss() {
         let dir = tempfile::tempdir().unwrap();
-        let node = Arc::new(Node::open(dir.path(), Patches::ALL).unwrap());
-        let (k, me) = key(5);
-        let genesis = format!(
-            r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#
-        );
-        node.init_chain(genesis.as_bytes(), 1, 0).unwrap();
+        let (node, k, me) = funded_node(dir.path(), Patches::ALL);
+        let node = Arc::new(node);
         let init = Bytes::from(hex::decode(EMITTER_INIT).unwrap());
         let deployed = block(&node, 1, &[signed(&k, 0, TxKind::Create, init)]);
         assert!(

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use abcid::rpc::{RpcConfig, Web3};
 use alloy_primitives::{Address, Bytes};
+use jsonrpsee::server::ServerHandle;
 use jsonrpsee::RpcModule;
 use serde_json::{json, Value};
 
@@ -27,6 +28,21 @@ fn fixture(config: RpcConfig) -> (TestNode, RpcModule<Web3>, Address) {
     assert_eq!(response.tx_results[0].code, 0);
     let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url(), config).expect("module");
     (node, rpc, a.address.create(0))
+}
+
+/// [`fixture`]'s node behind a real web3 server on 127.0.0.1: the node, the
+/// server's URL and handle, and the loop contract.
+async fn served(config: RpcConfig) -> (TestNode, String, ServerHandle, Address) {
+    let (node, _rpc, looping) = fixture(config.clone());
+    let (addr, handle) = abcid::rpc::serve(
+        node.node.clone(),
+        "127.0.0.1:0".parse().expect("an address"),
+        &closed_port_url(),
+        config,
+    )
+    .await
+    .expect("the server starts");
+    (node, format!("http://{addr}"), handle, looping)
 }
 
 fn assert_error(result: Result<Value, Value>, code: i64, message: &str) {
@@ -252,16 +268,7 @@ async fn one_client_address_installs_at_most_its_filters_over_any_connections() 
         max_filters_per_client: 2,
         ..RpcConfig::default()
     };
-    let (node, _rpc, _) = fixture(config.clone());
-    let (addr, handle) = abcid::rpc::serve(
-        node.node.clone(),
-        "127.0.0.1:0".parse().expect("an address"),
-        &closed_port_url(),
-        config,
-    )
-    .await
-    .expect("the server starts");
-    let url = format!("http://{addr}");
+    let (_node, url, handle, _) = served(config).await;
     // No connection is kept: every request comes on a new one.
     let from = |ip: [u8; 4]| {
         reqwest::Client::builder()
@@ -291,16 +298,7 @@ async fn one_batch_runs_at_most_its_budget_of_executions() {
         batch_executions: 2,
         ..RpcConfig::default()
     };
-    let (node, _rpc, looping) = fixture(config.clone());
-    let (addr, handle) = abcid::rpc::serve(
-        node.node.clone(),
-        "127.0.0.1:0".parse().expect("an address"),
-        &closed_port_url(),
-        config,
-    )
-    .await
-    .expect("the server starts");
-    let url = format!("http://{addr}");
+    let (_node, url, handle, looping) = served(config).await;
     let request = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "eth_call",
                "params": [{"to": looping, "gas": "0x5208"}]})

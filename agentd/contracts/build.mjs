@@ -1,5 +1,7 @@
 // Compiles every contract here with solc-js into <Name>.bin (creation code,
-// hex): FethToken (the erc20 workload) and FethDisperse (feth fund's batches).
+// hex): FethToken (the erc20 workload), FethStore (the store workload and the
+// digest read), FethSwap (the swap workload) and FethDisperse (feth fund's
+// batches).
 // Usage: npm install solc@0.8.28 && node build.mjs   (run in this folder)
 import fs from "node:fs";
 import solc from "solc";

@@ -24,7 +24,7 @@ impl BackgroundLoad {
     /// others) on `net`; once stopped it waits up to `wait` for inclusion.
     pub fn start(net: &Devnet, keys: &KeySet, workload: WorkloadKind, wait: Duration) -> Self {
         let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
-        plan.workload = workload;
+        plan.writes = workload.into();
         plan.recipients = Recipients::Existing;
         let mut settings = LoadSettings::new(&net.state.web3_url(), plan);
         settings.wait = wait;

@@ -35,7 +35,7 @@ use crate::accounts::KeySet;
 use crate::devnet::{self, Devnet};
 use crate::eth::EthClient;
 use crate::load::erc20;
-use crate::load::plan::{Workload, WorkloadKind};
+use crate::load::plan::{token_of, WorkloadKind};
 use crate::load::report::{percentiles, Latency};
 use crate::progress;
 use crate::sign::{self, TxRequest};
@@ -266,7 +266,7 @@ async fn build_chain(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let report = load.finish().await.context("the chain-building load")?;
-    let Workload::Erc20 { token } = report.config.workload else {
+    let Some(token) = token_of(&report.config.writes) else {
         bail!("the load ran no ERC-20 workload");
     };
     let last = client.block_number().await?;

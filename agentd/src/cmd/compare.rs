@@ -21,6 +21,7 @@ use crate::compare::{
     self, render, CompareReport, GateConfig, GateVerdict, Kind, Metric, Settings,
 };
 use crate::devnet;
+use crate::load::scenario::Scenario;
 use crate::saturate::SearchConfig;
 use crate::stats::GateAnswer;
 
@@ -269,6 +270,11 @@ pub struct RunArgs {
     /// Blocks profiled per step in the first round (0: none).
     #[arg(long, default_value_t = 3)]
     profile_blocks: u32,
+    /// Every step's traffic, from a scenario file or a built-in scenario
+    /// (transfer, erc20, store, swap, fullnode; see `feth load --scenario`):
+    /// the ladder under a chosen mix of writes, with reads beside them.
+    #[arg(long, value_name = "FILE|NAME")]
+    scenario: Option<String>,
     /// Skip the reference run of CometBFT's own kvstore application.
     #[arg(long)]
     no_reference: bool,
@@ -350,7 +356,9 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         _ => None,
     };
     let warmup = args.search.warmup()?;
+    let scenario = r.scenario.as_deref().map(Scenario::load).transpose()?;
     Ok(CompareConfig {
+        scenario: scenario.clone(),
         settings: Settings {
             kind,
             block_gas_limit: r.block_gas_limit,
@@ -359,7 +367,9 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             warmup_secs: warmup.as_secs_f64(),
             rounds: 0,
             senders: r.senders,
-            workload: "transfer".to_string(),
+            workload: scenario
+                .as_ref()
+                .map_or_else(|| "transfer".to_string(), |s| s.name.clone()),
             overload: r.overload,
             fixed_rate: 0.0,
             floor: r.floor / 100.0,

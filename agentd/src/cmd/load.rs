@@ -13,12 +13,13 @@ use clap::Args;
 use super::args::{emit, load_shard, NetworkArgs};
 use crate::fees::FeePolicy;
 use crate::load::metrics::LoadMetrics;
-use crate::load::pick::{AccountDist, Picker, RateSchedule};
+use crate::load::pick::{AccountDist, RateSchedule};
 use crate::load::plan::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
 };
 use crate::load::reads::{ReadMethod, ReadPlan, ReadsReport};
 use crate::load::refill::RefillConfig;
+use crate::load::scenario::Scenario;
 use crate::load::tally::TxsPerBlock;
 use crate::load::{self, LoadReport, LoadSettings};
 use crate::shard::Shard;
@@ -29,6 +30,19 @@ use crate::{keys, units};
 enum WorkloadArg {
     Transfer,
     Erc20,
+    Store,
+    Swap,
+}
+
+impl From<WorkloadArg> for WorkloadKind {
+    fn from(arg: WorkloadArg) -> Self {
+        match arg {
+            WorkloadArg::Transfer => Self::Transfer,
+            WorkloadArg::Erc20 => Self::Erc20,
+            WorkloadArg::Store => Self::Store,
+            WorkloadArg::Swap => Self::Swap,
+        }
+    }
 }
 
 /// `--recipients`.
@@ -105,10 +119,21 @@ pub struct LoadArgs {
     /// Recipients: other accounts of the keys file, or fresh addresses.
     #[arg(long, value_enum, default_value_t = RecipientsArg::Fresh)]
     recipients: RecipientsArg,
-    /// What each transaction does: a value transfer, or an ERC-20 `transfer`
-    /// (the first account deploys a token and hands it to the others).
+    /// What each transaction does: a value transfer, an ERC-20 `transfer`
+    /// (the first account deploys a token and hands it to the others), a
+    /// storage-heavy `store` (eight fresh slots) or a swap-like `swap`
+    /// (the first account deploys the contract). Each is the built-in
+    /// scenario of its name.
     #[arg(long, value_enum, default_value_t = WorkloadArg::Transfer)]
     workload: WorkloadArg,
+    /// The traffic, from a scenario file (TOML: the writes' shares, the
+    /// reads' rate and mix, how senders send) or a built-in scenario:
+    /// transfer, erc20, store, swap, fullnode. It says what --workload,
+    /// --reads, --read-mix, --accounts, --per-sender, --per-request and
+    /// --recipients would, so it takes none of them.
+    #[arg(long, value_name = "FILE|NAME",
+          conflicts_with_all = ["workload", "reads", "read_mix", "accounts", "per_sender", "per_request", "recipients"])]
+    scenario: Option<String>,
     /// Value of each transfer: wei (or with a unit) for value transfers,
     /// token units for ERC-20 transfers (each sender holds 10^9; a transfer
     /// past its balance reverts and is counted as reverted).
@@ -186,17 +211,37 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
+    /// The traffic: the scenario given, or the one the flags describe.
+    fn scenario(&self) -> Result<Scenario> {
+        if let Some(name) = &self.scenario {
+            return Scenario::load(name);
+        }
+        let kind = WorkloadKind::from(self.workload);
+        Ok(Scenario {
+            name: kind.name().to_string(),
+            writes: kind.into(),
+            reads: self.reads(kind)?,
+            accounts: Some(self.accounts),
+            per_sender: Some(self.per_sender as usize),
+            per_request: Some(self.per_request.min(self.per_sender) as usize),
+            recipients: Some(match self.recipients {
+                RecipientsArg::Existing => Recipients::Existing,
+                RecipientsArg::Fresh => Recipients::Fresh,
+            }),
+        })
+    }
+
     /// The read traffic, when `--reads` is given.
-    fn reads(&self) -> Result<Option<ReadPlan>> {
+    fn reads(&self, kind: WorkloadKind) -> Result<Option<ReadPlan>> {
         let Some(rate) = self.reads else {
             return Ok(None);
         };
         let mut plan = ReadPlan::wallets(positive("--reads", rate)?);
-        match (&self.read_mix, self.workload) {
+        match (&self.read_mix, kind) {
             (Some(mix), _) => plan.mix = ReadPlan::parse_mix(mix).context("--read-mix")?,
             // A dapp's reads of the token the run sends.
-            (None, WorkloadArg::Erc20) => plan.mix.push((ReadMethod::TokenBalance, 3)),
-            (None, WorkloadArg::Transfer) => {}
+            (None, WorkloadKind::Erc20) => plan.mix.push((ReadMethod::TokenBalance, 3)),
+            (None, _) => {}
         }
         Ok(Some(plan))
     }
@@ -239,8 +284,8 @@ fn positive(name: &str, v: f64) -> Result<f64> {
 }
 
 impl LoadArgs {
-    /// What to send, as these arguments ask for it.
-    fn plan(&self, senders: usize) -> Result<LoadPlan> {
+    /// What to send, as these arguments and `scenario` ask for it.
+    fn plan(&self, senders: usize, scenario: &Scenario) -> Result<LoadPlan> {
         let schedule = match (&self.rate, &self.ramp) {
             (Some(r), _) => RateSchedule::Fixed(positive("--rate", *r)?),
             (None, Some(text)) => RateSchedule::parse_ramp(text)?,
@@ -252,26 +297,16 @@ impl LoadArgs {
         if self.count == Some(0) {
             bail!("--count must be at least 1");
         }
-        Ok(LoadPlan {
-            schedule,
+        let plan = LoadPlan {
             per_account: self.count,
             duration: self.duration,
             max_parallelism: self.max_parallelism.max(1),
             batch: self.batch.max(1),
-            per_sender: self.per_sender as usize,
-            per_request: self.per_request.min(self.per_sender) as usize,
-            picker: Picker::new(self.accounts, senders),
-            recipients: match self.recipients {
-                RecipientsArg::Existing => Recipients::Existing,
-                RecipientsArg::Fresh => Recipients::Fresh,
-            },
-            workload: match self.workload {
-                WorkloadArg::Transfer => WorkloadKind::Transfer,
-                WorkloadArg::Erc20 => WorkloadKind::Erc20,
-            },
             value: units::parse_amount(&self.value)?,
             fees: self.fees()?,
-        })
+            ..LoadPlan::transfers(schedule, senders)
+        };
+        Ok(scenario.apply(plan, senders))
     }
 
     /// `--max-fee` and `--base-fee-multiplier`.
@@ -309,13 +344,14 @@ pub async fn run(args: LoadArgs) -> Result<()> {
             "warning: the report keeps the latest day of per-second rows; give --series-out FILE to keep them all"
         );
     }
+    let scenario = args.scenario()?;
     let settings = LoadSettings {
         endpoints: args.network.urls.clone(),
         timeout: Duration::from_secs_f64(positive("--timeout", args.timeout)?),
         wait: Duration::from_secs_f64(args.wait.max(0.0)),
         progress: !args.quiet,
         stop: None,
-        plan: args.plan(keys.len())?,
+        plan: args.plan(keys.len(), &scenario)?,
         metrics: None,
         comet_rpc: args.comet_rpc.clone(),
         window_blocks: args.window_blocks,
@@ -323,7 +359,8 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         start_at,
         shard,
         refill: args.refill()?,
-        reads: args.reads()?,
+        reads: scenario.reads.clone(),
+        prepared: None,
     };
     let report = match args.metrics {
         None => load::run(settings, keys).await?,
@@ -436,6 +473,9 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         t.reverted,
         t.duplicates_folded
     )?;
+    if r.sent_by_kind.len() > 1 {
+        print_kinds(out, r)?;
+    }
     for (reason, n) in &t.rejected_by_reason {
         let text = t
             .rejected_texts
@@ -469,6 +509,29 @@ fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Each write kind's share of the first submissions, beside the share
+/// asked for.
+fn print_kinds(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
+    let all: u64 = r.sent_by_kind.values().sum();
+    let parts: Vec<String> = r
+        .config
+        .writes
+        .iter()
+        .map(|w| {
+            let kind = w.workload.kind();
+            let n = r.sent_by_kind.get(&kind).copied().unwrap_or(0);
+            let got = n as f64 / all.max(1) as f64;
+            format!(
+                "{} {n} ({:.1} %, asked {:.1} %)",
+                kind.name(),
+                got * 100.0,
+                w.share * 100.0
+            )
+        })
+        .collect();
+    writeln!(out, "  by kind       {}", parts.join("; "))
 }
 
 fn print_reads(out: &mut dyn Write, r: &ReadsReport) -> std::io::Result<()> {
@@ -585,7 +648,7 @@ mod tests {
 
     fn plan(args: &[&str]) -> Result<LoadPlan> {
         let load = Load::try_parse_from(std::iter::once("load").chain(args.iter().copied()))?;
-        load.args.plan(100)
+        load.args.plan(100, &load.args.scenario()?)
     }
 
     #[test]
@@ -615,7 +678,37 @@ mod tests {
         assert_eq!(p.per_sender, 16);
         assert_eq!(p.schedule, RateSchedule::Fixed(250.0));
         assert_eq!((p.per_account, p.batch), (Some(3), 1));
-        assert_eq!(p.workload, WorkloadKind::Erc20);
+        assert_eq!(p.writes, WorkloadKind::Erc20.into());
+    }
+
+    #[test]
+    fn a_scenario_sets_the_writes_and_senders_and_takes_no_flag_it_names() {
+        let p = plan(&["--duration", "5", "--scenario", "fullnode"]).unwrap();
+        assert_eq!(p.writes, Scenario::load("fullnode").unwrap().writes);
+        assert_eq!(p.per_sender, 1, "fullnode leaves per_sender as it was");
+        let swap = plan(&["--duration", "5", "--workload", "swap"]).unwrap();
+        assert_eq!(swap.writes, WorkloadKind::Swap.into());
+        for flag in [
+            ["--workload", "erc20"],
+            ["--per-sender", "2"],
+            ["--reads", "10"],
+        ] {
+            let args = [
+                "--duration",
+                "5",
+                "--scenario",
+                "fullnode",
+                flag[0],
+                flag[1],
+            ];
+            let e = plan(&args).unwrap_err().to_string();
+            assert!(e.contains("cannot be used with"), "{flag:?}: {e}");
+        }
+        let e = plan(&["--duration", "5", "--scenario", "mainnet"]).unwrap_err();
+        assert!(
+            e.to_string().contains("no built-in scenario of that name"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{emit, load_senders, seconds, NetworkArgs, SearchArgs};
 use crate::load::plan::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::load::scenario::Scenario;
 use crate::saturate::{
     find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchEvent, SearchReport, StepMeasure,
     Verdict,
@@ -55,6 +56,12 @@ pub struct SaturateArgs {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Each step's traffic, from a scenario file or a built-in scenario
+    /// (transfer, erc20, store, swap, fullnode; see `feth load --scenario`):
+    /// its writes' mix, its reads at their own rate beside them, how senders
+    /// send. Default: value transfers between the senders, no reads.
+    #[arg(long, value_name = "FILE|NAME")]
+    scenario: Option<String>,
 }
 
 impl SaturateArgs {
@@ -68,6 +75,7 @@ impl SaturateArgs {
         cfg.batch = self.batch;
         cfg.timeout = seconds("--timeout", self.timeout)?;
         cfg.drain = seconds("--drain", self.drain)?;
+        cfg.scenario = self.scenario.as_deref().map(Scenario::load).transpose()?;
         Ok(cfg)
     }
 }
@@ -99,6 +107,9 @@ pub async fn run(args: SaturateArgs) -> Result<()> {
         } => bar.suspend(|| {
             // A closed stdout (a pipe gone) must not stop the search.
             let _ = writeln!(human(), "{}", step_line(index, measure, verdict));
+            if let Some(reads) = &measure.reads {
+                let _ = writeln!(human(), "      reads {}", reads.one_line());
+            }
         }),
     });
     let report = tokio::select! {

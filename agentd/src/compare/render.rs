@@ -222,6 +222,7 @@ fn footer(report: &CompareReport) -> Vec<String> {
     lines.extend(lower_bounds(report));
     lines.push(reference_line(report));
     lines.push(retries_line(report));
+    lines.extend(reads_line(report));
     lines.extend(conditions(report));
     lines
 }
@@ -245,6 +246,54 @@ fn retries_line(report: &CompareReport) -> String {
         "node reads retried after a reset, refusal or timeout: {}",
         per_step.join(", ")
     )
+}
+
+/// The reads beside the writes of the saturation runs (a scenario with
+/// reads), per step: medians over the runs of the reads answered per
+/// second and of the slowest method's p99, and every wrong or failed read.
+fn reads_line(report: &CompareReport) -> Option<String> {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let mut parts = Vec::new();
+    for s in &report.steps {
+        let reads: Vec<_> = report
+            .runs
+            .iter()
+            .filter(|r| r.step == s.step)
+            .filter_map(|r| r.measure.reads.as_ref())
+            .collect();
+        if reads.is_empty() {
+            continue;
+        }
+        let answered = reads
+            .iter()
+            .map(|r| r.methods.values().map(|m| m.answered_per_second).sum());
+        let p99 = reads.iter().map(|r| {
+            r.methods
+                .values()
+                .map(|m| m.latency_ms.p99)
+                .fold(0.0, f64::max)
+        });
+        let bad: u64 = reads
+            .iter()
+            .flat_map(|r| r.methods.values())
+            .map(|m| m.wrong + m.failed)
+            .sum();
+        parts.push(format!(
+            "{} {:.0}/s answered, slowest p99 {:.1} ms, {bad} wrong or failed",
+            s.step,
+            median(answered.collect()),
+            median(p99.collect())
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "reads beside the writes (saturation windows' loads, medians over the rounds): {}",
+            parts.join("; ")
+        )
+    })
 }
 
 /// The minimum detectable effect of each comparison with the previous step.
@@ -433,6 +482,42 @@ mod tests {
         let want = format!(
             "node reads retried after a reset, refusal or timeout: {} 0, {second} {retried},",
             r.steps[0].step
+        );
+        assert!(text.contains(&want), "{want:?} not in\n{text}");
+    }
+
+    #[test]
+    fn reads_are_summarised_per_step_when_the_runs_read() {
+        use crate::load::reads::{MethodFigures, ReadsReport};
+        let mut r = ladder();
+        assert!(!table(&r).contains("reads beside the writes"));
+        let first = r.steps[0].step.clone();
+        for (i, run) in r.runs.iter_mut().filter(|x| x.step == first).enumerate() {
+            let figures = |per_second: f64, p99: f64, failed: u64| MethodFigures {
+                answered_per_second: per_second,
+                failed,
+                latency_ms: crate::load::report::Latency {
+                    p99,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let methods = [
+                ("receipt".to_string(), figures(100.0 + i as f64, 10.0, 0)),
+                ("digest".to_string(), figures(20.0, 30.0 + i as f64, 1)),
+            ];
+            run.measure.reads = Some(ReadsReport {
+                rate: 130.0,
+                seconds: 10.0,
+                methods: methods.into_iter().collect(),
+            });
+        }
+        let runs = r.runs.iter().filter(|x| x.step == first).count();
+        let text = table(&r);
+        let want = format!(
+            "reads beside the writes (saturation windows' loads, medians over the rounds): {first} {:.0}/s answered, slowest p99 {:.1} ms, {runs} wrong or failed",
+            120.0 + (runs / 2) as f64,
+            30.0 + (runs / 2) as f64
         );
         assert!(text.contains(&want), "{want:?} not in\n{text}");
     }

@@ -45,9 +45,11 @@ use super::summary::{summarise, Metric, Rounds};
 use crate::accounts::KeySet;
 use crate::devnet;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
+use crate::load::scenario::Scenario;
 use crate::progress;
 use crate::saturate::{
-    find_knee, EvmProbe, Outcome, Probe, SearchConfig, SearchEvent, SearchReport, Verdict,
+    find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, SearchReport,
+    Verdict,
 };
 use crate::stats::MIN_ROUNDS;
 
@@ -94,6 +96,8 @@ pub struct CompareConfig {
     pub profile_blocks: u32,
     /// Measure CometBFT's kvstore ceiling too.
     pub reference: bool,
+    /// Every step's traffic; `None`: value transfers, no reads.
+    pub scenario: Option<Scenario>,
     /// Where profiles and differential flamegraphs go (in a `compare-<unix
     /// time>` folder of their own).
     pub out: PathBuf,
@@ -182,16 +186,18 @@ async fn set_up(
         bar.set_message(format!("setting up step {}", step.name));
         let mut node = match &cfg.live {
             Some(l) => {
-                StepNode::live(&l.web3, l.comet_rpc.clone(), l.keys.clone(), cfg.warmup).await
+                let probe = EvmProbeConfig {
+                    comet_rpc: l.comet_rpc.clone(),
+                    warmup: cfg.warmup,
+                    scenario: cfg.scenario.clone(),
+                    ..EvmProbeConfig::new(vec![l.web3.clone()], l.keys.clone())
+                };
+                StepNode::live(probe).await
             }
             None => {
-                StepNode::start(
-                    step,
-                    &cfg.settings,
-                    cfg.warmup,
-                    &work.join(format!("step-{k}")),
-                )
-                .await
+                let dir = work.join(format!("step-{k}"));
+                let scenario = cfg.scenario.clone();
+                StepNode::start(step, &cfg.settings, cfg.warmup, scenario, &dir).await
             }
         }
         .with_context(|| format!("setting up step {}", step.name))?;
@@ -624,6 +630,7 @@ mod tests {
             warmup: Duration::ZERO,
             profile_blocks: 0,
             reference: false,
+            scenario: None,
             out: "out".into(),
             progress: false,
         }

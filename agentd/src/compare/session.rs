@@ -17,6 +17,7 @@ use super::report::Settings;
 use crate::accounts::KeySet;
 use crate::devnet::Devnet;
 use crate::eth::EthClient;
+use crate::load::scenario::Scenario;
 use crate::saturate::{EvmProbe, EvmProbeConfig};
 
 /// A step's devnet with its probe.
@@ -31,11 +32,13 @@ pub struct StepNode {
 }
 
 impl StepNode {
-    /// Starts `step`'s devnet in `dir`, funds the senders and connects the probe.
+    /// Starts `step`'s devnet in `dir`, funds the senders and connects the
+    /// probe (which deploys the scenario's contracts).
     pub async fn start(
         step: &Step,
         settings: &Settings,
         warmup: Duration,
+        scenario: Option<Scenario>,
         dir: &Path,
     ) -> Result<Self> {
         let net = Devnet::start_private(dir, |o| {
@@ -56,6 +59,7 @@ impl StepNode {
             comet_rpc: Some(net.state.rpc_url()),
             node_pids: pids.into_iter().flatten().collect(),
             warmup,
+            scenario,
             ..EvmProbeConfig::new(vec![net.state.web3_url()], keys)
         })
         .await?;
@@ -67,23 +71,18 @@ impl StepNode {
         })
     }
 
-    /// A running node measured as it is: never paused.
-    pub async fn live(
-        web3: &str,
-        comet_rpc: Option<String>,
-        keys: KeySet,
-        warmup: Duration,
-    ) -> Result<Self> {
+    /// A running node measured as it is (the probe's first endpoint):
+    /// never paused.
+    pub async fn live(probe: EvmProbeConfig) -> Result<Self> {
+        let web3 = probe
+            .endpoints
+            .first()
+            .context("a live node's web3 endpoint")?;
         let client = EthClient::new(web3, Duration::from_secs(10))?;
         let version: String = client
             .call("web3_clientVersion", serde_json::json!([]))
             .await?;
-        let probe = EvmProbe::connect(EvmProbeConfig {
-            comet_rpc,
-            warmup,
-            ..EvmProbeConfig::new(vec![web3.to_string()], keys)
-        })
-        .await?;
+        let probe = EvmProbe::connect(probe).await?;
         Ok(Self {
             net: None,
             probe,

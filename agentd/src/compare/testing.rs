@@ -29,6 +29,7 @@ pub fn measure(tps: f64) -> StepMeasure {
         valid: (tps * 20.0) as u64,
         invalid: Some(0),
         gas_per_sec: Some(tps * 21_000.0),
+        reads: None,
     }
 }
 

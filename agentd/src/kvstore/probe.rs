@@ -197,6 +197,7 @@ impl KvProbe {
             valid: blocks.valid,
             invalid: Some(blocks.invalid),
             gas_per_sec: None,
+            reads: None,
         })
     }
 

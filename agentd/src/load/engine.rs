@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use super::ledger::{Ledger, Live, Submission, TxStatus};
 use super::outcome::{classify, Outcome};
 use super::pick::RateSchedule;
-use super::plan::{EngineConfig, Recipients, Workload, MAX_PER_SENDER};
+use super::plan::{EngineConfig, Recipients, Workload, Write, MAX_PER_SENDER};
 use super::ready::ReadyQueue;
 use super::slots::SlotClock;
 use crate::accounts::KeySet;
@@ -228,6 +228,8 @@ pub struct Engine {
     max_backlog: AtomicU64,
     sign_jobs: Mutex<Option<std::sync::mpsc::Sender<usize>>>,
     fresh: AtomicU64,
+    /// First submissions of each of the configuration's writes.
+    sent_by_write: Vec<AtomicU64>,
 }
 
 /// What moves an account forward (see [`Engine::advance`]).
@@ -281,6 +283,7 @@ impl Engine {
         let ready = (0..clients.len())
             .map(|_| ReadyQueue::new(cfg.plan.batch))
             .collect();
+        let cfg_writes = cfg.writes.len();
         Arc::new(Self {
             ready,
             slots: SlotClock::new(Self::workers(&cfg, clients.len())),
@@ -297,6 +300,7 @@ impl Engine {
             max_backlog: AtomicU64::new(0),
             sign_jobs: Mutex::new(None),
             fresh: AtomicU64::new(0),
+            sent_by_write: (0..cfg_writes).map(|_| AtomicU64::new(0)).collect(),
         })
     }
 
@@ -315,11 +319,39 @@ impl Engine {
     /// The most one transaction can cost its sender: gas limit times the
     /// fee cap, plus the value.
     pub fn max_cost_per_tx(&self) -> U256 {
-        let value = match self.cfg.workload {
-            Workload::Transfer => self.cfg.plan.value,
-            Workload::Erc20 { .. } => U256::ZERO,
+        let cost = |w: &Write| {
+            let value = match w.workload {
+                Workload::Transfer => self.cfg.plan.value,
+                _ => U256::ZERO,
+            };
+            self.cfg.fees.max_cost(w.gas_limit) + value
         };
-        self.cfg.fees.max_cost(self.cfg.gas_limit) + value
+        self.cfg.writes.iter().map(cost).max().unwrap_or_default()
+    }
+
+    /// First submissions of each write kind so far, in the order of the
+    /// configuration's writes.
+    pub fn sent_by_write(&self) -> Vec<u64> {
+        self.sent_by_write
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Which of the writes account `a`'s transaction of `nonce` is: a draw
+    /// from the sender's address and the nonce, so a transaction re-signed
+    /// keeps its kind, and every sender draws independently.
+    fn write_of(&self, a: usize, nonce: u64) -> usize {
+        if self.cfg.writes.len() < 2 {
+            return 0;
+        }
+        let sender = self.keys.addresses[a];
+        let h = keccak256([sender.as_slice(), &nonce.to_be_bytes()[..]].concat());
+        let mut top = [0u8; 8];
+        top.copy_from_slice(&h[..8]);
+        // The top 53 bits: a uniform draw in [0, 1).
+        let u = (u64::from_be_bytes(top) >> 11) as f64 / (1u64 << 53) as f64;
+        self.cfg.plan.writes.pick(u)
     }
 
     /// Workers, i.e. requests in flight at most.
@@ -399,13 +431,22 @@ impl Engine {
                 )
             }
         };
-        let (to, value, input) = match self.cfg.workload {
+        let write = self.cfg.writes[self.write_of(a, nonce)];
+        let (to, value, input) = match write.workload {
             Workload::Transfer => (to, self.cfg.plan.value, Bytes::new()),
             Workload::Erc20 { token } => (
                 token,
                 U256::ZERO,
                 super::erc20::transfer_call(to, self.cfg.plan.value),
             ),
+            Workload::Store { contract } => (
+                contract,
+                U256::ZERO,
+                super::contracts::store_of_nonce(nonce),
+            ),
+            Workload::Swap { contract } => {
+                (contract, U256::ZERO, super::contracts::swap_of_nonce(nonce))
+            }
         };
         sign::sign(
             &self.keys.keys[a],
@@ -414,7 +455,7 @@ impl Engine {
                 nonce,
                 to: Some(to),
                 value,
-                gas_limit: self.cfg.gas_limit,
+                gas_limit: write.gas_limit,
                 fee,
                 input,
             },
@@ -682,6 +723,9 @@ impl Engine {
         });
         acct.sent += 1;
         self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        if let Some(n) = self.sent_by_write.get(self.write_of(a, nonce)) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
         Current {
             hash: tx.hash,
             raw: tx.raw,

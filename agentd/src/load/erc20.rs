@@ -7,15 +7,12 @@
 //! storage slot higher (geth 1.17's `--dev` ran a hand-out out of gas at
 //! 80,000) still gets transfers that go through.
 
-use std::time::Duration;
-
 use alloy_primitives::{keccak256, Address, Bytes, U256};
 use anyhow::{bail, Context, Result};
 
-use crate::accounts::KeySet;
+use super::deploy::{deploy, estimate, send_and_wait, Signer};
 use crate::eth::EthClient;
-use crate::fund::{self, Payment};
-use crate::sign::{self, Fee, TxRequest};
+use crate::fund::Payment;
 
 /// Creation code of FethToken (hex), without constructor arguments.
 const TOKEN_INIT: &str = include_str!("../../contracts/FethToken.bin");
@@ -41,12 +38,14 @@ pub fn deploy_code(supply: U256) -> Result<Bytes> {
     Ok(code.into())
 }
 
-fn selector(signature: &str) -> [u8; 4] {
+/// The 4-byte selector of a function `signature`.
+pub fn selector(signature: &str) -> [u8; 4] {
     let hash = keccak256(signature.as_bytes());
     [hash[0], hash[1], hash[2], hash[3]]
 }
 
-fn word(address: Address) -> [u8; 32] {
+/// An address as one ABI word.
+pub fn word(address: Address) -> [u8; 32] {
     let mut w = [0u8; 32];
     w[12..].copy_from_slice(address.as_slice());
     w
@@ -86,41 +85,19 @@ pub async fn balance_of(client: &EthClient, token: Address, owner: Address) -> R
 /// Deploys the token from `keys[0]` and gives every other sender
 /// `per_holder` tokens: the deployment first, then the hand-outs with the
 /// gas the node estimates for a transfer to a fresh recipient.
-pub async fn prepare(
-    client: &EthClient,
-    keys: &KeySet,
-    chain_id: u64,
-    fee: Fee,
-    per_holder: U256,
-) -> Result<Token> {
+pub async fn prepare(client: &EthClient, signer: &Signer<'_>, per_holder: U256) -> Result<Token> {
+    let keys = signer.keys;
     let me = keys.addresses[0];
-    let first = client.nonce(me, true).await?;
-    let address = me.create(first);
     let supply = per_holder * U256::from(keys.len() as u64);
-    let code = deploy_code(supply)?;
-    let deploy_gas = estimate(client, me, None, &code, DEPLOY_GAS)
-        .await
-        .context("estimating the token's deployment")?;
-    let signer = Signer {
-        keys,
-        chain_id,
-        fee,
-    };
-    let deploy = Payment {
-        to: address,
-        ..signer.payment(first, None, deploy_gas, code)
-    };
-    send_and_wait(client, me, first, std::slice::from_ref(&deploy))
-        .await
-        .context("deploying the token")?;
-    let receipt = client
-        .receipt(deploy.hash)
-        .await?
-        .context("no receipt for the token deployment")?;
-    if receipt.status.map(|s| s.to::<u64>()) != Some(1) || receipt.contract_address != Some(address)
-    {
-        bail!("the token deployment failed (receipt {receipt:?})");
-    }
+    let address = deploy(
+        client,
+        signer,
+        deploy_code(supply)?,
+        DEPLOY_GAS,
+        "the token",
+    )
+    .await?;
+    let first = client.nonce(me, true).await?;
     let fresh = Address::from_slice(&keccak256(b"feth: a fresh token holder")[12..]);
     let transfer_gas = estimate(
         client,
@@ -135,7 +112,7 @@ pub async fn prepare(
         .addresses
         .iter()
         .skip(1)
-        .zip(first + 1..)
+        .zip(first..)
         .map(|(holder, nonce)| {
             let input = transfer_call(*holder, per_holder);
             Payment {
@@ -144,7 +121,7 @@ pub async fn prepare(
             }
         })
         .collect();
-    send_and_wait(client, me, first + 1, &handouts)
+    send_and_wait(client, me, first, &handouts)
         .await
         .context("handing out the token")?;
     if let Some(last_holder) = keys.addresses.get(1..).and_then(<[Address]>::last) {
@@ -157,81 +134,6 @@ pub async fn prepare(
         address,
         transfer_gas,
     })
-}
-
-/// The node's estimate for `input` from `from` (to `to`, or a creation),
-/// with a tenth more, and at least `least`.
-async fn estimate(
-    client: &EthClient,
-    from: Address,
-    to: Option<Address>,
-    input: &Bytes,
-    least: u64,
-) -> Result<u64> {
-    let call = match to {
-        Some(to) => serde_json::json!([{ "from": from, "to": to, "input": input }]),
-        None => serde_json::json!([{ "from": from, "input": input }]),
-    };
-    let gas: alloy_primitives::U64 = client.call("eth_estimateGas", call).await?;
-    let gas = gas.to::<u64>();
-    Ok(least.max(gas.saturating_add(gas / 10)))
-}
-
-/// Sends `payments` (the deployer's, consecutive nonces from `first`) and
-/// waits until the last is committed.
-async fn send_and_wait(
-    client: &EthClient,
-    me: Address,
-    first: u64,
-    payments: &[Payment],
-) -> Result<()> {
-    if payments.is_empty() {
-        return Ok(());
-    }
-    fund::send_in_order(client, payments, false).await?;
-    let count = payments.len() as u64;
-    fund::wait_nonce(
-        client,
-        me,
-        first + count - 1,
-        Duration::from_secs(120),
-        false,
-        count,
-        first,
-    )
-    .await
-}
-
-/// Signs the deployer's transactions.
-struct Signer<'a> {
-    keys: &'a KeySet,
-    chain_id: u64,
-    fee: Fee,
-}
-
-impl Signer<'_> {
-    /// A call of `to` (or a creation) with `input`, as a payment of nothing
-    /// to `to` (the deployer for a creation: the caller names the contract).
-    fn payment(&self, nonce: u64, to: Option<Address>, gas_limit: u64, input: Bytes) -> Payment {
-        let request = TxRequest {
-            chain_id: self.chain_id,
-            nonce,
-            to,
-            value: U256::ZERO,
-            gas_limit,
-            fee: self.fee,
-            input,
-        };
-        let tx = sign::sign(&self.keys.keys[0], &request);
-        Payment {
-            to: to.unwrap_or(self.keys.addresses[0]),
-            value: U256::ZERO,
-            nonce,
-            raw: tx.raw,
-            hash: tx.hash,
-            pays: Vec::new(),
-        }
-    }
 }
 
 #[cfg(test)]

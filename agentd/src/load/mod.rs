@@ -17,6 +17,8 @@
 //! ([`Running`]), for a caller that measures while it sends (the
 //! saturation search).
 
+pub mod contracts;
+pub mod deploy;
 pub mod engine;
 pub mod erc20;
 pub mod hist;
@@ -26,23 +28,25 @@ pub mod metrics;
 mod outcome;
 pub mod pick;
 pub mod plan;
+pub mod prepare;
 pub mod reads;
 pub mod ready;
 pub mod refill;
 pub mod report;
 pub mod rows;
 pub mod scan;
+pub mod scenario;
 pub mod sidecar;
 pub mod slots;
 pub mod start_at;
 pub mod tally;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -54,7 +58,8 @@ use self::hist::LogHist;
 use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
-use self::plan::{EngineConfig, LoadPlan, Recipients, Workload, WorkloadKind};
+use self::plan::{EngineConfig, LoadPlan, Recipients, WorkloadKind, Write};
+use self::prepare::Prepared;
 use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
@@ -100,6 +105,10 @@ pub struct LoadSettings {
     pub refill: Option<refill::RefillConfig>,
     /// Web3 read traffic beside the writes, from the first endpoint.
     pub reads: Option<reads::ReadPlan>,
+    /// The contracts of the writes and reads, already deployed (by
+    /// [`prepare::prepare`]; runs that share them, such as the steps of a
+    /// saturation search); `None`: the run deploys its own.
+    pub prepared: Option<Prepared>,
 }
 
 impl LoadSettings {
@@ -120,6 +129,7 @@ impl LoadSettings {
             shard: None,
             refill: None,
             reads: None,
+            prepared: None,
         }
     }
 }
@@ -144,8 +154,10 @@ pub struct RunConfig {
     pub duration_secs: Option<f64>,
     /// Recipients.
     pub recipients: Recipients,
-    /// Workload.
-    pub workload: Workload,
+    /// What the transactions did, in which shares, with their gas limits
+    /// (`workload`, one kind, in older files).
+    #[serde(alias = "workload", deserialize_with = "plan::writes_or_workload")]
+    pub writes: Vec<Write>,
     /// Fee model used.
     pub fee: String,
     /// Chain id.
@@ -228,6 +240,9 @@ pub struct LoadReport {
     /// refused, timeout), web3 and CometBFT (absent in older files).
     #[serde(default)]
     pub rpc_retries: u64,
+    /// First submissions of each write kind (absent in older files).
+    #[serde(default)]
+    pub sent_by_kind: BTreeMap<WorkloadKind, u64>,
     /// The agent's CPU (user + system, whole process) while sending, per
     /// signed transaction, µs.
     pub agent_cpu_us_per_tx: f64,
@@ -366,43 +381,38 @@ async fn connect(endpoints: &[String], timeout: Duration) -> Result<(Vec<Arc<Eth
     Ok((clients, chain_id))
 }
 
-/// Completes the plan with what the chain decides: fee model, and for an
-/// ERC-20 load the token, deployed and handed out now.
+/// Completes the plan with what the chain decides: the fee model, and the
+/// writes, deployed now unless `prepared` already were.
 async fn engine_config(
-    plan: LoadPlan,
+    settings: &LoadSettings,
     client: &EthClient,
     keys: &KeySet,
     chain_id: u64,
-    refill: bool,
-) -> Result<EngineConfig> {
+) -> Result<(EngineConfig, Prepared)> {
+    let plan = settings.plan.clone();
     let (fee, base_fee) = crate::fees::detect_with_base_fee(client).await?;
     let fees = Arc::new(FeeFollower::new(fee, base_fee, plan.fees));
     let fee = fees.fee();
-    let (workload, gas_limit) = match plan.workload {
-        WorkloadKind::Transfer => (Workload::Transfer, crate::fund::TRANSFER_GAS),
-        WorkloadKind::Erc20 => {
-            if keys.len() < 2 {
-                bail!("the erc20 workload needs at least 2 accounts (the first deploys the token)");
-            }
-            let per_holder = U256::from(1_000_000_000u64);
-            let token = erc20::prepare(client, keys, chain_id, fee, per_holder).await?;
-            (
-                Workload::Erc20 {
-                    token: token.address,
-                },
-                token.transfer_gas,
-            )
+    let prepared = match &settings.prepared {
+        Some(p) => p.clone(),
+        None => {
+            let signer = deploy::Signer {
+                keys,
+                chain_id,
+                fee,
+            };
+            prepare::prepare(client, &signer, &plan.writes, settings.reads.as_ref()).await?
         }
     };
-    Ok(EngineConfig {
+    let cfg = EngineConfig {
         plan,
-        workload,
-        gas_limit,
+        writes: prepared.writes.clone(),
         fee,
         fees,
         chain_id,
-        refill,
-    })
+        refill: settings.refill.is_some(),
+    };
+    Ok((cfg, prepared))
 }
 
 fn run_config(settings: &LoadSettings, keys: &KeySet, cfg: &EngineConfig) -> RunConfig {
@@ -416,7 +426,7 @@ fn run_config(settings: &LoadSettings, keys: &KeySet, cfg: &EngineConfig) -> Run
         count: plan.per_account,
         duration_secs: plan.duration.map(|d| d.as_secs_f64()),
         recipients: plan.recipients,
-        workload: cfg.workload,
+        writes: cfg.writes.clone(),
         fee: match cfg.fee {
             Fee::Legacy { gas_price } => format!("legacy, gas price {gas_price} wei"),
             Fee::Eip1559 { max_fee, tip } => {
@@ -481,6 +491,8 @@ fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> Join
 struct Outputs {
     metrics: Option<Arc<LoadMetrics>>,
     sidecar: Arc<Mutex<Option<Sidecar>>>,
+    /// The reads beside the writes, for the per-second rows.
+    reads: Option<reads::ReadTap>,
 }
 
 impl Outputs {
@@ -488,7 +500,9 @@ impl Outputs {
     /// finished rows to the sidecar and the counters to the metrics.
     fn update(&self, engine: &Engine, now: f64) {
         let lines = {
+            let ended = self.reads.as_ref().map(|tap| tap.take(engine.start));
             let mut l = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            l.tally.reads(ended.as_deref().unwrap_or_default());
             l.expire(now);
             let in_flight = l.in_flight() as u64;
             l.tally.sample(now, in_flight, procstat::rss_bytes());
@@ -664,8 +678,7 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
             bail!("the refill root {root} is one of the senders; give --refill-key a key outside the keys file");
         }
     }
-    let refill = settings.refill.is_some();
-    let cfg = engine_config(settings.plan.clone(), &clients[0], &keys, chain_id, refill).await?;
+    let (cfg, prepared) = engine_config(&settings, &clients[0], &keys, chain_id).await?;
     let nonces = pending_nonces(&clients, &keys, cfg.plan.batch).await?;
     // What the node calls itself, for the report; a node without the method is nameless.
     let node = clients[0]
@@ -713,13 +726,10 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
         .reads
         .clone()
         .map(|plan| {
-            let token = match cfg.workload {
-                Workload::Erc20 { token } => Some(token),
-                Workload::Transfer => None,
-            };
             let targets = reads::ReadTargets {
                 senders: keys.addresses.clone(),
-                token,
+                token: cfg.token(),
+                digest: prepared.digest,
             };
             reads::start(plan, clients[0].clone(), targets, settings.metrics.clone())
         })
@@ -739,6 +749,7 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     let outputs = Arc::new(Outputs {
         metrics: settings.metrics.clone(),
         sidecar: Arc::new(Mutex::new(sidecar)),
+        reads: reads.as_ref().map(reads::ReadTraffic::tap),
     });
     let sending = {
         let engine = engine.clone();
@@ -850,8 +861,16 @@ impl Running {
             self.engine.max_backlog(),
             self.config.per_sender,
         );
+        let sent_by_kind = self
+            .config
+            .writes
+            .iter()
+            .zip(self.engine.sent_by_write())
+            .map(|(w, n)| (w.workload.kind(), n))
+            .collect();
         LoadReport {
             version: REPORT_VERSION,
+            sent_by_kind,
             config: self.config.clone(),
             environment: self.environment.clone(),
             send_rate: totals.signed as f64 / sent.seconds.max(1e-9),

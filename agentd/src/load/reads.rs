@@ -37,10 +37,11 @@ use serde_json::{json, Value};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::erc20;
 use super::hist::LogHist;
 use super::metrics::LoadMetrics;
 use super::report::Latency;
+use super::tally::{ReadDone, ReadEnd};
+use super::{contracts, erc20};
 use crate::eth::BlockSummary;
 use crate::eth::EthClient;
 use crate::fund::TRANSFER_GAS;
@@ -67,11 +68,14 @@ pub enum ReadMethod {
     TokenBalance,
     /// `eth_estimateGas` of a 1-wei transfer between two senders.
     Estimate,
+    /// `eth_call` of a view that does real work: FethStore's `digest`,
+    /// 2,000 Keccak rounds (about 490,000 gas), its answer checked.
+    Digest,
 }
 
 impl ReadMethod {
     /// Every method, in the order reports list them.
-    pub const ALL: [ReadMethod; 7] = [
+    pub const ALL: [ReadMethod; 8] = [
         Self::BlockNumber,
         Self::LatestBlock,
         Self::Balance,
@@ -79,6 +83,7 @@ impl ReadMethod {
         Self::Logs,
         Self::TokenBalance,
         Self::Estimate,
+        Self::Digest,
     ];
 
     /// The name used in `--read-mix` and reports.
@@ -91,6 +96,7 @@ impl ReadMethod {
             Self::Logs => "logs",
             Self::TokenBalance => "token_balance",
             Self::Estimate => "estimate",
+            Self::Digest => "digest",
         }
     }
 }
@@ -150,6 +156,11 @@ impl ReadPlan {
             bail!("the read mix {text:?} gives no method a weight above 0");
         }
         Ok(mix)
+    }
+
+    /// Whether `method` has a weight above 0.
+    pub fn calls(&self, method: ReadMethod) -> bool {
+        self.mix.iter().any(|(m, w)| *m == method && *w > 0)
     }
 
     /// The method of read number `i`. Each cycle of `W` reads (`W` the sum
@@ -222,6 +233,31 @@ pub struct ReadsReport {
     pub methods: BTreeMap<String, MethodFigures>,
 }
 
+impl ReadsReport {
+    /// The reads in one line: answered per second of those offered, the
+    /// slowest method's p99, and what was wrong, failed or skipped.
+    pub fn one_line(&self) -> String {
+        let sum = |f: fn(&MethodFigures) -> u64| self.methods.values().map(f).sum::<u64>();
+        let answered: f64 = self.methods.values().map(|m| m.answered_per_second).sum();
+        let slowest = self
+            .methods
+            .iter()
+            .filter(|(_, m)| m.ok + m.wrong > 0)
+            .max_by(|a, b| a.1.latency_ms.p99.total_cmp(&b.1.latency_ms.p99));
+        let p99 = slowest.map_or_else(
+            || "no answer".to_string(),
+            |(name, m)| format!("slowest p99 {:.1} ms ({name})", m.latency_ms.p99),
+        );
+        format!(
+            "{answered:.0}/s answered of {:.0}/s offered, {p99}; {} wrong, {} failed, {} skipped",
+            self.rate,
+            sum(|m| m.wrong),
+            sum(|m| m.failed),
+            sum(|m| m.skipped)
+        )
+    }
+}
+
 #[derive(Default)]
 struct Stats {
     figures: MethodFigures,
@@ -234,12 +270,16 @@ struct Shared {
     senders: Vec<Address>,
     /// The run's token, for `balanceOf` calls.
     token: Option<Address>,
+    /// The run's FethStore, for `digest` calls.
+    digest: Option<Address>,
     /// The highest height any answer told.
     known: AtomicU64,
     /// The latest block read that held transactions: its height and hashes.
     recent: Mutex<Option<(u64, Vec<B256>)>>,
     stats: Mutex<BTreeMap<ReadMethod, Stats>>,
     metrics: Option<Arc<LoadMetrics>>,
+    /// Reads ended since the tap last took them (see [`ReadTap`]).
+    ended: Mutex<Vec<(Instant, ReadEnd, Option<f64>)>>,
 }
 
 /// How a read ended.
@@ -251,6 +291,15 @@ enum Outcome {
 }
 
 impl Outcome {
+    fn end(&self) -> ReadEnd {
+        match self {
+            Self::Right => ReadEnd::Right,
+            Self::Wrong(_) => ReadEnd::Wrong,
+            Self::Failed(_) => ReadEnd::Failed,
+            Self::Skipped => ReadEnd::Skipped,
+        }
+    }
+
     /// Its name in metrics.
     fn name(&self) -> &'static str {
         match self {
@@ -278,6 +327,8 @@ pub struct ReadTargets {
     pub senders: Vec<Address>,
     /// The token whose `balanceOf` is called, on ERC-20 loads.
     pub token: Option<Address>,
+    /// The FethStore whose `digest` view is called.
+    pub digest: Option<Address>,
 }
 
 /// Starts reading from `client` at the plan's rate about `targets`. Each
@@ -297,12 +348,15 @@ pub fn start(
     if plan.mix.iter().all(|(_, w)| *w == 0) {
         bail!("the read mix gives no method a weight above 0");
     }
-    let ReadTargets { senders, token } = targets;
-    let calls = plan
-        .mix
-        .iter()
-        .any(|(m, w)| *m == ReadMethod::TokenBalance && *w > 0);
-    if calls && token.is_none() {
+    let ReadTargets {
+        senders,
+        token,
+        digest,
+    } = targets;
+    if plan.calls(ReadMethod::Digest) && digest.is_none() {
+        bail!("digest reads call FethStore, and none was deployed for this run");
+    }
+    if plan.calls(ReadMethod::TokenBalance) && token.is_none() {
         bail!("token_balance reads call the run's token: give --workload erc20, or leave token_balance out of --read-mix");
     }
     if senders.is_empty() {
@@ -312,10 +366,12 @@ pub fn start(
         client,
         senders,
         token,
+        digest,
         known: AtomicU64::new(0),
         recent: Mutex::new(None),
         stats: Mutex::new(BTreeMap::new()),
         metrics,
+        ended: Mutex::new(Vec::new()),
     });
     let (stop, stop_rx) = watch::channel(false);
     let task = tokio::spawn(schedule(plan.clone(), shared.clone(), stop_rx));
@@ -386,6 +442,27 @@ impl Shared {
             ReadMethod::TokenBalance => self.token_balance(i).await,
             ReadMethod::Logs => self.logs(floor).await,
             ReadMethod::Estimate => self.estimate(i).await,
+            ReadMethod::Digest => self.digest(i).await,
+        }
+    }
+
+    /// FethStore's `digest` of a seed drawn from `i`: right when it is the
+    /// hash chain computed here.
+    async fn digest(&self, i: u64) -> Outcome {
+        let Some(store) = self.digest else {
+            return Outcome::Skipped;
+        };
+        let seed = alloy_primitives::keccak256(i.to_be_bytes());
+        let data = contracts::digest_call(seed, contracts::DIGEST_ROUNDS);
+        let call = json!([{ "to": store, "data": data }, "latest"]);
+        match self.client.call::<Bytes>("eth_call", call).await {
+            Ok(out) if out[..] == contracts::digest(seed, contracts::DIGEST_ROUNDS)[..] => {
+                Outcome::Right
+            }
+            Ok(out) => Outcome::Wrong(format!(
+                "digest answered {out}, not the hash chain of its seed"
+            )),
+            Err(e) => Outcome::Failed(e.to_string()),
         }
     }
 
@@ -473,39 +550,70 @@ impl Shared {
     }
 
     fn record(&self, method: ReadMethod, outcome: Outcome, took: Option<Duration>) {
-        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
-        let s = stats.entry(method).or_default();
-        let f = &mut s.figures;
-        f.due += 1;
-        let answered = matches!(outcome, Outcome::Right | Outcome::Wrong(_));
-        let took = took.filter(|_| answered);
+        let end = outcome.end();
+        let answered = matches!(end, ReadEnd::Right | ReadEnd::Wrong);
+        let took_ms = took.filter(|_| answered).map(|t| t.as_secs_f64() * 1000.0);
         if let Some(m) = &self.metrics {
-            m.observe_read(method.name(), outcome.name(), took);
+            m.observe_read(method.name(), outcome.name(), took.filter(|_| answered));
         }
-        let example = match outcome {
-            Outcome::Right => {
-                f.ok += 1;
-                None
+        {
+            let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let s = stats.entry(method).or_default();
+            let f = &mut s.figures;
+            f.due += 1;
+            let example = match outcome {
+                Outcome::Right => {
+                    f.ok += 1;
+                    None
+                }
+                Outcome::Wrong(why) => {
+                    f.wrong += 1;
+                    Some(format!("wrong: {why}"))
+                }
+                Outcome::Failed(why) => {
+                    f.failed += 1;
+                    Some(format!("failed: {why}"))
+                }
+                Outcome::Skipped => {
+                    f.skipped += 1;
+                    None
+                }
+            };
+            if let Some(text) = example.filter(|_| f.examples.len() < 3) {
+                f.examples.push(text.chars().take(300).collect());
             }
-            Outcome::Wrong(why) => {
-                f.wrong += 1;
-                Some(format!("wrong: {why}"))
+            if let Some(ms) = took_ms {
+                s.hist.record(ms);
             }
-            Outcome::Failed(why) => {
-                f.failed += 1;
-                Some(format!("failed: {why}"))
-            }
-            Outcome::Skipped => {
-                f.skipped += 1;
-                None
-            }
-        };
-        if let Some(text) = example.filter(|_| f.examples.len() < 3) {
-            f.examples.push(text.chars().take(300).collect());
         }
-        if let Some(took) = took {
-            s.hist.record(took.as_secs_f64() * 1000.0);
-        }
+        let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+        ended.push((Instant::now(), end, took_ms));
+    }
+}
+
+/// The reads that ended, for the run's per-second rows.
+#[derive(Clone)]
+pub struct ReadTap(Arc<Shared>);
+
+impl ReadTap {
+    /// The reads ended since the last call, `at` in seconds since `origin`.
+    pub fn take(&self, origin: Instant) -> Vec<ReadDone> {
+        let ended = std::mem::take(&mut *self.0.ended.lock().unwrap_or_else(|e| e.into_inner()));
+        ended
+            .into_iter()
+            .map(|(at, end, took_ms)| ReadDone {
+                at: at.saturating_duration_since(origin).as_secs_f64(),
+                end,
+                took_ms,
+            })
+            .collect()
+    }
+}
+
+impl ReadTraffic {
+    /// A tap on the reads that end from now on.
+    pub fn tap(&self) -> ReadTap {
+        ReadTap(self.shared.clone())
     }
 }
 
@@ -618,6 +726,7 @@ mod tests {
         let client =
             Arc::new(EthClient::new("http://127.0.0.1:9", Duration::from_secs(1)).unwrap());
         let targets = ReadTargets {
+            digest: None,
             senders: vec![Address::ZERO],
             token: None,
         };
@@ -648,6 +757,7 @@ mod tests {
         let mut plan = ReadPlan::wallets(1.0);
         plan.mix.push((ReadMethod::TokenBalance, 1));
         let targets = ReadTargets {
+            digest: None,
             senders: vec![Address::ZERO],
             token: None,
         };

@@ -72,6 +72,25 @@ pub struct Second {
     /// The agent's resident memory then, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,
+    /// The web3 reads that ended in this second, when the run reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ReadsSecond>,
+}
+
+/// The reads that ended in one second of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadsSecond {
+    /// Answered, the answer checked right.
+    pub ok: u64,
+    /// Answered wrong.
+    pub wrong: u64,
+    /// An error or a timeout.
+    pub failed: u64,
+    /// Due but not sent.
+    pub skipped: u64,
+    /// Request → answer of those answered, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<Latency>,
 }
 
 /// One block of the run's window.

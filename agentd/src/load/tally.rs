@@ -122,6 +122,33 @@ struct OpenSecond {
     row: Second,
     /// Inclusion latencies (to block seen) of the transactions included in it, ms.
     observed: Vec<f64>,
+    /// Latencies of the reads answered in it, ms.
+    read_ms: Vec<f64>,
+}
+
+/// How a read ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEnd {
+    /// Answered, the answer checked right.
+    Right,
+    /// Answered wrong.
+    Wrong,
+    /// An error or a timeout.
+    Failed,
+    /// Due but not sent.
+    Skipped,
+}
+
+/// A read that ended: when (seconds since the run began), how, and for an
+/// answered one its latency, ms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadDone {
+    /// When it ended, seconds since the run began.
+    pub at: f64,
+    /// How.
+    pub end: ReadEnd,
+    /// Request → answer, ms, when answered.
+    pub took_ms: Option<f64>,
 }
 
 /// The last block read that held one of ours.
@@ -238,6 +265,21 @@ impl Tally {
         if let Some((total, own)) = lag {
             self.lag_total.record(total);
             self.lag_own.record(own);
+        }
+    }
+
+    /// Reads that ended, each in the second it ended in.
+    pub fn reads(&mut self, done: &[ReadDone]) {
+        for d in done {
+            let open = self.row(d.at);
+            let r = open.row.reads.get_or_insert_with(Default::default);
+            match d.end {
+                ReadEnd::Right => r.ok += 1,
+                ReadEnd::Wrong => r.wrong += 1,
+                ReadEnd::Failed => r.failed += 1,
+                ReadEnd::Skipped => r.skipped += 1,
+            }
+            open.read_ms.extend(d.took_ms);
         }
     }
 
@@ -393,6 +435,11 @@ impl Tally {
             open.observed.iter().for_each(|v| h.record(*v));
             open.row.latency_ms = Some(h.latency());
         }
+        if let (Some(r), false) = (open.row.reads.as_mut(), open.read_ms.is_empty()) {
+            let mut h = LogHist::default();
+            open.read_ms.iter().for_each(|v| h.record(*v));
+            r.latency_ms = Some(h.latency());
+        }
         self.series.push(open.row.clone());
         self.out.push(Line::Second(open.row));
         self.next_second += 1;
@@ -545,6 +592,32 @@ mod tests {
         t.block(&block(3, 1002.0, true), &ours(1.7));
         t.close();
         assert!((t.to_block_time.latency().max - 300.0).abs() < 3.0);
+    }
+
+    #[test]
+    fn reads_land_in_the_second_they_ended_with_their_latency() {
+        let mut t = tally();
+        let read = |at, end, took_ms| ReadDone { at, end, took_ms };
+        t.reads(&[
+            read(0.2, ReadEnd::Right, Some(10.0)),
+            read(0.9, ReadEnd::Wrong, Some(30.0)),
+            read(1.5, ReadEnd::Failed, None),
+            read(1.6, ReadEnd::Skipped, None),
+        ]);
+        t.block(&block(1, 1003.0, false), &ours(0.5));
+        t.close();
+        let rows = t.series();
+        let first = rows[0].reads.as_ref().unwrap();
+        assert_eq!(
+            (first.ok, first.wrong, first.failed, first.skipped),
+            (1, 1, 0, 0)
+        );
+        let l = first.latency_ms.as_ref().unwrap();
+        assert!(l.p50 >= 9.0 && l.max >= 29.0 && l.max <= 31.0, "{l:?}");
+        let second = rows[1].reads.as_ref().unwrap();
+        assert_eq!((second.ok, second.failed, second.skipped), (0, 1, 1));
+        assert_eq!(second.latency_ms, None, "nothing answered in that second");
+        assert_eq!(rows[2].reads, None, "no read ended then");
     }
 
     #[test]

@@ -117,7 +117,7 @@ fn parameters(r: &LoadReport) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "unbounded".into());
     pairs(&[
         ("schedule", c.schedule.clone()),
-        ("workload", format!("{:?}", c.workload).to_lowercase()),
+        ("workload", crate::load::plan::describe_writes(&c.writes)),
         ("senders", c.senders.to_string()),
         ("recipients", format!("{:?}", c.recipients).to_lowercase()),
         ("count per account", opt(c.count.map(|n| n.to_string()))),

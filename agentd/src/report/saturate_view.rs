@@ -180,6 +180,7 @@ mod tests {
             valid: 100,
             invalid: Some(0),
             gas_per_sec: Some(2_100_000.0),
+            reads: None,
         }
     }
 

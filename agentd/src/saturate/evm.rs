@@ -43,11 +43,14 @@ use super::probe::{Clock, Probe, StepMeasure, WindowExtras};
 use crate::accounts::KeySet;
 use crate::blocks::{self, BlockWindow};
 use crate::eth::EthClient;
+use crate::load::deploy::Signer;
 use crate::load::engine::Engine;
 use crate::load::hist::LogHist;
 use crate::load::pick::RateSchedule;
 use crate::load::plan::{LoadPlan, Recipients, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM};
+use crate::load::prepare::{self, Prepared};
 use crate::load::report::quantile;
+use crate::load::scenario::Scenario;
 use crate::load::{self, LoadSettings};
 use crate::procstat;
 
@@ -75,6 +78,10 @@ pub struct EvmProbeConfig {
     pub timeout: Duration,
     /// Longest wait after a step for inclusion, and again for an empty mempool.
     pub drain: Duration,
+    /// The traffic of each step (its writes, reads and senders); `None`:
+    /// value transfers between the senders, no reads. Its contracts are
+    /// deployed once, when the probe connects.
+    pub scenario: Option<Scenario>,
 }
 
 impl EvmProbeConfig {
@@ -92,6 +99,7 @@ impl EvmProbeConfig {
             batch: DEFAULT_BATCH,
             timeout: Duration::from_secs(10),
             drain: Duration::from_secs(60),
+            scenario: None,
         }
     }
 }
@@ -105,6 +113,8 @@ pub struct EvmProbe {
     clock_source: String,
     /// Retries of the load runs of the steps so far.
     load_retries: u64,
+    /// The scenario's contracts, deployed once for every step.
+    prepared: Option<Prepared>,
 }
 
 #[derive(Deserialize)]
@@ -154,7 +164,12 @@ impl EvmProbe {
             .call::<TxpoolStatus>("txpool_status", json!([]))
             .await
             .is_ok();
+        let prepared = match &cfg.scenario {
+            Some(s) => Some(prepare_on(&client, &cfg.keys, s).await?),
+            None => None,
+        };
         Ok(Self {
+            prepared,
             cfg,
             client,
             comet,
@@ -268,10 +283,14 @@ impl EvmProbe {
     }
 
     fn settings(&self, rate: f64) -> LoadSettings {
-        let mut plan = LoadPlan::transfers(RateSchedule::Fixed(rate), self.cfg.keys.len());
+        let senders = self.cfg.keys.len();
+        let mut plan = LoadPlan::transfers(RateSchedule::Fixed(rate), senders);
         plan.recipients = Recipients::Existing;
         plan.max_parallelism = self.cfg.max_parallelism.max(1);
         plan.batch = self.cfg.batch.max(1);
+        if let Some(scenario) = &self.cfg.scenario {
+            plan = scenario.apply(plan, senders);
+        }
         LoadSettings {
             endpoints: self.cfg.endpoints.clone(),
             timeout: self.cfg.timeout,
@@ -286,7 +305,8 @@ impl EvmProbe {
             start_at: None,
             shard: None,
             refill: None,
-            reads: None,
+            reads: self.cfg.scenario.as_ref().and_then(|s| s.reads.clone()),
+            prepared: self.prepared.clone(),
         }
     }
 
@@ -337,7 +357,10 @@ impl EvmProbe {
             latency_p99_ms: (latency.count() > 0).then(|| latency.quantile(0.99)),
             gas_per_sec: gas.map(|g| g as f64 / blocks.seconds()),
         };
-        let measure = self.measure(rate, &open, &close, &blocks, extras.gas_per_sec);
+        let measure = StepMeasure {
+            reads: report.reads,
+            ..self.measure(rate, &open, &close, &blocks, extras.gas_per_sec)
+        };
         Ok((measure, extras))
     }
 
@@ -397,6 +420,7 @@ impl EvmProbe {
             valid,
             invalid: blocks.invalid,
             gas_per_sec,
+            reads: None,
         }
     }
 }
@@ -409,6 +433,20 @@ impl Probe for EvmProbe {
     fn rpc_retries(&self) -> u64 {
         self.client.retries() + self.comet.as_ref().map_or(0, Rpc::retries) + self.load_retries
     }
+}
+
+/// Deploys what `scenario` calls, from the first of `keys`.
+async fn prepare_on(client: &EthClient, keys: &KeySet, scenario: &Scenario) -> Result<Prepared> {
+    let chain_id = client.chain_id().await?;
+    let fee = crate::fees::detect(client).await?;
+    let signer = Signer {
+        keys,
+        chain_id,
+        fee,
+    };
+    prepare::prepare(client, &signer, &scenario.writes, scenario.reads.as_ref())
+        .await
+        .with_context(|| format!("deploying the contracts of the scenario {}", scenario.name))
 }
 
 /// The larger of two mempool counts, of those known.

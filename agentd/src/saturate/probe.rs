@@ -4,6 +4,7 @@
 
 use std::future::Future;
 
+use crate::load::reads::ReadsReport;
 use serde::{Deserialize, Serialize};
 
 /// Which clock a committed rate was computed with.
@@ -74,6 +75,10 @@ pub struct StepMeasure {
     /// block could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gas_per_sec: Option<f64>,
+    /// The web3 reads beside the step's writes (a scenario with reads), over
+    /// the step's whole load, warm-up included; each answer checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ReadsReport>,
 }
 
 /// What a comparison reads of a step besides its [`StepMeasure`].

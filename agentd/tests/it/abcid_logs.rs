@@ -17,6 +17,7 @@ use alloy_rpc_types_eth::{
 };
 use feth::accounts::KeySet;
 use feth::eth::{EthClient, RpcError};
+use feth::load::deploy::Signer;
 use feth::load::erc20;
 use feth::load::pick::RateSchedule;
 use feth::load::plan::{LoadPlan, Recipients, WorkloadKind};
@@ -268,7 +269,7 @@ async fn erc20_transfer_events_are_found_by_logs_receipts_and_subscriptions() {
 
     let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
     plan.per_account = Some(15);
-    plan.workload = WorkloadKind::Erc20;
+    plan.writes = WorkloadKind::Erc20.into();
     plan.recipients = Recipients::Existing;
     let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.timeout = Duration::from_secs(5);
@@ -435,7 +436,12 @@ async fn a_standard_client_reads_logs_filters_and_subscriptions() {
     let (keys, _dir) = funded(&net, 3, 32).await;
     let client = net.client();
     let fee = feth::fees::detect(&client).await.unwrap();
-    let token = erc20::prepare(&client, &keys, 9000, fee, U256::from(1000u64))
+    let signer = Signer {
+        keys: &keys,
+        chain_id: 9000,
+        fee,
+    };
+    let token = erc20::prepare(&client, &signer, U256::from(1000u64))
         .await
         .unwrap()
         .address;

@@ -280,7 +280,7 @@ async fn erc20_workload_deploys_hands_out_and_transfers() {
     let net = TestNet::start().await;
     let (keys, _dir) = funded(&net, 20, 5).await;
     let mut s = settings(&net, RateSchedule::Closed, Some(10), None, 20);
-    s.plan.workload = WorkloadKind::Erc20;
+    s.plan.writes = WorkloadKind::Erc20.into();
     let report = load::run(s, keys.clone()).await.unwrap();
     assert_agrees_with_chain(&net.client(), &keys, &report).await;
     assert_eq!(report.totals.included, 200, "{:?}", report.totals);
@@ -307,7 +307,7 @@ async fn erc20_transfers_past_the_balance_revert_and_are_counted_apart() {
     let net = TestNet::start().await;
     let (keys, _dir) = funded(&net, 5, 6).await;
     let mut s = settings(&net, RateSchedule::Closed, Some(4), None, 5);
-    s.plan.workload = WorkloadKind::Erc20;
+    s.plan.writes = WorkloadKind::Erc20.into();
     // Each sender holds 10^9 tokens: two transfers of 4·10^8 go through,
     // the next two revert.
     s.plan.value = U256::from(400_000_000u64);

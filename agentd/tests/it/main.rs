@@ -32,4 +32,5 @@ mod reads;
 mod refill;
 mod report;
 mod saturate;
+mod scenario;
 mod soak;

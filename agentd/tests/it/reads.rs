@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, B256, U256};
 use feth::accounts::KeySet;
 use feth::eth::EthClient;
 use feth::load::metrics::LoadMetrics;
@@ -60,7 +60,7 @@ async fn reads_beside_erc20_writes_on_geth_dev_are_answered_checked_and_in_their
 async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
     let mut plan = LoadPlan::transfers(RateSchedule::Fixed(40.0), keys.len());
     plan.duration = Some(Duration::from_secs(5));
-    plan.workload = WorkloadKind::Erc20;
+    plan.writes = WorkloadKind::Erc20.into();
     let mut settings = LoadSettings::new(url, plan);
     let mut read_plan = ReadPlan::wallets(100.0);
     read_plan.mix.push((ReadMethod::TokenBalance, 3));
@@ -80,6 +80,14 @@ async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
         reads.rate
     );
     assert_mix(reads, &read_plan);
+    // The per-second rows (the series file's) hold every read too.
+    let in_rows: u64 = r
+        .series
+        .iter()
+        .filter_map(|s| s.reads.as_ref())
+        .map(|x| x.ok + x.wrong + x.failed + x.skipped)
+        .sum();
+    assert_eq!(in_rows, due, "reads in the per-second rows");
     for (name, m) in &reads.methods {
         assert_eq!(
             m.ok + m.wrong + m.failed + m.skipped,
@@ -118,6 +126,17 @@ async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
         "{} logs, {transfers} transfers",
         logs.len()
     );
+    // The token's balanceOf view answers what its Transfer events add up
+    // to, for the deployer and every sender.
+    let token = feth::load::plan::token_of(&r.config.writes).unwrap();
+    let by_events = balances_from_transfers(&logs, token);
+    for who in &keys.addresses {
+        let view = feth::load::erc20::balance_of(&client, token, *who)
+            .await
+            .unwrap();
+        let events = by_events.get(who).copied().unwrap_or_default();
+        assert_eq!(view, events, "balanceOf({who})");
+    }
     // `feth report` shows them, one row per method.
     let page = feth::report::load_view::section(0, "reads", &r, None).unwrap();
     let receipts = &reads.methods["receipt"];
@@ -128,6 +147,34 @@ async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
     assert!(page.contains(&row), "{row:?} not in the report");
     // The writes went on: the run committed what it sent.
     assert_eq!(r.totals.included, r.totals.signed, "{:?}", r.totals);
+}
+
+/// Each holder's balance of `token` by its Transfer events (minted from the
+/// zero address, moved between holders).
+fn balances_from_transfers(
+    logs: &[serde_json::Value],
+    token: Address,
+) -> std::collections::BTreeMap<Address, U256> {
+    let transfer = alloy_primitives::keccak256("Transfer(address,address,uint256)");
+    let mut balances = std::collections::BTreeMap::new();
+    for log in logs {
+        let at: Address = serde_json::from_value(log["address"].clone()).unwrap();
+        let topics: Vec<B256> = serde_json::from_value(log["topics"].clone()).unwrap();
+        if at != token || topics.first() != Some(&transfer) {
+            continue;
+        }
+        let (from, to) = (Address::from_word(topics[1]), Address::from_word(topics[2]));
+        let data: alloy_primitives::Bytes = serde_json::from_value(log["data"].clone()).unwrap();
+        let value = U256::from_be_slice(&data);
+        if !from.is_zero() {
+            let b: &mut U256 = balances.entry(from).or_default();
+            *b = b
+                .checked_sub(value)
+                .expect("a holder moved more than it held");
+        }
+        *balances.entry(to).or_default() += value;
+    }
+    balances
 }
 
 /// A node on 127.0.0.1 that answers every JSON-RPC request with the error
@@ -172,6 +219,7 @@ async fn reads_a_node_refuses_are_counted_as_failed_never_dropped() {
     let targets = ReadTargets {
         senders,
         token: None,
+        digest: None,
     };
     let traffic = reads::start(plan.clone(), client, targets, Some(metrics.clone())).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;

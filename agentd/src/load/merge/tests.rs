@@ -1,5 +1,5 @@
 use super::*;
-use crate::load::plan::{Recipients, Workload};
+use crate::load::plan::{Recipients, Workload, Write};
 use crate::load::report::{BlockRow, Second};
 use crate::load::{Environment, LatencyHists, RunConfig, REPORT_VERSION};
 use crate::shard::ShardOf;
@@ -24,6 +24,7 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
         })
         .collect();
     let report = LoadReport {
+        sent_by_kind: Default::default(),
         version: REPORT_VERSION,
         config: RunConfig {
             endpoints: vec![format!("http://127.0.0.1:{}", 8545 + index)],
@@ -34,7 +35,11 @@ fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
             count: None,
             duration_secs: Some(5.0),
             recipients: Recipients::Fresh,
-            workload: Workload::Transfer,
+            writes: vec![Write {
+                workload: Workload::Transfer,
+                share: 1.0,
+                gas_limit: 21_000,
+            }],
             fee: String::new(),
             chain_id: 9000,
             keys: Some(KeyRange {

@@ -52,6 +52,7 @@ impl Model {
             valid: (committed * secs) as u64,
             invalid: Some(0),
             gas_per_sec: Some(committed * 21_000.0),
+            reads: None,
         }
     }
 }

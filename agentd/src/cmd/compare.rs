@@ -271,7 +271,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 3)]
     profile_blocks: u32,
     /// Every step's traffic, from a scenario file or a built-in scenario
-    /// (transfer, erc20, store, swap, fullnode; see `feth load --scenario`):
+    /// (transfer, erc20, store, swap, fullnode, read-heavy; see `feth load --scenario`):
     /// the ladder under a chosen mix of writes, with reads beside them.
     #[arg(long, value_name = "FILE|NAME")]
     scenario: Option<String>,

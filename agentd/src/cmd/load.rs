@@ -128,7 +128,7 @@ pub struct LoadArgs {
     workload: WorkloadArg,
     /// The traffic, from a scenario file (TOML: the writes' shares, the
     /// reads' rate and mix, how senders send) or a built-in scenario:
-    /// transfer, erc20, store, swap, fullnode. It says what --workload,
+    /// transfer, erc20, store, swap, fullnode, read-heavy. It says what --workload,
     /// --reads, --read-mix, --accounts, --per-sender, --per-request and
     /// --recipients would, so it takes none of them.
     #[arg(long, value_name = "FILE|NAME",

@@ -57,7 +57,7 @@ pub struct SaturateArgs {
     #[arg(long)]
     quiet: bool,
     /// Each step's traffic, from a scenario file or a built-in scenario
-    /// (transfer, erc20, store, swap, fullnode; see `feth load --scenario`):
+    /// (transfer, erc20, store, swap, fullnode, read-heavy; see `feth load --scenario`):
     /// its writes' mix, its reads at their own rate beside them, how senders
     /// send. Default: value transfers between the senders, no reads.
     #[arg(long, value_name = "FILE|NAME")]

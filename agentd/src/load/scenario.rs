@@ -17,7 +17,7 @@
 //! ```
 //!
 //! The built-in workloads are scenarios too (`agentd/scenarios/*.toml`):
-//! `transfer`, `erc20`, `store`, `swap` and `fullnode`. Rates and durations
+//! `transfer`, `erc20`, `store`, `swap`, `fullnode` and `read-heavy`. Rates and durations
 //! stay on the command line, since `saturate` and `compare` choose them.
 
 use std::collections::BTreeMap;
@@ -31,12 +31,16 @@ use super::plan::{kind_names, LoadPlan, Recipients, WorkloadKind, WriteMix, MAX_
 use super::reads::{ReadMethod, ReadPlan, MAX_RATE};
 
 /// The built-in scenarios, by name.
-const BUILT_IN: [(&str, &str); 5] = [
+const BUILT_IN: [(&str, &str); 6] = [
     ("transfer", include_str!("../../scenarios/transfer.toml")),
     ("erc20", include_str!("../../scenarios/erc20.toml")),
     ("store", include_str!("../../scenarios/store.toml")),
     ("swap", include_str!("../../scenarios/swap.toml")),
     ("fullnode", include_str!("../../scenarios/fullnode.toml")),
+    (
+        "read-heavy",
+        include_str!("../../scenarios/read-heavy.toml"),
+    ),
 ];
 
 /// A chain's traffic: what the writes do, the reads beside them, and how
@@ -251,6 +255,10 @@ mod tests {
         let reads = full.reads.unwrap();
         assert_eq!(reads.rate, 200.0);
         assert!(reads.calls(ReadMethod::Digest) && reads.calls(ReadMethod::TokenBalance));
+        let heavy = Scenario::load("read-heavy").unwrap();
+        assert_eq!(heavy.writes, full.writes);
+        let heavy_reads = heavy.reads.unwrap();
+        assert_eq!((heavy_reads.rate, heavy_reads.mix), (800.0, reads.mix));
     }
 
     #[test]
@@ -349,6 +357,9 @@ mod tests {
         let e = Scenario::load("no-such-scenario.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("transfer, erc20, store, swap, fullnode"), "{e}");
+        assert!(
+            e.contains("transfer, erc20, store, swap, fullnode, read-heavy"),
+            "{e}"
+        );
     }
 }

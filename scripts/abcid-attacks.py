@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""abcid under the read-side attacks of issue 27, before and after.
+"""abcid under the read-side attacks, before and after.
 
 For each patch set: `feth devnet up --fresh` (one validator, 200 ms
 `timeout_commit`), wait for 30 blocks, then

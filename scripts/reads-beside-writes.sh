@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What web3 reads cost the block rate (README, "Measured: reads beside the
-# writes"): on a devnet of abcid with each patch set, 20 s closed-loop
+# What web3 reads cost the block rate (docs/MEASUREMENTS.md, "Measured: reads
+# beside the writes"): on a devnet of abcid with each patch set, 20 s closed-loop
 # ERC-20 loads from 500 senders, without and with `--reads 400` (the
 # default ERC-20 read mix), interleaved off/on, on/off four times. Each
 # run's JSON goes to $OUT (default .devnet/reads-beside-writes).

@@ -1,4 +1,4 @@
-//! The free-spam attack of issue 27, measured: an account holding 0.01 ether
+//! The free-spam attack, measured: an account holding 0.01 ether
 //! sends a transfer of `2^256 − 1` wei, whose cost `value + gas × fee`
 //! wraps in 256-bit arithmetic, and sends the same bytes again before every
 //! block. Each block goes through abcid's own ABCI calls in process (CheckTx

@@ -2,7 +2,8 @@
 //!
 //! The messages follow go-ethereum's wording so that standard clients and
 //! load tools classify them the same way they do for geth. The table is part
-//! of abcid's documented interface (README, "CheckTx codes").
+//! of abcid's documented interface (abci-patches/README.md, "CheckTx /
+//! FinalizeBlock codes").
 
 use alloy_primitives::U256;
 

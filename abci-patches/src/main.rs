@@ -49,12 +49,12 @@ struct Args {
     /// Run without the profiler.
     #[arg(long)]
     no_profiler: bool,
-    /// Serve Prometheus metrics at `http://ADDR/metrics` (README, "feth
-    /// report and live metrics"); off when absent.
+    /// Serve Prometheus metrics at `http://ADDR/metrics` (docs/GUIDE.md,
+    /// "Pictures: feth report and live metrics"); off when absent.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
     /// Tunings in force: `all`, `none`, a comma-separated list of names, or
-    /// `all,-NAME` (README, "Patches").
+    /// `all,-NAME` (abci-patches/README.md, "Patches").
     #[arg(long, default_value = "all")]
     patches: Patches,
     /// Print the patch set `--patches` names (`none`, `all` or a list) and
@@ -67,7 +67,7 @@ struct Args {
     queue: QueueArgs,
 }
 
-/// The bounds of the `nonce-queue` patch (README, "Patches").
+/// The bounds of the `nonce-queue` patch (abci-patches/README.md, "Patches").
 #[derive(Debug, clap::Args)]
 struct QueueArgs {
     /// How far ahead of a sender's next nonce a transaction may be queued.
@@ -95,7 +95,7 @@ impl QueueArgs {
     }
 }
 
-/// The web3 server's bounds (README, "web3 JSON-RPC").
+/// The web3 server's bounds (abci-patches/README.md, "web3 JSON-RPC").
 #[derive(Debug, clap::Args)]
 struct RpcArgs {
     /// Most blocks one eth_getLogs or filter query spans.

@@ -2,7 +2,7 @@
 //!
 //! Every [`Patch`] is a real difference in code path between a "before" that a
 //! straightforward first implementation would write and an "after" that the
-//! Findora EVM work (`shared/seeds/findora-evm-tps-optimisation.txt`) or later
+//! Findora EVM work (Findora's article on EVM TPS optimisation) or later
 //! practice found faster. No patch changes what the chain computes: the same
 //! blocks give the same app hashes, receipts and CheckTx verdicts with any
 //! set of patches (tested in `tests/it/patches.rs`). `none` is the "before"

@@ -120,7 +120,8 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         Err::<(), _>(ErrorObjectOwned::owned(
             UNSUPPORTED,
             "eth_getProof is not supported: abcid keeps no Merkle-Patricia trie, so no \
-             Ethereum state proof exists (README, \"What abcid does not do\")",
+             Ethereum state proof exists (abci-patches/README.md, \"What abcid does \
+             not do\")",
             None::<()>,
         ))
     })?;

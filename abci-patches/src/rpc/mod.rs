@@ -2,8 +2,8 @@
 //!
 //! The shapes are geth's, built from alloy's RPC types. Errors use code
 //! `-32000` with go-ethereum's messages for transaction-pool and query errors,
-//! and the standard JSON-RPC codes for malformed requests (README, "web3
-//! errors").
+//! and the standard JSON-RPC codes for malformed requests
+//! (abci-patches/README.md, "web3 JSON-RPC").
 //!
 //! - [`eth`]: state, calls, transactions and the chain's parameters;
 //!   [`blocks`]: blocks, receipts and transactions by block.

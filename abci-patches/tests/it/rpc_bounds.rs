@@ -1,6 +1,6 @@
 //! Every bound of the EVM and fee-history methods and of filters: the
 //! request just inside it is served, the one just outside it is refused with
-//! geth's code and message (README, "Bounds").
+//! geth's code and message (abci-patches/README.md, "Bounds").
 
 use std::time::Duration;
 

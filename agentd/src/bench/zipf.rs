@@ -1,4 +1,4 @@
-//! `feth bench zipf`: issue 17's hot-account run on a devnet of its own. A
+//! `feth bench zipf`: the hot-account run on a devnet of its own. A
 //! Zipf-Mandelbrot sender mix puts several transactions per block on the
 //! hottest senders; with `--per-sender K` the agent pipelines their nonces
 //! and abcid's `nonce-queue` patch orders them. Figures: committed TPS over
@@ -213,7 +213,7 @@ mod tests {
             patches: "all,nonce-queue".to_string(),
             block_gas_limit: 150_000_000,
         };
-        // The issue measured 7.4 % for the hottest sender; the law says 7.3 %.
+        // A run measured 7.4 % for the hottest sender; the law says 7.3 %.
         let share = hottest_share(&plan);
         assert!((share - 0.073).abs() < 0.002, "{share}");
     }

@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn a_closed_loop_whose_backlog_grows_is_a_drain() {
-        // Accepts 1,245 tx/s, commits 250: the run.
+        // Accepts 1,245 tx/s, commits 250: a run that drained.
         let drain: Vec<Second> = (0..10).map(|s| second(s, 1245, 250)).collect();
         let b = closed_loop_backlog(&drain, 10.0).unwrap();
         assert!(b.growing, "{b:?}");

@@ -219,7 +219,7 @@ async fn fee_history_bodies_up_to_the_limit_keep_abcid_small() {
     let (_, answer) = post(&web3, &fee_history(json!(hundred))).await;
     let rows = answer["result"]["reward"].as_array().map(Vec::len);
     assert!(rows.is_some_and(|n| n >= 10), "{answer}");
-    // The attack: 400,000 percentiles.
+    // The read-side attack: 400,000 percentiles.
     let many: Vec<f64> = (0..400_000).map(|i| f64::from(i) / 4_000.0).collect();
     let (_, answer) = post(&web3, &fee_history(json!(many))).await;
     assert_eq!(answer["error"]["code"], -32000, "{answer:.200}");

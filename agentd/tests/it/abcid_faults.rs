@@ -112,7 +112,7 @@ async fn bad_transactions_get_their_documented_errors() {
             let poor = feth::keys::random_key();
             transfer(&poor, 9000, 0, to, one)
         }),
-        // issue 27's free spam: value + gas × fee wraps in 256 bits.
+        // The free-spam attack: value + gas × fee wraps in 256 bits.
         (
             "insufficient funds for gas * price + value: tx cost overflows 256 bits",
             transfer(&net.root, 9000, 1, to, U256::MAX),

@@ -1,4 +1,4 @@
-//! abcid's logs, receipts, filters and subscriptions (issue 13), on a real
+//! abcid's logs, receipts, filters and subscriptions, on a real
 //! devnet: the `Transfer` events of an ERC-20 load found by every way a
 //! client looks for them, `newHeads` under load, alloy's calls, and geth's
 //! errors for bad log queries.

@@ -261,7 +261,7 @@ async fn one_transaction_in_flight_per_hot_sender_is_reported_as_the_agents_limi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_zipf_benchmark_runs_small() {
     // Tiny numbers, to keep `feth bench zipf` from rotting; its figures are
-    // measured by hand (README).
+    // measured by hand (docs/MEASUREMENTS.md).
     let r = feth::bench::zipf(feth::bench::ZipfBenchPlan {
         senders: 20,
         rate: 50.0,

@@ -841,7 +841,7 @@ impl Running {
             .unwrap_or_else(|e| e.into_inner());
         if let Some(file) = sidecar.as_mut() {
             file.append(&lines)?;
-            file.end(&report.totals, &report.chain)?;
+            file.end(&report.totals, &report.chain, report.reads.as_ref())?;
         }
         Ok(report)
     }

@@ -4,7 +4,8 @@
 //! - `start`: format version, configuration and environment;
 //! - `second`: one finished second (the fields of the report's `series`);
 //! - `window`: one finished window of `--window-blocks` blocks;
-//! - `end`: the totals and committed figures, once the run is over.
+//! - `end`: the totals and committed figures, and each read method's
+//!   figures when the run read, once the run is over.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -14,6 +15,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
+use super::reads::ReadsReport;
 use super::report::{ChainFigures, Totals};
 use super::tally::Line;
 use super::{Environment, RunConfig, REPORT_VERSION};
@@ -59,9 +61,19 @@ impl Sidecar {
             .with_context(|| format!("cannot write to {}", self.path.display()))
     }
 
-    /// Writes the `end` line.
-    pub fn end(&mut self, totals: &Totals, chain: &ChainFigures) -> Result<()> {
-        self.write(&json!({"kind": "end", "totals": totals, "chain": chain}))?;
+    /// Writes the `end` line (with each read method's figures when the run
+    /// read).
+    pub fn end(
+        &mut self,
+        totals: &Totals,
+        chain: &ChainFigures,
+        reads: Option<&ReadsReport>,
+    ) -> Result<()> {
+        let mut line = json!({"kind": "end", "totals": totals, "chain": chain});
+        if let Some(reads) = reads {
+            line["reads"] = serde_json::to_value(reads)?;
+        }
+        self.write(&line)?;
         self.append(&[])
     }
 }

@@ -66,6 +66,9 @@ async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
     read_plan.mix.push((ReadMethod::TokenBalance, 3));
     read_plan.mix.push((ReadMethod::Estimate, 2));
     settings.reads = Some(read_plan.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("series.jsonl");
+    settings.series_out = Some(series.clone());
     let r = load::run(settings, keys.clone()).await.unwrap();
     let reads = r.reads.as_ref().expect("the report holds the reads");
     eprintln!("{reads:#?}");
@@ -80,14 +83,34 @@ async fn reads_beside_erc20_writes(url: &str, keys: KeySet) {
         reads.rate
     );
     assert_mix(reads, &read_plan);
-    // The per-second rows (the series file's) hold every read too.
-    let in_rows: u64 = r
-        .series
+    // The series file holds every read in its seconds, and each method's
+    // figures at its end.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&series)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let in_rows: u64 = lines
         .iter()
-        .filter_map(|s| s.reads.as_ref())
-        .map(|x| x.ok + x.wrong + x.failed + x.skipped)
+        .filter(|l| l["kind"] == "second")
+        .filter_map(|l| l.get("reads"))
+        .map(|x| {
+            ["ok", "wrong", "failed", "skipped"]
+                .iter()
+                .map(|k| x[k].as_u64().unwrap())
+                .sum::<u64>()
+        })
         .sum();
-    assert_eq!(in_rows, due, "reads in the per-second rows");
+    assert_eq!(in_rows, due, "reads in the series file's seconds");
+    let end = lines.last().unwrap();
+    assert_eq!(end["kind"], "end");
+    // (Counts compared: serde_json's float parsing does not round-trip.)
+    for (name, m) in &reads.methods {
+        let at_end = &end["reads"]["methods"][name];
+        let counts = [m.due, m.ok, m.wrong, m.failed, m.skipped];
+        let written = ["due", "ok", "wrong", "failed", "skipped"].map(|k| at_end[k].as_u64());
+        assert_eq!(written, counts.map(Some), "{name} at the series file's end");
+    }
     for (name, m) in &reads.methods {
         assert_eq!(
             m.ok + m.wrong + m.failed + m.skipped,

@@ -394,7 +394,14 @@ async fn engine_config(
     let fees = Arc::new(FeeFollower::new(fee, base_fee, plan.fees));
     let fee = fees.fee();
     let prepared = match &settings.prepared {
-        Some(p) => p.clone(),
+        Some(p) => {
+            let kinds = p.writes.iter().map(|w| w.workload.kind());
+            let asked = plan.writes.shares().iter().map(|(k, _)| *k);
+            if !kinds.eq(asked) {
+                bail!("the contracts prepared for this run are not those of its writes' mix");
+            }
+            p.clone()
+        }
         None => {
             let signer = deploy::Signer {
                 keys,

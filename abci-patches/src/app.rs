@@ -23,10 +23,9 @@ use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
 
 use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
-use crate::locks::AppGuard;
 use crate::mempool::CheckKind;
 use crate::metrics::Metrics;
-use crate::node::{Node, NodeError};
+use crate::node::{Consensus, ConsensusNode, Node, NodeError};
 use crate::patches::Patch;
 use crate::proposal;
 use crate::txlog;
@@ -34,7 +33,8 @@ use crate::txlog;
 /// abcid's ABCI application; cloned once per ABCI connection.
 #[derive(Clone)]
 pub struct AbciApp {
-    node: Arc<Node>,
+    /// Only the consensus side: an ABCI call cannot reach a web3-side method.
+    node: ConsensusNode,
     profiler: Option<Arc<BlockProfiler>>,
     /// One log line per transaction (`quiet-logs` off).
     tx_lines: bool,
@@ -48,7 +48,7 @@ impl AbciApp {
         let tx_lines = !node.patches().has(Patch::QuietLogs);
         let metrics = Arc::new(Metrics::new(node.patches()));
         Self {
-            node,
+            node: ConsensusNode::new(node),
             profiler,
             tx_lines,
             metrics,
@@ -62,25 +62,27 @@ impl AbciApp {
 }
 
 impl AbciApp {
-    /// Enters the application for one ABCI call (see [`Node::enter`]).
-    fn enter(&self, during: &str) -> AppGuard<'_> {
+    /// Enters the node for one ABCI call (see [`Node::enter`]); a poisoned
+    /// lock stops the node.
+    fn enter(&self, during: &str) -> Consensus<'_> {
         self.node.enter().unwrap_or_else(|e| fatal(during, e))
     }
 }
 
-impl AbciApp {
-    /// Why ProcessProposal refuses `txs`, if it does.
-    fn proposal_fault<T: AsRef<[u8]>>(&self, txs: &[T]) -> Result<Option<String>, NodeError> {
-        let verifier = self.node.verifier()?;
-        let max_gas = self.node.block_gas_limit()?;
-        if let Err(fault) = proposal::check_proposal(txs, |raw| verifier.decode(raw), max_gas) {
-            return Ok(Some(fault.to_string()));
-        }
-        if self.node.patches().has(Patch::NonceQueue) && self.node.has_nonce_gap(txs)? {
-            return Ok(Some("it leaves a nonce gap".to_string()));
-        }
-        Ok(None)
+/// Why ProcessProposal refuses `txs`, if it does.
+fn proposal_fault<T: AsRef<[u8]>>(
+    node: &Consensus<'_>,
+    txs: &[T],
+) -> Result<Option<String>, NodeError> {
+    let verifier = node.verifier()?;
+    let max_gas = node.block_gas_limit()?;
+    if let Err(fault) = proposal::check_proposal(txs, |raw| verifier.decode(raw), max_gas) {
+        return Ok(Some(fault.to_string()));
     }
+    if node.patches().has(Patch::NonceQueue) && node.has_nonce_gap(txs)? {
+        return Ok(Some("it leaves a nonce gap".to_string()));
+    }
+    Ok(None)
 }
 
 /// Logs a fatal error and exits: the node must not go on with state it could
@@ -92,8 +94,8 @@ fn fatal(during: &str, error: NodeError) -> ! {
 
 impl Application for AbciApp {
     fn info(&self, _request: RequestInfo) -> ResponseInfo {
-        let _app = self.enter("Info");
-        let (height, app_hash) = self.node.info().unwrap_or_else(|e| fatal("Info", e));
+        let node = self.enter("Info");
+        let (height, app_hash) = node.info().unwrap_or_else(|e| fatal("Info", e));
         ResponseInfo {
             data: "abcid".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -108,18 +110,16 @@ impl Application for AbciApp {
     }
 
     fn init_chain(&self, request: RequestInitChain) -> ResponseInitChain {
-        let _app = self.enter("InitChain");
+        let node = self.enter("InitChain");
         let time = request.time.map_or(0, |t| t.seconds.max(0) as u64);
-        let app_hash = self
-            .node
+        let app_hash = node
             .init_chain(
                 &request.app_state_bytes,
                 request.initial_height.max(1) as u64,
                 time,
             )
             .unwrap_or_else(|e| fatal("InitChain", e));
-        let block_gas_limit = self
-            .node
+        let block_gas_limit = node
             .block_gas_limit()
             .unwrap_or_else(|e| fatal("InitChain", e));
         tracing::info!(chain_id = %request.chain_id, %app_hash, block_gas_limit, "chain initialised");
@@ -131,23 +131,19 @@ impl Application for AbciApp {
     }
 
     fn prepare_proposal(&self, request: RequestPrepareProposal) -> ResponsePrepareProposal {
-        let _app = self.enter("PrepareProposal");
-        let max_gas = self
-            .node
+        let node = self.enter("PrepareProposal");
+        let max_gas = node
             .block_gas_limit()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let verifier = self
-            .node
+        let verifier = node
             .verifier()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         let valid = proposal::without_invalid(&request.txs, |raw| verifier.decode(raw));
-        let mut txs = self
-            .node
+        let mut txs = node
             .priced_for_next_block(valid)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        if self.node.patches().has(Patch::NonceQueue) {
-            txs = self
-                .node
+        if node.patches().has(Patch::NonceQueue) {
+            txs = node
                 .order_by_nonce(&txs)
                 .unwrap_or_else(|e| fatal("PrepareProposal", e));
         }
@@ -162,10 +158,9 @@ impl Application for AbciApp {
     /// proposer makes none of these). Otherwise it is accepted, and
     /// FinalizeBlock judges each transaction against the state.
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
-        let _app = self.enter("ProcessProposal");
-        let fault = self
-            .proposal_fault(&request.txs)
-            .unwrap_or_else(|e| fatal("ProcessProposal", e));
+        let node = self.enter("ProcessProposal");
+        let fault =
+            proposal_fault(&node, &request.txs).unwrap_or_else(|e| fatal("ProcessProposal", e));
         let status = match fault {
             Some(reason) => {
                 tracing::warn!(height = request.height, %reason, "proposal refused");
@@ -181,14 +176,13 @@ impl Application for AbciApp {
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
         tag_current_thread(Role::CheckTx);
         let started = Instant::now();
-        let _app = self.enter("CheckTx");
+        let node = self.enter("CheckTx");
         let kind = if request.r#type == CheckTxType::Recheck as i32 {
             CheckKind::Recheck
         } else {
             CheckKind::New
         };
-        let verdict = self
-            .node
+        let verdict = node
             .check_tx(&request.tx, kind)
             .unwrap_or_else(|e| fatal("CheckTx", e));
         self.metrics
@@ -213,7 +207,7 @@ impl Application for AbciApp {
 
     fn finalize_block(&self, request: RequestFinalizeBlock) -> ResponseFinalizeBlock {
         tag_current_thread(Role::DeliverTx);
-        let _app = self.enter("FinalizeBlock");
+        let node = self.enter("FinalizeBlock");
         let height = request.height.max(0) as u64;
         if let Some(p) = &self.profiler {
             p.begin_block(height);
@@ -227,8 +221,7 @@ impl Application for AbciApp {
             time_nanos: time.nanos.max(0) as u32,
             txs: &txs,
         };
-        let (outcomes, app_hash) = self
-            .node
+        let (outcomes, app_hash) = node
             .finalize_block(&input)
             .unwrap_or_else(|e| fatal("FinalizeBlock", e));
         if self.tx_lines {
@@ -258,8 +251,8 @@ impl AbciApp {
     /// refused. Persisting failures stop the node, as everywhere.
     pub fn try_commit(&self) -> Result<ResponseCommit, String> {
         tag_current_thread(Role::DeliverTx);
-        let _app = self.enter("Commit");
-        let line = match self.node.commit() {
+        let node = self.enter("Commit");
+        let line = match node.commit() {
             Ok(line) => line,
             Err(e @ NodeError::NothingToCommit) => {
                 return Err(format!("Commit refused: {e}; the node keeps serving"))

@@ -198,7 +198,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         Node::open_with(&args.home, args.patches, args.queue.config())
             .context("cannot open abcid's state")?,
     );
-    let (height, app_hash) = node.info()?;
+    let (height, app_hash) = node.enter()?.info()?;
     tracing::info!(height, %app_hash, home = %args.home.display(), "state loaded");
     tracing::info!(patches = %args.patches, version = %abcid::rpc::client_version(args.patches), "patches in force");
 

@@ -43,7 +43,9 @@ pub fn funded_node(
     let node = Node::open(dir, patches).expect("the node opens");
     let app_state =
         format!(r#"{{"chain_id":9000,"alloc":{{"{me}":{{"balance":"0xffffffffffffffffffff"}}}}}}"#);
-    node.init_chain(app_state.as_bytes(), 1, 0)
+    node.enter()
+        .expect("enter")
+        .init_chain(app_state.as_bytes(), 1, 0)
         .expect("InitChain");
     (node, key, me)
 }
@@ -72,8 +74,12 @@ pub fn block(node: &Node, height: u64, txs: &[Bytes]) -> Vec<TxOutcome> {
         time_nanos: 0,
         txs,
     };
-    let (outcomes, _) = node.finalize_block(&input).expect("FinalizeBlock");
-    node.commit().expect("Commit");
+    let (outcomes, _) = node
+        .enter()
+        .expect("enter")
+        .finalize_block(&input)
+        .expect("FinalizeBlock");
+    node.enter().expect("enter").commit().expect("Commit");
     outcomes
 }
 

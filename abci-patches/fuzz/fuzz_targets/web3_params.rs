@@ -25,7 +25,9 @@ fn target() -> &'static Target {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let node = Arc::new(Node::open(dir.path(), Patches::ALL).expect("the node opens"));
         let genesis = r#"{"chain_id":9000,"alloc":{"0x1111111111111111111111111111111111111111":{"balance":"0x10000"}}}"#;
-        node.init_chain(genesis.as_bytes(), 1, 0).expect("InitChain");
+        node.enter()
+            .and_then(|node| node.init_chain(genesis.as_bytes(), 1, 0))
+            .expect("InitChain");
         let config = RpcConfig {
             gas_cap: 1_000_000,
             evm_timeout: std::time::Duration::from_secs(1),

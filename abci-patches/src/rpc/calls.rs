@@ -256,7 +256,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let node =
             Arc::new(crate::node::Node::open(dir.path(), crate::patches::Patches::ALL).unwrap());
-        node.init_chain(br#"{"chain_id":9000,"alloc":{}}"#, 1, 0)
+        node.enter()
+            .unwrap()
+            .init_chain(br#"{"chain_id":9000,"alloc":{}}"#, 1, 0)
             .unwrap();
         let config = super::super::RpcConfig {
             evm_calls: slots,

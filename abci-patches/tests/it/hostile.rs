@@ -261,7 +261,11 @@ fn finalize_block_refuses_a_replayed_or_skipped_height() {
         txs,
     };
     for height in [0, 1, 3] {
-        let refused = node.node.finalize_block(&input(height, &[]));
+        let refused = node
+            .node
+            .enter()
+            .unwrap()
+            .finalize_block(&input(height, &[]));
         match refused {
             Err(e @ NodeError::UnexpectedHeight { .. }) => {
                 let text = e.to_string();
@@ -275,7 +279,12 @@ fn finalize_block_refuses_a_replayed_or_skipped_height() {
         }
     }
     assert_eq!(node.next_height(), 2, "nothing was executed");
-    assert!(node.node.finalize_block(&input(2, &[])).is_ok());
+    assert!(node
+        .node
+        .enter()
+        .unwrap()
+        .finalize_block(&input(2, &[]))
+        .is_ok());
 }
 
 #[test]

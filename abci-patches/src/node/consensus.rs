@@ -1,0 +1,438 @@
+//! The consensus side of the node: what CometBFT's ABCI connections call,
+//! each call inside [`Consensus`], the node entered for its whole length.
+//!
+//! The rule this module's types enforce (see [`crate::locks`] for the lock
+//! order): ABCI methods exist only on [`Consensus`], which holds the
+//! application lock when `parallel-abci` is off, and the ABCI connections
+//! hold only a [`ConsensusNode`], which offers nothing but entering. So no
+//! ABCI call can reach a web3-side method, which takes that lock itself and
+//! would wait forever for the lock its caller holds. Without entering, an
+//! ABCI method cannot be called at all:
+//!
+//! ```compile_fail
+//! fn commit_unentered(node: &abcid::node::Node) {
+//!     let _ = node.commit();
+//! }
+//! ```
+//!
+//! ```
+//! fn commit_entered(node: &abcid::node::Node) -> Result<(), abcid::node::NodeError> {
+//!     node.enter()?.commit().map(drop)
+//! }
+//! ```
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use alloy_primitives::{keccak256, Address, B256};
+
+use super::{Chain, Node, NodeError, NodeEvent, Pending};
+use crate::blocklog::BlockLine;
+use crate::checkexec;
+use crate::error::TxError;
+use crate::exec::{self, BlockInput, Spend, TxOutcome};
+use crate::fee_market;
+use crate::genesis::Genesis;
+use crate::locks::AppGuard;
+use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
+use crate::patches::{Patch, Patches};
+use crate::proposal;
+use crate::snapshot::Snapshots;
+use crate::state::{AccountRecord, StateDiff};
+use crate::store::{BlockBatch, BlockRecord};
+use crate::tx::VerifiedTx;
+use crate::verify::{Stage, Verifier};
+
+/// What an ABCI connection holds of the node: it can only
+/// [`enter`](Self::enter) it.
+#[derive(Clone)]
+pub struct ConsensusNode(Arc<Node>);
+
+impl ConsensusNode {
+    /// The consensus side of `node`.
+    pub fn new(node: Arc<Node>) -> Self {
+        Self(node)
+    }
+
+    /// Enters the node for one ABCI call ([`Node::enter`]).
+    pub fn enter(&self) -> Result<Consensus<'_>, NodeError> {
+        self.0.enter()
+    }
+
+    /// The patches in force.
+    pub fn patches(&self) -> Patches {
+        self.0.patches()
+    }
+}
+
+/// The node entered for one ABCI call: the application lock is held (when
+/// `parallel-abci` is off) until this is dropped.
+pub struct Consensus<'a> {
+    pub(super) node: &'a Node,
+    pub(super) _app: AppGuard<'a>,
+}
+
+impl Consensus<'_> {
+    /// The patches in force.
+    pub fn patches(&self) -> Patches {
+        self.node.patches
+    }
+
+    /// The verifier of this chain, once InitChain has run.
+    pub fn verifier(&self) -> Result<Verifier, NodeError> {
+        self.node.verifier()
+    }
+
+    /// The block gas limit, once InitChain has run.
+    pub fn block_gas_limit(&self) -> Result<u64, NodeError> {
+        self.node.block_gas_limit()
+    }
+
+    /// PrepareProposal with a fee market: leaves out the transactions whose
+    /// fee cap is below the next block's base fee, and every later one of
+    /// their senders (their nonces would follow a gap). They stay in the
+    /// mempool until the base fee falls back (CheckTx refuses new ones).
+    pub fn priced_for_next_block<T: AsRef<[u8]>>(&self, txs: Vec<T>) -> Result<Vec<T>, NodeError> {
+        let (market, base_fee) = self.node.with_chain(|c| {
+            let base_fee = fee_market::next_base_fee(&c.genesis, &c.head);
+            (c.genesis.fee_market.is_some(), u128::from(base_fee))
+        })?;
+        let cap = |raw: &T| proposal::fee_cap(raw.as_ref());
+        if !market || txs.iter().all(|raw| cap(raw).is_none_or(|c| c >= base_fee)) {
+            return Ok(txs);
+        }
+        let verifier = self.node.verifier()?;
+        let mut blocked = std::collections::HashSet::new();
+        Ok(txs
+            .into_iter()
+            .filter(|raw| {
+                // Undecodable ones are FinalizeBlock's to refuse.
+                let Some(origin) = self.node.origin(&verifier, raw.as_ref()) else {
+                    return true;
+                };
+                if blocked.contains(&origin.sender) {
+                    return false;
+                }
+                if cap(raw).is_some_and(|c| c < base_fee) {
+                    blocked.insert(origin.sender);
+                    return false;
+                }
+                true
+            })
+            .collect())
+    }
+
+    /// Last committed height and app hash, for Info (`(0, empty)` before InitChain).
+    pub fn info(&self) -> Result<(u64, B256), NodeError> {
+        let chain = self.node.chain()?;
+        Ok(chain
+            .as_ref()
+            .map_or((0, B256::ZERO), |c| (c.head.number, c.head.app_hash)))
+    }
+
+    /// InitChain: applies the genesis allocation and stores block `initial_height - 1`.
+    /// Idempotent: a second InitChain (after a crash before block 1) returns
+    /// the stored genesis app hash.
+    pub fn init_chain(
+        &self,
+        app_state: &[u8],
+        initial_height: u64,
+        time_secs: u64,
+    ) -> Result<B256, NodeError> {
+        let existing = self.node.chain()?.as_ref().map(|c| c.head.app_hash);
+        if let Some(app_hash) = existing {
+            return Ok(app_hash);
+        }
+        let genesis = Genesis::from_app_state(app_state)?;
+        let mut diff = StateDiff::default();
+        for (address, account) in &genesis.alloc {
+            diff.accounts.insert(
+                *address,
+                Some(AccountRecord {
+                    balance: account.balance,
+                    ..Default::default()
+                }),
+            );
+        }
+        let genesis_json = serde_json::to_vec(&genesis)?;
+        let app_hash = keccak256(
+            [
+                keccak256(&genesis_json).as_slice(),
+                diff.digest().as_slice(),
+            ]
+            .concat(),
+        );
+        let number = initial_height.saturating_sub(1);
+        let block = BlockRecord {
+            number,
+            hash: keccak256(app_hash),
+            parent_hash: B256::ZERO,
+            timestamp: time_secs,
+            timestamp_nanos: 0,
+            gas_used: 0,
+            gas_limit: genesis.block_gas_limit,
+            base_fee: genesis.base_fee,
+            miner: genesis.fee_recipient,
+            app_hash,
+            tx_hashes: Vec::new(),
+            invalid_txs: 0,
+            size: 0,
+            logs_bloom: Some(alloy_primitives::Bloom::ZERO),
+        };
+        let batch = BlockBatch {
+            block: block.clone(),
+            txs: Vec::new(),
+            diff,
+        };
+        self.node.store.init(&genesis, &batch)?;
+        {
+            let mut world = self.node.world_mut()?;
+            world.apply(&batch.diff);
+            if self.node.patches.has(Patch::SnapshotReads) {
+                let _ = self
+                    .node
+                    .snapshots
+                    .set(Snapshots::new(&world, block.clone()));
+            }
+        }
+        **self.node.chain_mut()? = Some(Chain {
+            genesis,
+            head: block,
+        });
+        Ok(app_hash)
+    }
+
+    /// CheckTx of `kind`: verifies `raw` and admits it into the check state.
+    /// The verdict is the stateless rules' and the ledger's, whatever the
+    /// patches; they only change how much work reaches it. With
+    /// `nonce-queue`, a nonce ahead of the sender's next one is queued
+    /// ([`crate::nonce_queue`]) instead of refused.
+    pub fn check_tx(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
+        let lite_recheck = self.node.patches.has(Patch::LiteRecheck);
+        let queue = self.node.patches.has(Patch::NonceQueue);
+        let hash = keccak256(raw);
+        if kind == CheckKind::Recheck && queue && self.node.check()?.queue().was_replaced(&hash) {
+            return Ok(Err(TxError::Replaced));
+        }
+        // Without `lite-recheck` a recheck is a full CheckTx, as recheck is
+        // in CometBFT's own examples: decode, recover, and all that follows.
+        if kind == CheckKind::Recheck && lite_recheck {
+            let mut check = self.node.check()?;
+            let read = |sender: &Address| Ok::<_, NodeError>(self.node.world()?.account(sender));
+            match (check.recheck(&hash, read)?, queue) {
+                // Rechecked before its predecessor (CometBFT rechecks in
+                // arrival order): queued again by the full path below.
+                (Some(Err(TxError::NonceTooHigh { .. })), true) => {}
+                (Some(verdict), _) => {
+                    if let (true, Ok(admitted)) = (queue, &verdict) {
+                        self.promote(&mut check, &admitted.spend.sender)?;
+                    }
+                    return Ok(verdict);
+                }
+                (None, _) => {}
+            }
+        }
+        let verified = match self.node.verify(raw)? {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        // A new transaction must pay the next block's base fee; one already
+        // admitted stays while the base fee is above it (as in geth's pool).
+        if kind == CheckKind::New {
+            if let Err(e) = fee_market::covers(&verified, self.node.next_base_fee()?) {
+                return Ok(Err(e));
+            }
+        }
+        let spend = Spend::from(&verified);
+        let mut check = self.node.check()?;
+        let committed = self.node.world()?.account(&verified.sender);
+        let current = check.view(&spend.sender, committed).unwrap_or_default();
+        let expected = current.nonce;
+        let verdict = if queue && spend.nonce > expected {
+            let admitted = Admitted::from(&verified);
+            check
+                .queue_mut()
+                .queue(verified, expected, current.balance)
+                .map(|()| admitted)
+        } else {
+            self.admit(&mut check, &verified, committed)?
+        };
+        if let Err(e @ TxError::QueuedExpired { .. }) = &verdict {
+            tracing::info!(target: "abcid::nonce_queue", %hash, sender = %spend.sender, "{e}; evicted");
+        }
+        if kind == CheckKind::New && verdict.is_ok() {
+            // No receiver is not an error: nobody is listening.
+            let _ = self.node.events.send(NodeEvent::PendingTx(hash));
+        }
+        if queue && verdict.is_ok() {
+            self.promote(&mut check, &spend.sender)?;
+        }
+        Ok(verdict)
+    }
+
+    /// Admits `verified` into `check` if its nonce and funds allow,
+    /// executing it first without `check-tx-lite`.
+    fn admit(
+        &self,
+        check: &mut CheckState,
+        verified: &VerifiedTx,
+        committed: Option<AccountRecord>,
+    ) -> Result<Verdict, NodeError> {
+        let spend = Spend::from(verified);
+        let current = match check.admissible(&spend, committed) {
+            Ok(current) => current,
+            Err(e) => return Ok(Err(e)),
+        };
+        if !self.node.patches.has(Patch::CheckTxLite) {
+            // Before: execute it as FinalizeBlock would (see `checkexec`).
+            let chain = self.node.chain()?;
+            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let world = self.node.world()?;
+            let executed = check.executed_mut();
+            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, verified);
+            if let Err(e) = run {
+                return Ok(Err(e));
+            }
+        }
+        check.reserve(&spend, current);
+        let admitted = Admitted::from(verified);
+        if self.node.patches.has(Patch::LiteRecheck) {
+            check.record(admitted, committed);
+        }
+        Ok(Ok(admitted))
+    }
+
+    /// `nonce-queue`: admits the queued transactions of `sender` that now
+    /// follow its pending nonce, in order, until one is missing or refused
+    /// (a refused one is left to its recheck).
+    fn promote(&self, check: &mut CheckState, sender: &Address) -> Result<(), NodeError> {
+        let committed = self.node.world()?.account(sender);
+        loop {
+            let next = check.view(sender, committed).unwrap_or_default().nonce;
+            let Some(queued) = check.queue_mut().take(sender, next) else {
+                return Ok(());
+            };
+            if let Err(e) = self.admit(check, &queued.tx, committed)? {
+                tracing::debug!(hash = %queued.tx.hash, error = %e, "queued transaction not promoted");
+                return Ok(());
+            }
+        }
+    }
+
+    /// `nonce-queue`'s PrepareProposal order ([`proposal::order_by_nonce`])
+    /// over the committed nonces.
+    pub fn order_by_nonce<T: AsRef<[u8]> + Clone>(&self, txs: &[T]) -> Result<Vec<T>, NodeError> {
+        let verifier = self.node.verifier()?;
+        let world = self.node.world()?;
+        Ok(proposal::order_by_nonce(
+            txs,
+            |raw| self.node.origin(&verifier, raw.as_ref()),
+            |sender| world.account(sender).map_or(0, |a| a.nonce),
+        ))
+    }
+
+    /// `nonce-queue`'s ProcessProposal rule ([`proposal::has_nonce_gap`])
+    /// over the committed nonces.
+    pub fn has_nonce_gap<T: AsRef<[u8]>>(&self, txs: &[T]) -> Result<bool, NodeError> {
+        let verifier = self.node.verifier()?;
+        let world = self.node.world()?;
+        Ok(proposal::has_nonce_gap(
+            txs,
+            |raw| self.node.origin(&verifier, raw.as_ref()),
+            |sender| world.account(sender).map_or(0, |a| a.nonce),
+        ))
+    }
+
+    /// FinalizeBlock: executes the block and keeps it until Commit (its
+    /// transactions staged in the store without `ram-block-txs`). Only the
+    /// height after the last committed block is executed
+    /// ([`NodeError::UnexpectedHeight`] otherwise).
+    /// Returns each transaction's outcome and the new app hash.
+    pub fn finalize_block(
+        &self,
+        input: &BlockInput<'_>,
+    ) -> Result<(Vec<TxOutcome>, B256), NodeError> {
+        let started = Instant::now();
+        let mut executed = {
+            let chain = self.node.chain()?;
+            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let head = chain.head.number;
+            if head.checked_add(1) != Some(input.height) {
+                return Err(NodeError::UnexpectedHeight {
+                    got: input.height,
+                    head,
+                });
+            }
+            let verifier = Verifier::new(&chain.genesis, self.node.patches)
+                .with_senders(self.node.senders.as_ref(), Stage::Block);
+            let world = self.node.world()?;
+            exec::execute_block(&world, &chain.genesis, &verifier, &chain.head, input)
+        };
+        if !self.node.patches.has(Patch::RamBlockTxs) {
+            // Before: the transactions and their receipts go to the store now
+            // and Commit reads them back, so that nothing of an uncommitted
+            // block lives only in memory.
+            self.node
+                .store
+                .stage_txs(&std::mem::take(&mut executed.batch.txs))?;
+        }
+        let result = (executed.outcomes.clone(), executed.batch.block.app_hash);
+        *self.node.pending.lock().map_err(|_| NodeError::Poisoned)? = Some(Pending {
+            block: executed,
+            finalize: started.elapsed(),
+        });
+        Ok(result)
+    }
+
+    /// Commit: persists the pending block atomically, then makes it visible.
+    pub fn commit(&self) -> Result<BlockLine, NodeError> {
+        let started = Instant::now();
+        let pending = self
+            .node
+            .pending
+            .lock()
+            .map_err(|_| NodeError::Poisoned)?
+            .take()
+            .ok_or(NodeError::NothingToCommit)?;
+        let Pending { block, finalize } = pending;
+        let valid = block.valid();
+        let invalid = block.outcomes.len() - valid;
+        let batch = block.batch;
+        let store_started = Instant::now();
+        if self.node.patches.has(Patch::RamBlockTxs) {
+            self.node.store.commit(&batch)?;
+        } else {
+            self.node.store.commit_staged(&batch)?;
+        }
+        let store = store_started.elapsed();
+        {
+            let mut check = self.node.check()?;
+            self.node.world_mut()?.apply(&batch.diff);
+            check.commit(&batch.diff, self.node.patches.has(Patch::LiteRecheck));
+        }
+        let record = batch.block;
+        if let Some(snapshots) = self.node.snapshots.get() {
+            snapshots.commit(batch.diff, record.clone());
+        }
+        let line = BlockLine {
+            height: record.number,
+            valid,
+            invalid,
+            finalize,
+            commit: started.elapsed(),
+            store,
+            time_secs: record.timestamp,
+            time_nanos: record.timestamp_nanos,
+            app_hash: record.app_hash,
+        };
+        {
+            let mut chain = self.node.chain_mut()?;
+            if let Some(chain) = chain.as_mut() {
+                chain.head = record.clone();
+            }
+        }
+        // No receiver is not an error: nobody is listening.
+        let _ = self.node.events.send(NodeEvent::Block(Arc::new(record)));
+        Ok(line)
+    }
+}

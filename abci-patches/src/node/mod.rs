@@ -1,0 +1,451 @@
+//! The node: committed state, the block in flight between FinalizeBlock and
+//! Commit, and the mempool's check state, shared by the ABCI connections and
+//! the web3 server.
+
+mod consensus;
+mod reads;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use alloy_consensus::Transaction as _;
+use alloy_primitives::B256;
+
+pub use crate::call::{CallFailure, CallLimits, CallOutcome, CallRequest};
+use crate::error::TxError;
+use crate::exec::ExecutedBlock;
+use crate::fee_market;
+use crate::genesis::Genesis;
+use crate::locks::{AppLock, Poisoned, Rank, Ranked, ReadGuard, StateLock, WriteGuard};
+use crate::mempool::CheckState;
+use crate::nonce_queue::QueueConfig;
+use crate::patches::{Patch, Patches};
+use crate::proposal::Origin;
+use crate::senders::SenderCache;
+use crate::snapshot::Snapshots;
+use crate::state::WorldState;
+use crate::store::{BlockRecord, Store, StoreConfig, StoreError, CAPPED_CACHE_SIZE};
+use crate::tx::VerifiedTx;
+use crate::verify::{Stage, Verifier};
+pub use consensus::{Consensus, ConsensusNode};
+
+/// How many events the feed holds for its slowest reader; a reader further
+/// behind misses events and is told so ([`tokio::sync::broadcast`]'s
+/// `Lagged`), so no reader ever holds the node back.
+pub const EVENT_BUFFER: usize = 4096;
+
+/// What the node announces to web3 subscribers and filters.
+#[derive(Debug, Clone)]
+pub enum NodeEvent {
+    /// A block was committed and is now the head.
+    Block(Arc<BlockRecord>),
+    /// A new transaction was admitted by CheckTx (not a recheck).
+    PendingTx(B256),
+}
+
+/// Why the node could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// Persistence failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The genesis in CometBFT's genesis.json is not valid.
+    #[error("invalid app_state in genesis: {0}")]
+    Genesis(#[from] serde_json::Error),
+    /// A block was delivered before InitChain.
+    #[error("the chain is not initialised (no InitChain yet)")]
+    NotInitialised,
+    /// Commit without a FinalizeBlock before it.
+    #[error("commit without a finalized block")]
+    NothingToCommit,
+    /// FinalizeBlock of a height other than the one after the last
+    /// committed block: a replayed old block, or one from the future.
+    #[error("FinalizeBlock of height {got} refused: the last committed block is {head}, so only height {} may follow; is another client than this node's CometBFT connected, or does CometBFT's data belong to another chain?", head + 1)]
+    UnexpectedHeight {
+        /// The height asked for.
+        got: u64,
+        /// The last committed height.
+        head: u64,
+    },
+    /// A lock was poisoned by a panic elsewhere.
+    #[error("internal state lock poisoned")]
+    Poisoned,
+}
+
+impl From<Poisoned> for NodeError {
+    fn from(_: Poisoned) -> Self {
+        Self::Poisoned
+    }
+}
+
+/// The block between FinalizeBlock and Commit. With `ram-block-txs` its
+/// transactions are here; without, FinalizeBlock staged them in the store
+/// and `block.batch.txs` is empty.
+struct Pending {
+    block: ExecutedBlock,
+    finalize: Duration,
+}
+
+/// The chain parameters once known.
+struct Chain {
+    genesis: Genesis,
+    head: BlockRecord,
+}
+
+/// Shared node state.
+pub struct Node {
+    patches: Patches,
+    app_lock: AppLock,
+    store: Store,
+    world: StateLock<WorldState>,
+    chain: RwLock<Option<Chain>>,
+    pending: Mutex<Option<Pending>>,
+    check: Mutex<CheckState>,
+    /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
+    senders: Option<Arc<SenderCache>>,
+    /// Committed blocks and admitted transactions, as they happen.
+    events: tokio::sync::broadcast::Sender<NodeEvent>,
+    /// `snapshot-reads` on: the committed state web3 reads see, once the
+    /// chain exists.
+    snapshots: OnceLock<Snapshots>,
+    /// Tests: parks a call mid-execution until released.
+    #[cfg(test)]
+    pub(crate) park: crate::testkit::Park,
+}
+
+impl Node {
+    /// Opens the node's state in `home`, running with `patches` (a
+    /// `nonce-queue` within the default bounds).
+    pub fn open(home: &Path, patches: Patches) -> Result<Self, NodeError> {
+        Self::open_with(home, patches, QueueConfig::default())
+    }
+
+    /// Opens the node's state in `home`, running with `patches`; with
+    /// `nonce-queue`, future nonces are queued within `queue`.
+    pub fn open_with(home: &Path, patches: Patches, queue: QueueConfig) -> Result<Self, NodeError> {
+        let config = StoreConfig {
+            cache_size: patches.has(Patch::RamBlockTxs).then_some(CAPPED_CACHE_SIZE),
+        };
+        let store = Store::open(&home.join("state.redb"), config)?;
+        let (world, chain) = match (store.genesis()?, store.head()?) {
+            (Some(genesis), Some(head)) => {
+                let head = store.block(head.height)?.ok_or(NodeError::NotInitialised)?;
+                (store.load_world()?, Some(Chain { genesis, head }))
+            }
+            _ => (WorldState::default(), None),
+        };
+        let snapshots = OnceLock::new();
+        if let (true, Some(chain)) = (patches.has(Patch::SnapshotReads), chain.as_ref()) {
+            let _ = snapshots.set(Snapshots::new(&world, chain.head.clone()));
+        }
+        Ok(Self {
+            patches,
+            app_lock: AppLock::new(patches.has(Patch::ParallelAbci)),
+            store,
+            world: StateLock::new(world, patches.has(Patch::RwLock)),
+            chain: RwLock::new(chain),
+            pending: Mutex::new(None),
+            check: Mutex::new(CheckState::new(queue)),
+            senders: patches
+                .has(Patch::SenderCache)
+                .then(|| Arc::new(SenderCache::default())),
+            events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
+            snapshots,
+            #[cfg(test)]
+            park: Default::default(),
+        })
+    }
+
+    /// A feed of what happens from now on: committed blocks and admitted
+    /// transactions. Sending never waits for a reader.
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<NodeEvent> {
+        self.events.subscribe()
+    }
+
+    /// The patches in force.
+    pub fn patches(&self) -> Patches {
+        self.patches
+    }
+
+    /// Enters the node for one ABCI call: waits for the one lock around the
+    /// application when `parallel-abci` is off, and holds it until the
+    /// returned [`Consensus`] is dropped. The ABCI methods are its own.
+    pub fn enter(&self) -> Result<Consensus<'_>, NodeError> {
+        Ok(Consensus {
+            node: self,
+            _app: self.app_lock.enter()?,
+        })
+    }
+
+    fn world(&self) -> Result<Ranked<ReadGuard<'_, WorldState>>, NodeError> {
+        Ok(Ranked::take(Rank::World, || self.world.read())?)
+    }
+
+    fn world_mut(&self) -> Result<Ranked<WriteGuard<'_, WorldState>>, NodeError> {
+        Ok(Ranked::take(Rank::World, || self.world.write())?)
+    }
+
+    fn check(&self) -> Result<Ranked<MutexGuard<'_, CheckState>>, NodeError> {
+        Ok(Ranked::take(Rank::Check, || {
+            self.check.lock().map_err(|_| Poisoned)
+        })?)
+    }
+
+    fn chain(&self) -> Result<Ranked<RwLockReadGuard<'_, Option<Chain>>>, NodeError> {
+        Ok(Ranked::take(Rank::Chain, || {
+            self.chain.read().map_err(|_| Poisoned)
+        })?)
+    }
+
+    fn chain_mut(&self) -> Result<Ranked<RwLockWriteGuard<'_, Option<Chain>>>, NodeError> {
+        Ok(Ranked::take(Rank::Chain, || {
+            self.chain.write().map_err(|_| Poisoned)
+        })?)
+    }
+
+    fn with_chain<T>(&self, f: impl FnOnce(&Chain) -> T) -> Result<T, NodeError> {
+        let chain = self.chain()?;
+        chain.as_ref().map(f).ok_or(NodeError::NotInitialised)
+    }
+
+    /// The verifier of this chain, once InitChain has run.
+    pub fn verifier(&self) -> Result<Verifier, NodeError> {
+        self.with_chain(|c| {
+            Verifier::new(&c.genesis, self.patches)
+                .with_senders(self.senders.as_ref(), Stage::Mempool)
+        })
+    }
+
+    /// The block gas limit, once InitChain has run. Does not enter the
+    /// application: ABCI calls, which hold it already, ask for it.
+    pub fn block_gas_limit(&self) -> Result<u64, NodeError> {
+        self.with_chain(|c| c.genesis.block_gas_limit)
+    }
+
+    /// The base fee of the next block ([`fee_market::next_base_fee`]).
+    pub fn next_base_fee(&self) -> Result<u64, NodeError> {
+        self.with_chain(|c| fee_market::next_base_fee(&c.genesis, &c.head))
+    }
+
+    /// Verifies a raw transaction without touching any state.
+    pub fn verify(&self, raw: &[u8]) -> Result<Result<VerifiedTx, TxError>, NodeError> {
+        Ok(self.verifier()?.verify(raw))
+    }
+
+    /// Who sent `raw` at which nonce and tip, when it verifies.
+    fn origin(&self, verifier: &Verifier, raw: &[u8]) -> Option<Origin> {
+        let tx = verifier.verify(raw).ok()?;
+        let tip = tx
+            .envelope
+            .max_priority_fee_per_gas()
+            .unwrap_or(tx.envelope.max_fee_per_gas());
+        Some(Origin {
+            sender: tx.sender,
+            nonce: tx.envelope.nonce(),
+            tip,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::TxOutcome;
+    use crate::mempool::CheckKind;
+    use crate::testkit::{block, signed};
+    use alloy_primitives::TxKind;
+    use alloy_primitives::{keccak256, Address, Bytes, U256};
+    use secp256k1::SecretKey;
+
+    const STORE_INIT: &str =
+        "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
+
+    #[test]
+    fn deploy_store_call_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let (node, key, me) = crate::testkit::funded_node(dir.path(), Patches::ALL);
+
+        let init = Bytes::from(hex::decode(STORE_INIT).unwrap());
+        let out = block(&node, 1, &[signed(&key, 0, TxKind::Create, init)]);
+        assert!(
+            matches!(out[0], TxOutcome::Executed { success: true, .. }),
+            "{out:?}"
+        );
+        let contract = me.create(0);
+        assert_eq!(node.code(&contract).unwrap().len(), 23);
+
+        let word = Bytes::from(U256::from(0xfeed_u64).to_be_bytes::<32>().to_vec());
+        let call = CallRequest {
+            from: Some(me),
+            to: Some(contract),
+            input: word.clone(),
+            ..Default::default()
+        };
+        let outcome = node.call(&call, CallLimits::default()).unwrap().unwrap();
+        assert!(
+            outcome.gas_used > 21_000 + 22_100,
+            "SSTORE is charged: {outcome:?}"
+        );
+
+        let out = block(&node, 2, &[signed(&key, 1, TxKind::Call(contract), word)]);
+        assert!(
+            matches!(out[0], TxOutcome::Executed { success: true, .. }),
+            "{out:?}"
+        );
+        assert_eq!(
+            node.storage(&contract, &U256::ZERO).unwrap(),
+            U256::from(0xfeed_u64)
+        );
+        let (height, app_hash) = node.enter().unwrap().info().unwrap();
+        drop(node);
+
+        // Everything survives a reopen.
+        let node = Node::open(dir.path(), Patches::ALL).unwrap();
+        assert_eq!(node.enter().unwrap().info().unwrap(), (height, app_hash));
+        assert_eq!(
+            node.storage(&contract, &U256::ZERO).unwrap(),
+            U256::from(0xfeed_u64)
+        );
+        let read = CallRequest {
+            to: Some(contract),
+            ..Default::default()
+        };
+        let outcome = node.call(&read, CallLimits::default()).unwrap().unwrap();
+        assert_eq!(
+            U256::from_be_slice(&outcome.output.unwrap()),
+            U256::from(0xfeed_u64)
+        );
+    }
+    /// Drives one call parked mid-execution against FinalizeBlock, Commit
+    /// and CheckTx through the ABCI application on another thread; returns
+    /// whether they completed while the call was parked (then releases it
+    /// and checks that everything finished).
+    fn commit_while_a_call_is_parked(patches: Patches) -> bool {
+        use std::sync::mpsc::channel;
+        let dir = tempfile::tempdir().unwrap();
+        let (node, key, me) = crate::testkit::funded_node(dir.path(), patches);
+        let node = Arc::new(node);
+        let to = TxKind::Call(Address::repeat_byte(7));
+        block(&node, 1, &[signed(&key, 0, to, Bytes::new())]);
+
+        let (parked, release) = node.park.arm();
+        let (call_done_tx, call_done) = channel();
+        let reader = node.clone();
+        let call = std::thread::spawn(move || {
+            let request = CallRequest {
+                from: Some(me),
+                to: Some(Address::repeat_byte(7)),
+                ..Default::default()
+            };
+            let outcome = reader.call(&request, CallLimits::default());
+            call_done_tx.send(()).unwrap();
+            outcome.unwrap().unwrap()
+        });
+        parked
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the call parks");
+
+        let (step_tx, steps) = channel();
+        let app = crate::app::AbciApp::new(node.clone(), None);
+        let consensus = std::thread::spawn(move || consensus_steps(&app, &key, &step_tx));
+        let committed_while_parked = if patches.has(Patch::SnapshotReads) {
+            // FinalizeBlock, Commit and CheckTx finish while the call is
+            // still parked.
+            for step in ["finalized", "committed", "checked"] {
+                assert_eq!(steps.recv_timeout(Duration::from_secs(60)), Ok(step));
+            }
+            assert!(call_done.try_recv().is_err(), "the call is still parked");
+            true
+        } else {
+            // Commit waits for the reader: not done while the call is
+            // parked (observed for a while), done once it is released.
+            let mut early = Vec::new();
+            while let Ok(step) = steps.recv_timeout(Duration::from_millis(500)) {
+                early.push(step);
+            }
+            assert!(
+                !early.contains(&"committed"),
+                "Commit did not wait: {early:?}"
+            );
+            false
+        };
+        release.send(()).unwrap();
+        let outcome = call.join().unwrap();
+        assert!(outcome.output.is_ok(), "{outcome:?}");
+        consensus.join().unwrap();
+        assert_eq!(node.enter().unwrap().info().unwrap().0, 2);
+        committed_while_parked
+    }
+
+    /// Block 2 through the ABCI application (its lock too), then CheckTx of
+    /// the next transaction, announcing each step.
+    fn consensus_steps(
+        app: &crate::app::AbciApp,
+        key: &SecretKey,
+        step: &std::sync::mpsc::Sender<&'static str>,
+    ) {
+        use tendermint_abci::Application;
+        use tendermint_proto::google::protobuf::Timestamp;
+        use tendermint_proto::v0_38::abci::{CheckTxType, RequestCheckTx, RequestFinalizeBlock};
+        let to = TxKind::Call(Address::repeat_byte(7));
+        let response = app.finalize_block(RequestFinalizeBlock {
+            txs: vec![signed(key, 1, to, Bytes::new()).0],
+            hash: keccak256(2u64.to_be_bytes()).to_vec().into(),
+            height: 2,
+            time: Some(Timestamp {
+                seconds: 1_800_000_002,
+                nanos: 0,
+            }),
+            ..Default::default()
+        });
+        assert_eq!(response.tx_results[0].code, 0, "{response:?}");
+        step.send("finalized").unwrap();
+        app.commit();
+        step.send("committed").unwrap();
+        let checked = app.check_tx(RequestCheckTx {
+            tx: signed(key, 2, to, Bytes::new()).0,
+            r#type: CheckTxType::New as i32,
+        });
+        assert_eq!(checked.code, 0, "{checked:?}");
+        step.send("checked").unwrap();
+    }
+
+    /// A pending read takes the check state and the world state in the
+    /// order Commit takes them (debug builds check it), in every
+    /// configuration of the patches that decide which locks it takes.
+    #[test]
+    fn a_pending_account_read_keeps_the_lock_order_and_sees_the_mempool() {
+        let without_snapshots = Patches::ALL.without(Patch::SnapshotReads);
+        for patches in [Patches::NONE, without_snapshots, Patches::ALL] {
+            let dir = tempfile::tempdir().unwrap();
+            let (node, key, me) = crate::testkit::funded_node(dir.path(), patches);
+            let to = TxKind::Call(Address::repeat_byte(7));
+            let raw = signed(&key, 0, to, Bytes::new());
+            let verdict = node
+                .enter()
+                .unwrap()
+                .check_tx(&raw, CheckKind::New)
+                .unwrap();
+            assert!(verdict.is_ok(), "{patches:?}: {verdict:?}");
+            let pending = node.account(&me, true).unwrap().unwrap();
+            let committed = node.account(&me, false).unwrap().unwrap();
+            assert_eq!((pending.nonce, committed.nonce), (1, 0), "{patches:?}");
+        }
+    }
+
+    #[test]
+    fn with_snapshot_reads_consensus_never_waits_for_a_call() {
+        assert!(commit_while_a_call_is_parked(Patches::ALL));
+        assert!(commit_while_a_call_is_parked(Patches::only(
+            Patch::SnapshotReads
+        )));
+    }
+
+    #[test]
+    fn without_snapshot_reads_commit_waits_for_a_call() {
+        let before = Patches::ALL.without(Patch::SnapshotReads);
+        assert!(!commit_while_a_call_is_parked(before));
+        assert!(!commit_while_a_call_is_parked(Patches::NONE));
+    }
+}

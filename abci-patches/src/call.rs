@@ -19,8 +19,8 @@ use revm::{
 
 use crate::exec;
 use crate::genesis::Genesis;
+use crate::records::BlockRecord;
 use crate::state::{BlockOverlay, StateRead};
-use crate::store::BlockRecord;
 
 /// How many instructions run between two looks at the clock.
 pub const CHECK_EVERY: u32 = 1024;

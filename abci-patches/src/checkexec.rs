@@ -17,9 +17,9 @@ use revm::ExecuteCommitEvm;
 use crate::error::TxError;
 use crate::exec::{block_env, cfg_env, receipt, tx_env};
 use crate::genesis::Genesis;
+use crate::records::{BlockRecord, ReceiptRecord};
 use crate::runner;
 use crate::state::{BlockOverlay, StateDiff, WorldState};
-use crate::store::{BlockRecord, ReceiptRecord};
 use crate::tx::VerifiedTx;
 
 /// Executes `tx` over `world` plus `executed` in the block after `head`,

@@ -10,7 +10,7 @@
 
 use alloy_primitives::{Address, Bytes, Log, LogData, B256};
 
-use crate::store::{ReceiptRecord, TxRecord};
+use crate::records::{ReceiptRecord, TxRecord};
 
 /// The layout version written first.
 const VERSION: u8 = 1;

@@ -13,9 +13,10 @@ use crate::error::TxError;
 use crate::fee_market;
 use crate::genesis::Genesis;
 use crate::patches::Patch;
+use crate::records::{BlockRecord, ReceiptRecord, TxRecord};
 use crate::runner::{EvmPerTx, OneEvm, TxRunner};
 use crate::state::{AccountRecord, StateDiff, WorldState};
-use crate::store::{BlockBatch, BlockRecord, ReceiptRecord, TxRecord};
+use crate::store::BlockBatch;
 use crate::tx::VerifiedTx;
 use crate::verify::Verifier;
 

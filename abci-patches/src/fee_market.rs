@@ -4,43 +4,12 @@
 //! never below the genesis `base_fee` (a devnet left idle returns to it).
 //! Without a fee market the base fee is the genesis `base_fee`, constant.
 
-use serde::{Deserialize, Serialize};
-
 use alloy_consensus::Transaction;
 
 use crate::error::TxError;
-use crate::genesis::Genesis;
-use crate::store::BlockRecord;
+use crate::genesis::{FeeMarket, Genesis};
+use crate::records::BlockRecord;
 use crate::tx::VerifiedTx;
-
-/// EIP-1559's parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FeeMarket {
-    /// Gas target = block gas limit / elasticity (EIP-1559: 2).
-    #[serde(default = "default_elasticity")]
-    pub elasticity: u64,
-    /// The base fee changes by at most 1/this per block (EIP-1559: 8).
-    #[serde(default = "default_denominator")]
-    pub max_change_denominator: u64,
-}
-
-fn default_elasticity() -> u64 {
-    2
-}
-fn default_denominator() -> u64 {
-    8
-}
-
-impl Default for FeeMarket {
-    /// EIP-1559's: elasticity 2, at most 1/8 per block.
-    fn default() -> Self {
-        Self {
-            elasticity: default_elasticity(),
-            max_change_denominator: default_denominator(),
-        }
-    }
-}
 
 /// The base fee of the block after `parent` on the chain `genesis` describes.
 pub fn next_base_fee(genesis: &Genesis, parent: &BlockRecord) -> u64 {

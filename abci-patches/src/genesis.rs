@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 use alloy_primitives::{Address, U256};
 use serde::{Deserialize, Serialize};
 
-use crate::fee_market::FeeMarket;
-
 /// Default EIP-155 chain id of a devnet.
 pub const DEFAULT_CHAIN_ID: u64 = 9000;
 /// Default (constant) base fee: 1 gwei.
@@ -104,6 +102,35 @@ impl Genesis {
             return Ok(Self::new(DEFAULT_CHAIN_ID, BTreeMap::new()));
         }
         serde_json::from_slice(bytes)
+    }
+}
+
+/// EIP-1559's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeeMarket {
+    /// Gas target = block gas limit / elasticity (EIP-1559: 2).
+    #[serde(default = "default_elasticity")]
+    pub elasticity: u64,
+    /// The base fee changes by at most 1/this per block (EIP-1559: 8).
+    #[serde(default = "default_denominator")]
+    pub max_change_denominator: u64,
+}
+
+fn default_elasticity() -> u64 {
+    2
+}
+fn default_denominator() -> u64 {
+    8
+}
+
+impl Default for FeeMarket {
+    /// EIP-1559's: elasticity 2, at most 1/8 per block.
+    fn default() -> Self {
+        Self {
+            elasticity: default_elasticity(),
+            max_change_denominator: default_denominator(),
+        }
     }
 }
 

@@ -48,6 +48,7 @@ pub mod node;
 pub mod nonce_queue;
 pub mod patches;
 pub mod proposal;
+pub mod records;
 pub mod rpc;
 pub mod runner;
 pub mod senders;

@@ -27,7 +27,7 @@
 //! under one lock, so the block metrics of a scrape always agree with each
 //! other.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
@@ -40,11 +40,6 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::blocklog::BlockLine;
 use crate::mempool::CheckKind;
 use crate::patches::Patches;
-
-/// Sender recoveries in this process. A process-wide counter because the
-/// recovery ([`crate::tx::recover_sender`]) is a pure function called from
-/// every verifier; [`Metrics`] exports it.
-pub static SENDER_RECOVERIES: LazyLock<Counter> = LazyLock::new(Counter::default);
 
 /// `abcid_transactions_total`'s label.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -140,7 +135,7 @@ impl Metrics {
         r.register(
             "sender_recoveries",
             "ECDSA sender recoveries",
-            SENDER_RECOVERIES.clone(),
+            crate::tx::SENDER_RECOVERIES.clone(),
         );
         r.register(
             "check_state_transactions",

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use alloy_primitives::{Address, B256, U256};
 use revm::bytecode::Bytecode;
 
+use crate::records::BlockRecord;
 use crate::state::{AccountRecord, StateDiff, StateRead, WorldState};
-use crate::store::BlockRecord;
 
 /// How many committed blocks' diffs a snapshot stacks on its base before
 /// Commit tries to fold them into the other base.

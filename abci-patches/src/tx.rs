@@ -12,6 +12,12 @@ use secp256k1::{
 
 use crate::error::TxError;
 
+/// Sender recoveries in this process. A process-wide counter because the
+/// recovery ([`recover_sender`]) is a pure function called from every
+/// verifier; [`crate::metrics::Metrics`] exports it.
+pub static SENDER_RECOVERIES: std::sync::LazyLock<prometheus_client::metrics::counter::Counter> =
+    std::sync::LazyLock::new(Default::default);
+
 /// Gas every transaction pays before executing anything.
 pub const TX_BASE_GAS: u64 = 21_000;
 /// EIP-3860: the largest init code a contract creation may carry (revm
@@ -237,7 +243,7 @@ pub fn recover_sender(tx: &TxEnvelope, ecrecover: Ecrecover) -> Result<Address, 
     compact[32..].copy_from_slice(&sig.s().to_be_bytes::<32>());
     let recid = u8::from(sig.v());
     let digest = tx.signature_hash().0;
-    crate::metrics::SENDER_RECOVERIES.inc();
+    SENDER_RECOVERIES.inc();
     let uncompressed = match ecrecover {
         Ecrecover::C => recover_c(&compact, recid, &digest)?,
         Ecrecover::PureRust => recover_pure_rust(&compact, recid, &digest)?,

@@ -37,9 +37,10 @@ use crate::locks::AppGuard;
 use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
 use crate::patches::{Patch, Patches};
 use crate::proposal;
+use crate::records::BlockRecord;
 use crate::snapshot::Snapshots;
 use crate::state::{AccountRecord, StateDiff};
-use crate::store::{BlockBatch, BlockRecord};
+use crate::store::BlockBatch;
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 

@@ -12,9 +12,9 @@ use crate::call::{CallLimits, CallOutcome, CallRequest};
 use crate::genesis::Genesis;
 use crate::locks::{AppGuard, Ranked, ReadGuard};
 use crate::patches::Patch;
+use crate::records::{BlockRecord, TxRecord};
 use crate::snapshot::Snapshot;
 use crate::state::{AccountRecord, StateRead, WorldState};
-use crate::store::{BlockRecord, TxRecord};
 
 /// The committed state as a web3 read sees it: a snapshot
 /// (`snapshot-reads`), or the consensus state under its lock, and the

@@ -9,7 +9,7 @@ use jsonrpsee::RpcModule;
 
 use super::error::{internal, RpcResult};
 use super::{convert, Web3};
-use crate::store::{BlockRecord, TxRecord};
+use crate::records::{BlockRecord, TxRecord};
 
 /// Registers the block, receipt and by-block transaction methods.
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {

@@ -9,7 +9,7 @@ use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::{keccak256, Bloom, Bytes, B256, B64, U256};
 use alloy_rpc_types_eth::{Block, BlockTransactions, Header, Log, Transaction, TransactionReceipt};
 
-use crate::store::{BlockRecord, TxRecord};
+use crate::records::{BlockRecord, TxRecord};
 
 /// Decodes a stored transaction back into its envelope.
 fn envelope(record: &TxRecord) -> Option<TxEnvelope> {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::error::{internal, invalid_params, server_error, RpcResult};
 use super::Web3;
 use crate::node::{Node, NodeError};
-use crate::store::BlockRecord;
+use crate::records::BlockRecord;
 
 /// The blocks a log query searches: `from..=to` (one block for a block
 /// hash).

@@ -38,7 +38,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::error::{invalid_params, server_error, RpcResult, UNSUPPORTED};
 use super::{blocks, convert, logs, Web3};
 use crate::node::NodeEvent;
-use crate::store::BlockRecord;
+use crate::records::BlockRecord;
 
 /// What a subscription delivers.
 enum Topic {

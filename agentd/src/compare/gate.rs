@@ -15,7 +15,7 @@ use std::fmt::Debug;
 use anyhow::{anyhow, bail, Result};
 
 use super::report::CompareReport;
-use super::summary::Metric;
+use super::step::Metric;
 use super::verdict::{GateVerdict, Pairing};
 use crate::stats::{welch_log_ratio, LogRatio};
 
@@ -210,7 +210,7 @@ fn difference<T: Debug + ?Sized>(name: &str, a: &T, b: &T) -> String {
 mod tests {
     use super::{gate, GateConfig};
     use crate::compare::report::{CompareReport, Kind};
-    use crate::compare::summary::Metric;
+    use crate::compare::step::Metric;
     use crate::compare::testing::report;
     use crate::compare::verdict::Pairing;
     use crate::stats::GateAnswer;

@@ -8,7 +8,8 @@
 //!   two windows each (saturation, fixed rate), with [`etl`] (a run's logs
 //!   through the etl) and [`profile`] (profiled blocks, differential
 //!   flamegraphs).
-//! - [`report`]: the data model (machine, conditions, setups, runs).
+//! - [`report`]: the data model (machine, conditions, steps).
+//! - [`step`]: one step's setup, runs and summary.
 //! - [`summary`]: per-step levels and paired log-ratios with Holm's verdicts
 //!   ([`crate::stats`]).
 //! - [`render`]: the report as aligned text tables or GitHub Markdown.
@@ -23,6 +24,7 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod step;
 pub mod summary;
 pub mod verdict;
 
@@ -30,6 +32,7 @@ pub mod verdict;
 mod testing;
 
 pub use gate::{gate, GateConfig};
-pub use report::{CompareReport, Environment, Kind, ReferenceRun, Settings, StepRun, StepSetup};
-pub use summary::{summarise, Metric, StepSummary};
+pub use report::{CompareReport, Environment, Kind, ReferenceRun, Settings};
+pub use step::{Metric, StepRun, StepSetup, StepSummary};
+pub use summary::summarise;
 pub use verdict::{GateVerdict, Pairing};

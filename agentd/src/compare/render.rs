@@ -6,7 +6,7 @@
 //! (the minimum detectable effect), the reference and the conditions.
 
 use super::report::{CompareReport, Kind};
-use super::summary::{Figure, Level, Metric, StepSummary};
+use super::step::{Figure, Level, Metric, StepSummary};
 use crate::saturate::Clock;
 use crate::stats::LogRatio;
 

@@ -1,14 +1,13 @@
 //! What `feth compare` writes: the machine, the conditions, every run in the
 //! order it ran, and one summary per step of the ladder.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::etl::EtlFigures;
-use super::summary::StepSummary;
-use crate::saturate::{SearchConfig, StepMeasure, WindowExtras};
+use super::step::{StepRun, StepSetup, StepSummary};
+use crate::saturate::{SearchConfig, StepMeasure};
 
 /// The report format this feth writes and reads.
 pub const SCHEMA: u32 = 2;
@@ -170,70 +169,6 @@ pub struct Settings {
     /// `--until-resolved`: the half-width (share) every step's intervals
     /// were driven to, and the budget in seconds.
     pub until_resolved: Option<(f64, f64)>,
-}
-
-/// How one step was set up, once, before its rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepSetup {
-    /// The step's name.
-    pub step: String,
-    /// The search's outcome in words (`knee at 2,000 tx/s …`).
-    pub search: String,
-    /// Highest rate kept up, when a knee was found.
-    pub knee_tps: Option<f64>,
-    /// Lowest rate it fell behind at.
-    pub behind_tps: Option<f64>,
-    /// The rate of the saturation windows (the same for every step).
-    pub overload_tps: f64,
-    /// Why the search found no knee (agent limited, maximum reached): the
-    /// overload came from the highest rate kept up, and the pilot and the
-    /// rounds raise it until the step falls behind.
-    pub lower_bound: Option<String>,
-}
-
-/// One run: one step measured in one round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRun {
-    /// The step's name (`none`, `+rwlock`, `all`, or `a` / `b`).
-    pub step: String,
-    /// The patch set abcid ran with (`--patches`).
-    pub patches: String,
-    /// What the node calls itself (`web3_clientVersion`).
-    pub node: String,
-    /// The round this run belongs to (0-based); a round runs every step once.
-    pub round: usize,
-    /// The saturation window: committed TPS under the step's overload.
-    pub measure: StepMeasure,
-    /// The saturation window's latency and gas per second.
-    pub extras: WindowExtras,
-    /// Why this run's saturation figure is only a lower bound (it kept up
-    /// with the overload); kept out of estimates.
-    pub lower_bound: Option<String>,
-    /// The fixed-rate window: node CPU per transaction and latency at a rate
-    /// every step sustains.
-    pub fixed: Option<FixedWindow>,
-    /// What the etl made of the node's logs over the saturation window
-    /// (runs on a devnet of their own).
-    pub etl: Option<EtlFigures>,
-    /// The run's flamegraph, when profiled.
-    pub flamegraph: Option<PathBuf>,
-    /// Differential flamegraph against the previous step, when profiled.
-    pub diff_flamegraph: Option<PathBuf>,
-    /// Node reads sent again after a transient transport error (connection
-    /// reset or refused, timeout) during this run.
-    #[serde(default)]
-    pub rpc_retries: u64,
-}
-
-/// A window at the comparison's fixed rate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FixedWindow {
-    /// What it measured.
-    pub measure: StepMeasure,
-    /// Latency to commit and gas per second.
-    pub extras: WindowExtras,
-    /// Why its figures are kept out (the step fell behind the rate).
-    pub off_rate: Option<String>,
 }
 
 /// CometBFT's kvstore application measured under the same conditions.

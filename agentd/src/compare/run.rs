@@ -37,11 +37,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::etl;
 use super::ladder::Step;
 use super::profile;
-use super::report::{
-    CompareReport, Environment, FixedWindow, ReferenceRun, Settings, StepRun, StepSetup,
-};
+use super::report::{CompareReport, Environment, ReferenceRun, Settings};
 use super::session::StepNode;
-use super::summary::{summarise, Metric, Rounds};
+use super::step::Metric;
+use super::step::{FixedWindow, StepRun, StepSetup};
+use super::summary::{summarise, Rounds};
 use crate::accounts::KeySet;
 use crate::devnet;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
@@ -390,7 +390,7 @@ fn stop_reason(
 
 /// The widest half-width of TPS and CPU per transaction against the
 /// previous step; `None` while one has no interval.
-fn widest_half_width(steps: &[super::summary::StepSummary]) -> Option<f64> {
+fn widest_half_width(steps: &[super::step::StepSummary]) -> Option<f64> {
     let mut widest: f64 = 0.0;
     for s in steps.iter().skip(1) {
         for m in [Metric::Tps, Metric::CpuPerTx] {
@@ -615,7 +615,8 @@ mod tests {
 
     use super::{fixed_rate, round_order, stop_reason, CompareConfig};
     use crate::compare::ladder::ladder;
-    use crate::compare::report::{Kind, StepRun};
+    use crate::compare::report::Kind;
+    use crate::compare::step::StepRun;
     use crate::compare::testing::{run, settings};
 
     fn config(until: Option<(f64, f64)>, max_rounds: usize) -> CompareConfig {

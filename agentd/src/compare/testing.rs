@@ -1,8 +1,7 @@
 //! Hand-built runs and reports for the compare module's unit tests.
 
-use super::report::{
-    CompareReport, Environment, FixedWindow, Kind, ReferenceRun, Settings, StepRun,
-};
+use super::report::{CompareReport, Environment, Kind, ReferenceRun, Settings};
+use super::step::{FixedWindow, StepRun};
 use super::summary::Rounds;
 use crate::saturate::{Clock, SearchConfig, StepMeasure, WindowExtras};
 

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::summary::Metric;
+use super::step::Metric;
 use crate::stats::decide::Better;
 use crate::stats::{gate_rule, GateAnswer, LogRatio, Method, MIN_ROUNDS};
 
@@ -187,7 +187,7 @@ impl GateVerdict {
 #[cfg(test)]
 mod tests {
     use super::{GateVerdict, Pairing};
-    use crate::compare::summary::Metric;
+    use crate::compare::step::Metric;
     use crate::stats::{GateAnswer, LogRatio};
 
     fn est(logs: &[f64]) -> LogRatio {

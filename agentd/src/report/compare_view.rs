@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::chart::{self, Series};
 use super::html::{escape, figure, flamegraph, note, pairs, table};
 use crate::compare::report::CompareReport;
-use crate::compare::summary::Metric;
+use crate::compare::step::Metric;
 use crate::stats::LogRatio;
 
 /// Committed TPS level (geometric mean over the rounds) per step, in ladder

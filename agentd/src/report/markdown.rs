@@ -4,7 +4,7 @@
 
 use super::input::RunFile;
 use super::saturate_view;
-use crate::compare::summary::Metric;
+use crate::compare::step::Metric;
 use crate::saturate::Verdict;
 
 fn row(cells: &[String]) -> String {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use feth::cmd::compare::{INCONCLUSIVE_STATUS, REGRESSION_STATUS};
-use feth::compare::report::FixedWindow;
+use feth::compare::step::FixedWindow;
 use feth::compare::summary::Rounds;
 use feth::compare::{CompareReport, Environment, GateVerdict, Kind, Pairing, Settings, StepRun};
 use feth::saturate::{Clock, SearchConfig, StepMeasure, WindowExtras};

@@ -180,11 +180,7 @@ fn one(request: &Value, chain: &mut Chain) -> Value {
 /// once it answers.
 #[cfg(test)]
 pub(crate) async fn start_local(include: bool) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::devnet::free_port().unwrap();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     tokio::spawn(serve(addr, include));
     for _ in 0..100 {

@@ -41,10 +41,7 @@ impl LocalRedis {
 
     fn start_once() -> Result<Self> {
         let dir = tempfile::tempdir().context("cannot create a folder for redis-server")?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("cannot find a free port on 127.0.0.1")?
-            .port();
+        let port = free_port()?;
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -116,6 +113,15 @@ impl Drop for LocalRedis {
     }
 }
 
+/// A port on 127.0.0.1 that was free when chosen (the kernel's choice);
+/// another process may still bind it first, so a start on it is retried.
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .context("cannot find a free port on 127.0.0.1")?
+        .port())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,10 +137,6 @@ mod tests {
 
     #[test]
     fn a_port_with_nothing_behind_it_has_no_server() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        assert_eq!(server_pid(port), None);
+        assert_eq!(server_pid(free_port().unwrap()), None);
     }
 }

@@ -2,7 +2,7 @@
 //! `feth bench profiler`, `feth bench rpc` and `feth bench zipf`.
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -409,7 +409,7 @@ async fn agent_run<T: serde::de::DeserializeOwned>(
 /// Starts the accept-only sink in a child process on a free loopback port
 /// and waits until it accepts connections.
 async fn start_sink(include: bool) -> Result<(String, Child)> {
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = crate::devnet::free_port()?;
     let exe = std::env::current_exe().context("cannot locate feth")?;
     let sink = Child(
         Command::new(exe)

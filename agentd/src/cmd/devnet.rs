@@ -177,29 +177,29 @@ pub struct DevnetArgs {
     #[arg(long, default_value_t = devnet::DEFAULT_CHAIN_ID)]
     chain_id: u64,
     /// CometBFT RPC port.
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[0])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.rpc)]
     rpc_port: u16,
     /// CometBFT P2P port.
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[1])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.p2p)]
     p2p_port: u16,
     /// ABCI port between CometBFT and abcid (with --abci-tcp).
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[2])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.abci)]
     abci_port: u16,
     /// Connect CometBFT and abcid over TCP on --abci-port instead of the
     /// unix socket `DIR/abcid/abci.sock` (mode 0600).
     #[arg(long)]
     abci_tcp: bool,
     /// abcid's web3 JSON-RPC port.
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[3])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.web3)]
     web3_port: u16,
     /// abcid's profiler JSON-RPC port.
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[4])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.profiler)]
     profiler_port: u16,
     /// abcid's Prometheus metrics port (`abcid --metrics`).
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[5])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.metrics)]
     metrics_port: u16,
     /// CometBFT's Prometheus metrics port (`instrumentation.prometheus_listen_addr`).
-    #[arg(long, default_value_t = devnet::DEFAULT_PORTS[6])]
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.cometbft_metrics)]
     cometbft_metrics_port: u16,
     /// CometBFT `consensus.timeout_commit`.
     #[arg(long, default_value = devnet::DEFAULT_TIMEOUT_COMMIT)]

@@ -122,6 +122,7 @@ pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::devnet::Ports;
 
     #[test]
     fn overrides_parse_as_toml_or_string() {
@@ -142,7 +143,8 @@ mod tests {
         std::fs::create_dir(home.path().join("config")).unwrap();
         let path = home.path().join("config").join("config.toml");
         std::fs::write(&path, "[instrumentation]\nprometheus = false\n").unwrap();
-        let opts = DevnetOptions::default().with_ports([1, 2, 3, 4, 5, 6, 7]);
+        let opts = DevnetOptions::default()
+            .with_ports(Ports::take(&mut vec![7, 6, 5, 4, 3, 2, 1]).unwrap());
         write_config(home.path(), &opts).unwrap();
         let doc: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
         let instrumentation = &doc["instrumentation"];
@@ -168,7 +170,7 @@ mod tests {
             dir: home.path().join("net"),
             ..DevnetOptions::default()
         }
-        .with_ports([1, 2, 3, 4, 5, 6, 7]);
+        .with_ports(Ports::take(&mut vec![7, 6, 5, 4, 3, 2, 1]).unwrap());
         let socket = home.path().join("net").join("abcid").join("abci.sock");
         assert_eq!(
             proxy_app(&opts).unwrap(),

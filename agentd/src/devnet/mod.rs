@@ -12,9 +12,12 @@
 pub mod config;
 pub mod links;
 pub mod network;
+pub mod ports;
 pub mod process;
 pub mod tools;
 pub mod toxiproxy;
+
+pub use ports::{free_port, free_ports, Ports};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,13 +52,6 @@ impl LogFormat {
 pub const DEFAULT_DIR: &str = ".devnet";
 /// Default EIP-155 chain id.
 pub const DEFAULT_CHAIN_ID: u64 = 9000;
-/// How many ports a devnet listens on.
-pub const PORT_COUNT: usize = 7;
-/// A devnet's ports, in the order of [`DEFAULT_PORTS`].
-pub type Ports = [u16; PORT_COUNT];
-/// Default ports: CometBFT RPC, P2P, ABCI, abcid web3, abcid profiler,
-/// abcid metrics, CometBFT metrics (CometBFT's own default, 26660).
-pub const DEFAULT_PORTS: Ports = [26657, 26656, 26658, 8545, 6060, 26661, 26660];
 /// Default CometBFT `consensus.timeout_commit`.
 pub const DEFAULT_TIMEOUT_COMMIT: &str = "1s";
 /// Default CometBFT `mempool.size` (transactions).
@@ -163,15 +159,15 @@ fn default_patches() -> String {
 }
 
 fn default_profiler_port() -> u16 {
-    DEFAULT_PORTS[4]
+    Ports::DEFAULT.profiler
 }
 
 fn default_metrics_port() -> u16 {
-    DEFAULT_PORTS[5]
+    Ports::DEFAULT.metrics
 }
 
 fn default_cometbft_metrics_port() -> u16 {
-    DEFAULT_PORTS[6]
+    Ports::DEFAULT.cometbft_metrics
 }
 
 impl Default for DevnetOptions {
@@ -179,14 +175,14 @@ impl Default for DevnetOptions {
         Self {
             dir: PathBuf::from(DEFAULT_DIR),
             chain_id: DEFAULT_CHAIN_ID,
-            rpc_port: DEFAULT_PORTS[0],
-            p2p_port: DEFAULT_PORTS[1],
-            abci_port: DEFAULT_PORTS[2],
+            rpc_port: Ports::DEFAULT.rpc,
+            p2p_port: Ports::DEFAULT.p2p,
+            abci_port: Ports::DEFAULT.abci,
             abci_tcp: false,
-            web3_port: DEFAULT_PORTS[3],
-            profiler_port: DEFAULT_PORTS[4],
-            metrics_port: DEFAULT_PORTS[5],
-            cometbft_metrics_port: DEFAULT_PORTS[6],
+            web3_port: Ports::DEFAULT.web3,
+            profiler_port: Ports::DEFAULT.profiler,
+            metrics_port: Ports::DEFAULT.metrics,
+            cometbft_metrics_port: Ports::DEFAULT.cometbft_metrics,
             timeout_commit: DEFAULT_TIMEOUT_COMMIT.to_string(),
             mempool_size: DEFAULT_MEMPOOL_SIZE,
             mempool_max_txs_bytes: DEFAULT_MEMPOOL_MAX_TXS_BYTES,
@@ -250,7 +246,7 @@ impl DevnetOptions {
     }
 
     /// A devnet of its own in `dir` (tests, benchmarks): the given ports
-    /// (see [`free_ports`]) and 300 ms blocks; defaults for the rest.
+    /// (see [`Ports::free`]) and 300 ms blocks; defaults for the rest.
     pub fn private(dir: &Path, ports: Ports) -> Self {
         Self {
             dir: dir.to_path_buf(),
@@ -260,20 +256,30 @@ impl DevnetOptions {
         .with_ports(ports)
     }
 
-    /// The same options on other ports: CometBFT RPC, P2P, ABCI, abcid web3,
-    /// abcid profiler, abcid metrics and CometBFT metrics, in that order.
+    /// The same options on other ports.
     pub fn with_ports(self, ports: Ports) -> Self {
-        let [rpc_port, p2p_port, abci_port, web3_port, profiler_port, metrics_port, cometbft_metrics_port] =
-            ports;
         Self {
-            rpc_port,
-            p2p_port,
-            abci_port,
-            web3_port,
-            profiler_port,
-            metrics_port,
-            cometbft_metrics_port,
+            rpc_port: ports.rpc,
+            p2p_port: ports.p2p,
+            abci_port: ports.abci,
+            web3_port: ports.web3,
+            profiler_port: ports.profiler,
+            metrics_port: ports.metrics,
+            cometbft_metrics_port: ports.cometbft_metrics,
             ..self
+        }
+    }
+
+    /// The ports these options listen on.
+    pub fn ports(&self) -> Ports {
+        Ports {
+            rpc: self.rpc_port,
+            p2p: self.p2p_port,
+            abci: self.abci_port,
+            web3: self.web3_port,
+            profiler: self.profiler_port,
+            metrics: self.metrics_port,
+            cometbft_metrics: self.cometbft_metrics_port,
         }
     }
 }
@@ -294,21 +300,7 @@ pub fn scratch_dir() -> Result<(tempfile::TempDir, bool)> {
     Ok((dir, on_tmpfs))
 }
 
-/// [`PORT_COUNT`] distinct free ports on 127.0.0.1 (for
-/// [`DevnetOptions::private`]).
-pub fn free_ports() -> Result<Ports> {
-    let listeners = (0..PORT_COUNT)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()
-        .context("cannot bind a free port on 127.0.0.1")?;
-    let mut ports = [0u16; PORT_COUNT];
-    for (port, listener) in ports.iter_mut().zip(&listeners) {
-        *port = listener.local_addr()?.port();
-    }
-    Ok(ports)
-}
-
-/// Runs `start` on free loopback ports ([`free_ports`]). A port is
+/// Runs `start` on free loopback ports ([`Ports::free`]). A port is
 /// free when chosen but another process may bind it first, and then the
 /// processes `start` runs exit at start: such a start is tried again on new
 /// ports, three times in all. `what` names it in the warnings.
@@ -318,7 +310,7 @@ where
 {
     let mut attempt = 1;
     loop {
-        match start(free_ports()?).await {
+        match start(Ports::free()?).await {
             Ok(started) => return Ok(started),
             Err(e) if attempt < 3 => {
                 tracing::warn!("{what} start, attempt {attempt}: {e:#}; trying new ports");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::{wait_until, TestNet};
 use alloy_primitives::{Address, Bytes, U256};
-use feth::devnet::{free_ports, Devnet, DevnetOptions, DevnetState};
+use feth::devnet::{Devnet, DevnetOptions, DevnetState, Ports};
 use feth::eth::{EthClient, RpcError};
 use feth::sign::{self, Fee, TxRequest};
 use secp256k1::SecretKey;
@@ -347,7 +347,7 @@ async fn sigkill_of_cometbft_loses_nothing_committed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_start_stops_what_it_started() {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = DevnetOptions::private(dir.path(), free_ports().unwrap());
+    let mut opts = DevnetOptions::private(dir.path(), Ports::free().unwrap());
     opts.set = vec!["mempool.size=-1".to_string()];
     opts.wait = 20;
     let error = Devnet::start(opts)

@@ -40,7 +40,8 @@ impl GethDev {
             geth.display()
         );
         for attempt in 1..=3 {
-            let [http, auth, ..] = feth::devnet::free_ports().unwrap();
+            let ports = feth::devnet::free_ports(2).unwrap();
+            let (http, auth) = (ports[0], ports[1]);
             let dir = tempfile::tempdir().unwrap();
             let log = std::fs::File::create(dir.path().join("geth.log")).unwrap();
             let child = Command::new(&geth)

@@ -43,21 +43,13 @@ fn jenkins_stages() -> Vec<String> {
     stages
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Pipeline {
     env: BTreeMap<&'static str, String>,
 }
 
 impl Pipeline {
     fn new(out: &Path) -> Self {
-        let ports = feth::devnet::free_ports().unwrap();
+        let ports = feth::devnet::Ports::free().unwrap();
         let abcid = feth::devnet::tools::abcid().unwrap();
         let mut env = BTreeMap::new();
         let path = |p: PathBuf| p.display().to_string();
@@ -68,20 +60,17 @@ impl Pipeline {
         env.insert("BASELINE_DIR", path(out.join("baseline")));
         env.insert("BASELINE_COPY", path(out.join("copied")));
         for (name, port) in [
-            "RPC_PORT",
-            "P2P_PORT",
-            "ABCI_PORT",
-            "WEB3_PORT",
-            "PROFILER_PORT",
-            "METRICS_PORT",
-            "COMETBFT_METRICS_PORT",
-        ]
-        .into_iter()
-        .zip(ports)
-        {
+            ("RPC_PORT", ports.rpc),
+            ("P2P_PORT", ports.p2p),
+            ("ABCI_PORT", ports.abci),
+            ("WEB3_PORT", ports.web3),
+            ("PROFILER_PORT", ports.profiler),
+            ("METRICS_PORT", ports.metrics),
+            ("COMETBFT_METRICS_PORT", ports.cometbft_metrics),
+        ] {
             env.insert(name, port.to_string());
         }
-        env.insert("REDIS_PORT", free_port().to_string());
+        env.insert("REDIS_PORT", feth::devnet::free_port().unwrap().to_string());
         for (k, v) in [
             ("BLOCK_TIME", "300ms"),
             ("SENDERS", "40"),

@@ -2,7 +2,6 @@
 //! free 127.0.0.1 ports in temp dirs, stopped by PID on drop.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,13 +10,9 @@ use feth_etl::ingest::{IngestConfig, Outcome};
 use feth_etl::local_redis::LocalRedis;
 use feth_etl::stats::{StatsQuery, StatsReport};
 
-/// A free TCP port on 127.0.0.1.
+/// A free TCP port on 127.0.0.1 ([`feth_etl::local_redis::free_port`]).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+    feth_etl::local_redis::free_port().expect("a free port on 127.0.0.1")
 }
 
 /// The workspace root.

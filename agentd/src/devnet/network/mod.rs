@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::links::LinkShape;
 use super::toxiproxy::{self, Toxiproxy};
-use super::{config, process, tools, DevnetOptions, DevnetState, Ports, PORT_COUNT};
+use super::{config, free_ports, process, tools, DevnetOptions, DevnetState, Ports};
 use crate::keys;
 
 /// Whether a node votes.
@@ -243,51 +243,17 @@ fn node_names(validators: usize, full_nodes: usize) -> Vec<(String, NodeRole)> {
     v.chain(f).collect()
 }
 
-/// `n` distinct free ports on 127.0.0.1.
-fn free_ports(n: usize) -> Result<Vec<u16>> {
-    let listeners = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()
-        .context("cannot bind a free port on 127.0.0.1")?;
-    listeners
-        .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
-}
-
 /// The ports of node `k` (see [`DevnetOptions::with_ports`]).
 fn node_ports(opts: &NetworkOptions, k: usize, free: &mut Vec<u16>) -> Result<Ports> {
-    let o = &opts.node;
-    let base: Ports = [
-        o.rpc_port,
-        o.p2p_port,
-        o.abci_port,
-        o.web3_port,
-        o.profiler_port,
-        o.metrics_port,
-        o.cometbft_metrics_port,
-    ];
     match opts.ports {
-        PortPlan::Free => {
-            let mut out = [0u16; PORT_COUNT];
-            for p in &mut out {
-                *p = free.pop().context("ran out of free ports")?;
-            }
-            Ok(out)
-        }
-        PortPlan::Stride(stride) => {
-            let mut out = [0u16; PORT_COUNT];
-            for (p, b) in out.iter_mut().zip(base) {
-                *p = u16::try_from(k)
-                    .ok()
-                    .and_then(|k| k.checked_mul(stride))
-                    .and_then(|off| b.checked_add(off))
-                    .with_context(|| {
-                        format!("node {k}'s ports run past 65535; use lower ports or fewer nodes")
-                    })?;
-            }
-            Ok(out)
-        }
+        PortPlan::Free => Ports::take(free),
+        PortPlan::Stride(stride) => u16::try_from(k)
+            .ok()
+            .and_then(|k| k.checked_mul(stride))
+            .and_then(|by| opts.node.ports().offset(by))
+            .with_context(|| {
+                format!("node {k}'s ports run past 65535; use lower ports or fewer nodes")
+            }),
     }
 }
 
@@ -336,7 +302,7 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     let toxiproxy = tools::toxiproxy(true)?;
     let names = node_names(opts.validators, opts.full_nodes);
     let n = names.len();
-    let mut free = free_ports(PORT_COUNT * n + n * (n - 1) + 1)?;
+    let mut free = free_ports(Ports::COUNT * n + n * (n - 1) + 1)?;
     let abcid_metrics = tools::abcid_has_flag(&abcid, "--metrics");
     let root = keys::random_key();
     let root_hex = keys::key_hex(&root);

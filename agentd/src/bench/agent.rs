@@ -332,6 +332,66 @@ pub async fn steady(sink_url: &str, accounts: usize, rate: f64, seconds: f64) ->
     })
 }
 
+impl AgentBench {
+    /// Writes the summary `feth bench` prints.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mib = |b: u64| b as f64 / 1_048_576.0;
+        writeln!(
+            out,
+            "raw libsecp256k1 signing   {:>10.0} signatures per CPU-second (one thread)",
+            self.raw_signs_per_cpu_second
+        )?;
+        writeln!(
+            out,
+            "agent                      {:>10.0} tx per CPU-second ({:.2} CPU-s per 10,000 tx)",
+            self.txs_per_cpu_second, self.cpu_seconds_per_10k
+        )?;
+        writeln!(
+            out,
+            "ratio agent / raw signing  {:>10.2}  (target ≥ 0.60)",
+            self.ratio
+        )?;
+        writeln!(
+            out,
+            "agent wall throughput      {:>10.0} tx/s ({} tx in {:.2} s, {} per request)",
+            self.txs_per_second, self.txs, self.wall_seconds, self.batch
+        )?;
+        let (c, f) = (&self.completed_run, &self.in_flight_run);
+        writeln!(
+            out,
+            "memory (RSS)               {:.0} MiB at start, {:.0} MiB with {} accounts loaded",
+            mib(c.rss_start),
+            mib(c.rss_loaded),
+            self.accounts,
+        )?;
+        let st = &self.steady_run;
+        writeln!(
+            out,
+            "  per completed tx         {:>10.1} B  (RSS {:.1} → {:.1} MiB over {} tx included at {:.0} tx/s, in the second half of a {:.0} s run)",
+            self.rss_per_completed_tx,
+            mib(st.rss_early),
+            mib(st.rss_late),
+            st.completed_between,
+            st.rate,
+            st.seconds
+        )?;
+        writeln!(
+            out,
+            "  closed-loop run          {:>10.1} MiB peak growth over {} included tx (holds the hashes of the last {:.0} s)",
+            mib(c.rss_peak.saturating_sub(c.rss_loaded)),
+            c.completed,
+            crate::load::ledger::RECENT
+        )?;
+        writeln!(
+            out,
+            "  per tx in flight         {:>10.1} B  (peak growth {:.1} MiB with up to {} tx in flight, none included)",
+            self.rss_per_in_flight_tx,
+            mib(f.rss_peak.saturating_sub(f.rss_loaded)),
+            f.peak_in_flight
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

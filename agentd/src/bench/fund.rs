@@ -105,3 +105,59 @@ async fn gas_used(client: &EthClient, from: u64, to: u64) -> Result<(u64, u64)> 
     }
     Ok((gas, limit))
 }
+
+impl FundBench {
+    /// Writes the summary `feth bench` prints.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "funded       {} fresh accounts via {} in {:.1} s: {:.0} accounts/s",
+            self.accounts, self.via, self.seconds, self.accounts_per_second
+        )?;
+        writeln!(
+            out,
+            "chain        {} root transaction(s) in {} blocks, {:.0} gas per account",
+            self.root_txs, self.blocks, self.gas_per_account
+        )?;
+        writeln!(
+            out,
+            "conditions   devnet timeout_commit {}, block gas limit {}, {}",
+            self.timeout_commit,
+            self.block_gas_limit,
+            if self.on_tmpfs { "on tmpfs" } else { "on disk" }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_the_rate_the_chain_and_the_conditions() {
+        let r = FundBench {
+            accounts: 1000,
+            via: "batches".to_string(),
+            seconds: 4.0,
+            accounts_per_second: 250.0,
+            root_txs: 4,
+            blocks: 9,
+            gas_per_account: 27_000.4,
+            timeout_commit: "300ms".to_string(),
+            block_gas_limit: 150_000_000,
+            on_tmpfs: true,
+        };
+        let mut out = Vec::new();
+        r.write_summary(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "funded       1000 fresh accounts via batches in 4.0 s: 250 accounts/s",
+                "chain        4 root transaction(s) in 9 blocks, 27000 gas per account",
+                "conditions   devnet timeout_commit 300ms, block gas limit 150000000, on tmpfs",
+            ]
+        );
+    }
+}

@@ -402,6 +402,78 @@ impl NodeCpu {
     }
 }
 
+impl ProfilerBench {
+    /// Writes the summary `feth bench` prints.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let a = &self.armed;
+        writeln!(
+            out,
+            "armed vs disarmed, one live node, {} ABBA pairs of {} s windows{}:",
+            a.tps_ratio.pairs,
+            self.plan.window_secs,
+            if self.on_tmpfs { ", on tmpfs" } else { "" }
+        )?;
+        writeln!(
+            out,
+            "  committed tx/s       disarmed {:.1}   armed {:.1}",
+            a.baseline_tps, a.treated_tps
+        )?;
+        writeln!(
+            out,
+            "  armed / disarmed     {}   target ≥ 0.97: {}",
+            a.tps_ratio.describe(),
+            a.tps_ratio.verdict_at_least(0.97)
+        )?;
+        writeln!(
+            out,
+            "  node CPU per tx      armed / disarmed {}",
+            a.cpu_per_tx_ratio.describe()
+        )?;
+        let cost = &self.consensus_cost;
+        writeln!(
+            out,
+            "  consensus thread     {:.1} µs per armed block, wall time (longest call {:.1} µs; {} blocks)",
+            cost.mean_block_us(),
+            cost.max_call_ns as f64 / 1e3,
+            cost.blocks
+        )?;
+        writeln!(
+            out,
+            "  profiler threads     {:.1} % of one core while armed; {:.0} ms in all disarmed windows",
+            self.profiler_threads_core_share_armed * 100.0,
+            self.profiler_threads_cpu_ms_disarmed
+        )?;
+        if let Some(d) = &self.disarmed {
+            writeln!(
+                out,
+                "disarmed vs off (abcid --no-profiler), {} ABBA pairs of restarted {} s rounds:",
+                d.tps_ratio.pairs, self.plan.round_secs
+            )?;
+            writeln!(
+                out,
+                "  committed tx/s       off {:.1}   disarmed {:.1}",
+                d.baseline_tps, d.treated_tps
+            )?;
+            writeln!(
+                out,
+                "  disarmed / off       {}   {}",
+                d.tps_ratio.describe(),
+                match (d.tps_ratio.pairs, d.tps_ratio.holds(1.0)) {
+                    (1, _) => "one pair: no verdict",
+                    (_, true) => "indistinguishable from 1",
+                    (_, false) => "differs from 1",
+                }
+            )?;
+            writeln!(
+                out,
+                "  node CPU per tx      disarmed / off {}",
+                d.cpu_per_tx_ratio.describe()
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

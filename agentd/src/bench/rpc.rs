@@ -605,6 +605,71 @@ fn figures(specs: &[QuerySpec], windows: &[Measured]) -> Result<Vec<QueryFigures
         .collect()
 }
 
+impl RpcBench {
+    /// Writes the summary `feth bench` prints.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let p = &self.plan;
+        writeln!(
+            out,
+            "conditions   {}; block gas limit {}, timeout_commit {}, {} CPUs, {}",
+            self.client_version,
+            p.block_gas_limit,
+            p.timeout_commit,
+            self.cpus,
+            if self.on_tmpfs {
+                "devnet on tmpfs"
+            } else {
+                "devnet on disk"
+            }
+        )?;
+        writeln!(
+            out,
+            "chain        blocks {}..={} of ERC-20 load ({} tx, {:.1} tx per block), built in {:.0} s",
+            self.range_from,
+            self.range_to,
+            self.range_txs,
+            self.range_txs as f64 / (self.range_to - self.range_from + 1) as f64,
+            self.build_seconds
+        )?;
+        writeln!(
+            out,
+            "big block    {} holds {} transactions",
+            self.big_block, self.big_block_txs
+        )?;
+        let tps: Vec<f64> = self.windows.iter().filter_map(|w| w.load_tps).collect();
+        writeln!(
+            out,
+            "windows      {} ABBA pairs, {} calls of each query per window; load: closed-loop ERC-20 from {} senders, {:.0} committed tx/s on average",
+            p.pairs,
+            p.calls,
+            p.accounts,
+            tps.iter().sum::<f64>() / tps.len().max(1) as f64
+        )?;
+        for q in &self.queries {
+            let s = &q.spec;
+            let what = match s.query {
+                Query::SelectiveLogs => "eth_getLogs, one holder's Transfer topic",
+                Query::WideLogs => "eth_getLogs, every Transfer of the token",
+                Query::BigBlockReceipts => "eth_getBlockReceipts of the big block",
+            };
+            writeln!(
+                out,
+                "{what}: {} block(s), {} result(s)",
+                s.blocks, s.results
+            )?;
+            for (mode, l) in [("idle", &q.idle_ms), ("loaded", &q.loaded_ms)] {
+                writeln!(
+                    out,
+                    "  {mode:<7} p50 {:>8.1} ms  p90 {:>8.1} ms  p99 {:>8.1} ms",
+                    l.p50, l.p90, l.p99
+                )?;
+            }
+            writeln!(out, "  loaded / idle p50  {}", q.p50_ratio.describe())?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

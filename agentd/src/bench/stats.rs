@@ -19,6 +19,17 @@ pub struct RatioEstimate {
 }
 
 impl RatioEstimate {
+    /// Whether the ratio meets `floor`: at 95 % confidence, by its mean only, or not.
+    pub fn verdict_at_least(&self, floor: f64) -> &'static str {
+        if self.surely_at_least(floor) {
+            "met (whole 95 % CI above)"
+        } else if self.mean >= floor {
+            "mean meets it, CI reaches below"
+        } else {
+            "NOT met"
+        }
+    }
+
     /// Estimates the mean of `ratios` (one per pair); `None` without ratios.
     pub fn of(ratios: &[f64]) -> Option<Self> {
         let (mean, half) = mean_and_half_width(ratios)?;
@@ -124,6 +135,18 @@ fn t95(df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::{median, t95, MeanEstimate, RatioEstimate};
+
+    #[test]
+    fn a_floor_is_met_only_when_the_whole_interval_is_above_it() {
+        let tight = RatioEstimate::of(&[0.99, 1.0, 1.01, 1.0]).unwrap();
+        assert_eq!(tight.verdict_at_least(0.97), "met (whole 95 % CI above)");
+        let wide = RatioEstimate::of(&[0.90, 1.10, 0.95, 1.05]).unwrap();
+        assert_eq!(
+            wide.verdict_at_least(0.97),
+            "mean meets it, CI reaches below"
+        );
+        assert_eq!(tight.verdict_at_least(1.05), "NOT met");
+    }
 
     #[test]
     fn the_interval_holds_the_mean_and_narrows_with_more_pairs() {

@@ -196,6 +196,62 @@ fn hottest_share(plan: &ZipfBenchPlan) -> f64 {
     }
 }
 
+impl ZipfBench {
+    /// Writes the summary `feth bench` prints.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let p = &self.plan;
+        writeln!(
+            out,
+            "committed    {:.1} tx/s over the {:.0} s sending window (by block header time), {:.1} % of the {:.0} tx/s offered",
+            self.committed_tps,
+            p.duration_secs,
+            self.committed_share * 100.0,
+            p.rate
+        )?;
+        writeln!(
+            out,
+            "             {:.1} tx/s over the window and the drain, by the agent's clock (a floor)",
+            self.committed_tps_with_drain
+        )?;
+        writeln!(
+            out,
+            "latency      p99 {:.0} ms = {:.2} blocks of {:.0} ms (intended send → block seen; to header time: {:.0} ms)",
+            self.p99_ms, self.p99_blocks, self.block_ms, self.p99_header_ms
+        )?;
+        writeln!(
+            out,
+            "drain tail   {} transaction(s) with a header time after the window; all seen included {:.1} s after it ended",
+            self.drain_txs, self.drain_secs
+        )?;
+        let [signed, included, rejected, unresolved] = self.totals;
+        writeln!(
+            out,
+            "totals       {signed} signed = {included} included + {rejected} rejected + {unresolved} unresolved; hottest sender's share {:.1} %",
+            self.hottest_share * 100.0
+        )?;
+        if let Some(limited) = &self.agent_limited {
+            writeln!(
+                out,
+                "WARNING      the agent, not the chain, limited the offered rate: {}",
+                limited.reason
+            )?;
+        }
+        writeln!(
+            out,
+            "conditions   {} senders, --accounts {}, --per-sender {}, --per-request {}; {}; timeout_commit {}, block gas limit {}, {} CPUs shared by agent and node, {}",
+            p.senders,
+            p.accounts,
+            p.per_sender,
+            p.per_request,
+            self.client_version,
+            p.timeout_commit,
+            p.block_gas_limit,
+            self.cpus,
+            if self.on_tmpfs { "devnet on tmpfs" } else { "devnet on disk" }
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

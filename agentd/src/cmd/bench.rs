@@ -1,7 +1,6 @@
 //! `feth bench agent` (and the sink it runs against), `feth bench fund`,
 //! `feth bench profiler`, `feth bench rpc` and `feth bench zipf`.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -346,21 +345,21 @@ pub async fn run(command: BenchCommand) -> Result<()> {
         What::Profiler(args) => {
             let json = args.json;
             let r = bench::profiler(args.plan()).await?;
-            emit(json, &r, |out| print_profiler_bench(out, &r))
+            emit(json, &r, |out| r.write_summary(out))
         }
         What::Rpc(args) => {
             let json = args.json;
             let r = bench::rpc(args.plan()).await?;
-            emit(json, &r, |out| print_rpc_bench(out, &r))
+            emit(json, &r, |out| r.write_summary(out))
         }
         What::Zipf(args) => {
             let r = bench::zipf(args.plan()?).await?;
-            emit(args.json, &r, |out| print_zipf_bench(out, &r))
+            emit(args.json, &r, |out| r.write_summary(out))
         }
         What::Fund(args) => {
             let json = args.json;
             let r = bench::fund(args.plan()).await?;
-            emit(json, &r, |out| print_fund_bench(out, &r))
+            emit(json, &r, |out| r.write_summary(out))
         }
         What::Agent(args) => {
             let raw = bench::raw_sign_rate(20_000);
@@ -374,7 +373,7 @@ pub async fn run(command: BenchCommand) -> Result<()> {
                 [completed, in_flight],
                 steady,
             );
-            emit(args.json, &r, |out| print_agent_bench(out, &r))
+            emit(args.json, &r, |out| r.write_summary(out))
         }
     }
 }
@@ -427,276 +426,4 @@ async fn start_sink(include: bool) -> Result<(String, Child)> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok((format!("http://127.0.0.1:{port}"), sink))
-}
-
-fn print_agent_bench(out: &mut dyn Write, r: &bench::AgentBench) -> std::io::Result<()> {
-    let mib = |b: u64| b as f64 / 1_048_576.0;
-    writeln!(
-        out,
-        "raw libsecp256k1 signing   {:>10.0} signatures per CPU-second (one thread)",
-        r.raw_signs_per_cpu_second
-    )?;
-    writeln!(
-        out,
-        "agent                      {:>10.0} tx per CPU-second ({:.2} CPU-s per 10,000 tx)",
-        r.txs_per_cpu_second, r.cpu_seconds_per_10k
-    )?;
-    writeln!(
-        out,
-        "ratio agent / raw signing  {:>10.2}  (target ≥ 0.60)",
-        r.ratio
-    )?;
-    writeln!(
-        out,
-        "agent wall throughput      {:>10.0} tx/s ({} tx in {:.2} s, {} per request)",
-        r.txs_per_second, r.txs, r.wall_seconds, r.batch
-    )?;
-    let (c, f) = (&r.completed_run, &r.in_flight_run);
-    writeln!(
-        out,
-        "memory (RSS)               {:.0} MiB at start, {:.0} MiB with {} accounts loaded",
-        mib(c.rss_start),
-        mib(c.rss_loaded),
-        r.accounts,
-    )?;
-    let st = &r.steady_run;
-    writeln!(
-        out,
-        "  per completed tx         {:>10.1} B  (RSS {:.1} → {:.1} MiB over {} tx included at {:.0} tx/s, in the second half of a {:.0} s run)",
-        r.rss_per_completed_tx,
-        mib(st.rss_early),
-        mib(st.rss_late),
-        st.completed_between,
-        st.rate,
-        st.seconds
-    )?;
-    writeln!(
-        out,
-        "  closed-loop run          {:>10.1} MiB peak growth over {} included tx (holds the hashes of the last {:.0} s)",
-        mib(c.rss_peak.saturating_sub(c.rss_loaded)),
-        c.completed,
-        crate::load::ledger::RECENT
-    )?;
-    writeln!(
-        out,
-        "  per tx in flight         {:>10.1} B  (peak growth {:.1} MiB with up to {} tx in flight, none included)",
-        r.rss_per_in_flight_tx,
-        mib(f.rss_peak.saturating_sub(f.rss_loaded)),
-        f.peak_in_flight
-    )
-}
-
-fn print_profiler_bench(out: &mut dyn Write, r: &bench::ProfilerBench) -> std::io::Result<()> {
-    let a = &r.armed;
-    writeln!(
-        out,
-        "armed vs disarmed, one live node, {} ABBA pairs of {} s windows{}:",
-        a.tps_ratio.pairs,
-        r.plan.window_secs,
-        if r.on_tmpfs { ", on tmpfs" } else { "" }
-    )?;
-    writeln!(
-        out,
-        "  committed tx/s       disarmed {:.1}   armed {:.1}",
-        a.baseline_tps, a.treated_tps
-    )?;
-    writeln!(
-        out,
-        "  armed / disarmed     {}   target ≥ 0.97: {}",
-        a.tps_ratio.describe(),
-        verdict_at_least(&a.tps_ratio, 0.97)
-    )?;
-    writeln!(
-        out,
-        "  node CPU per tx      armed / disarmed {}",
-        a.cpu_per_tx_ratio.describe()
-    )?;
-    let cost = &r.consensus_cost;
-    writeln!(
-        out,
-        "  consensus thread     {:.1} µs per armed block, wall time (longest call {:.1} µs; {} blocks)",
-        cost.mean_block_us(),
-        cost.max_call_ns as f64 / 1e3,
-        cost.blocks
-    )?;
-    writeln!(
-        out,
-        "  profiler threads     {:.1} % of one core while armed; {:.0} ms in all disarmed windows",
-        r.profiler_threads_core_share_armed * 100.0,
-        r.profiler_threads_cpu_ms_disarmed
-    )?;
-    if let Some(d) = &r.disarmed {
-        writeln!(
-            out,
-            "disarmed vs off (abcid --no-profiler), {} ABBA pairs of restarted {} s rounds:",
-            d.tps_ratio.pairs, r.plan.round_secs
-        )?;
-        writeln!(
-            out,
-            "  committed tx/s       off {:.1}   disarmed {:.1}",
-            d.baseline_tps, d.treated_tps
-        )?;
-        writeln!(
-            out,
-            "  disarmed / off       {}   {}",
-            d.tps_ratio.describe(),
-            match (d.tps_ratio.pairs, d.tps_ratio.holds(1.0)) {
-                (1, _) => "one pair: no verdict",
-                (_, true) => "indistinguishable from 1",
-                (_, false) => "differs from 1",
-            }
-        )?;
-        writeln!(
-            out,
-            "  node CPU per tx      disarmed / off {}",
-            d.cpu_per_tx_ratio.describe()
-        )?;
-    }
-    Ok(())
-}
-
-/// Whether a ratio meets a floor: at 95 % confidence, by its mean only, or not.
-fn verdict_at_least(r: &bench::RatioEstimate, floor: f64) -> &'static str {
-    if r.surely_at_least(floor) {
-        "met (whole 95 % CI above)"
-    } else if r.mean >= floor {
-        "mean meets it, CI reaches below"
-    } else {
-        "NOT met"
-    }
-}
-
-fn print_zipf_bench(out: &mut dyn Write, r: &bench::ZipfBench) -> std::io::Result<()> {
-    let p = &r.plan;
-    writeln!(
-        out,
-        "committed    {:.1} tx/s over the {:.0} s sending window (by block header time), {:.1} % of the {:.0} tx/s offered",
-        r.committed_tps,
-        p.duration_secs,
-        r.committed_share * 100.0,
-        p.rate
-    )?;
-    writeln!(
-        out,
-        "             {:.1} tx/s over the window and the drain, by the agent's clock (a floor)",
-        r.committed_tps_with_drain
-    )?;
-    writeln!(
-        out,
-        "latency      p99 {:.0} ms = {:.2} blocks of {:.0} ms (intended send → block seen; to header time: {:.0} ms)",
-        r.p99_ms, r.p99_blocks, r.block_ms, r.p99_header_ms
-    )?;
-    writeln!(
-        out,
-        "drain tail   {} transaction(s) with a header time after the window; all seen included {:.1} s after it ended",
-        r.drain_txs, r.drain_secs
-    )?;
-    let [signed, included, rejected, unresolved] = r.totals;
-    writeln!(
-        out,
-        "totals       {signed} signed = {included} included + {rejected} rejected + {unresolved} unresolved; hottest sender's share {:.1} %",
-        r.hottest_share * 100.0
-    )?;
-    if let Some(limited) = &r.agent_limited {
-        writeln!(
-            out,
-            "WARNING      the agent, not the chain, limited the offered rate: {}",
-            limited.reason
-        )?;
-    }
-    writeln!(
-        out,
-        "conditions   {} senders, --accounts {}, --per-sender {}, --per-request {}; {}; timeout_commit {}, block gas limit {}, {} CPUs shared by agent and node, {}",
-        p.senders,
-        p.accounts,
-        p.per_sender,
-        p.per_request,
-        r.client_version,
-        p.timeout_commit,
-        p.block_gas_limit,
-        r.cpus,
-        if r.on_tmpfs { "devnet on tmpfs" } else { "devnet on disk" }
-    )
-}
-
-fn print_fund_bench(out: &mut dyn Write, r: &bench::FundBench) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "funded       {} fresh accounts via {} in {:.1} s: {:.0} accounts/s",
-        r.accounts, r.via, r.seconds, r.accounts_per_second
-    )?;
-    writeln!(
-        out,
-        "chain        {} root transaction(s) in {} blocks, {:.0} gas per account",
-        r.root_txs, r.blocks, r.gas_per_account
-    )?;
-    writeln!(
-        out,
-        "conditions   devnet timeout_commit {}, block gas limit {}, {}",
-        r.timeout_commit,
-        r.block_gas_limit,
-        if r.on_tmpfs { "on tmpfs" } else { "on disk" }
-    )
-}
-
-fn print_rpc_bench(out: &mut dyn Write, r: &bench::RpcBench) -> std::io::Result<()> {
-    let p = &r.plan;
-    writeln!(
-        out,
-        "conditions   {}; block gas limit {}, timeout_commit {}, {} CPUs, {}",
-        r.client_version,
-        p.block_gas_limit,
-        p.timeout_commit,
-        r.cpus,
-        if r.on_tmpfs {
-            "devnet on tmpfs"
-        } else {
-            "devnet on disk"
-        }
-    )?;
-    writeln!(
-        out,
-        "chain        blocks {}..={} of ERC-20 load ({} tx, {:.1} tx per block), built in {:.0} s",
-        r.range_from,
-        r.range_to,
-        r.range_txs,
-        r.range_txs as f64 / (r.range_to - r.range_from + 1) as f64,
-        r.build_seconds
-    )?;
-    writeln!(
-        out,
-        "big block    {} holds {} transactions",
-        r.big_block, r.big_block_txs
-    )?;
-    let tps: Vec<f64> = r.windows.iter().filter_map(|w| w.load_tps).collect();
-    writeln!(
-        out,
-        "windows      {} ABBA pairs, {} calls of each query per window; load: closed-loop ERC-20 from {} senders, {:.0} committed tx/s on average",
-        p.pairs,
-        p.calls,
-        p.accounts,
-        tps.iter().sum::<f64>() / tps.len().max(1) as f64
-    )?;
-    for q in &r.queries {
-        let s = &q.spec;
-        let what = match s.query {
-            bench::rpc::Query::SelectiveLogs => "eth_getLogs, one holder's Transfer topic",
-            bench::rpc::Query::WideLogs => "eth_getLogs, every Transfer of the token",
-            bench::rpc::Query::BigBlockReceipts => "eth_getBlockReceipts of the big block",
-        };
-        writeln!(
-            out,
-            "{what}: {} block(s), {} result(s)",
-            s.blocks, s.results
-        )?;
-        for (mode, l) in [("idle", &q.idle_ms), ("loaded", &q.loaded_ms)] {
-            writeln!(
-                out,
-                "  {mode:<7} p50 {:>8.1} ms  p90 {:>8.1} ms  p99 {:>8.1} ms",
-                l.p50, l.p90, l.p99
-            )?;
-        }
-        writeln!(out, "  loaded / idle p50  {}", q.p50_ratio.describe())?;
-    }
-    Ok(())
 }

@@ -2,7 +2,8 @@
 # The main job end to end on a local devnet: start it, fund accounts from the
 # root key, load it and read committed TPS from the chain, profile blocks under
 # load, ingest the node's logs into Redis and answer block-time questions,
-# stop everything. Uses the release binaries `make demo` built.
+# write the run's report, stop everything, and end with a quick before/after
+# of abcid's patches. Uses the release binaries `make demo` built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 feth="$PWD/target/release/feth"
@@ -53,3 +54,15 @@ done
 
 echo; echo "reports: $dir/report/report.html (open it in a browser), $dir/report/summary.md,"
 echo "         $dir/load.json, flamegraphs in $dir/flamegraphs/, logs in $dir/logs/"
+
+# The question the toolkit answers: is the chain faster after a change, by
+# how much, and is that more than noise? Quick mode (a few minutes on two
+# cores): the fewest rounds a verdict needs, short windows, no kvstore
+# reference and no profiles; the demo's devnet is stopped first so the
+# compare's own devnets have the machine.
+echo; echo "== feth compare: before/after, abcid without patches against all of them (quick mode)"
+"$feth" devnet down --dir "$dir" >/dev/null
+"$feth" compare --ladder none,all --rounds 5 --seconds 3 --senders 100 \
+  --step-secs 2 --warmup-secs 1 --no-reference --profile-blocks 0 \
+  --out "$dir/compare" --json > "$dir/compare.json"
+echo "compare: $dir/compare.json (\`feth report $dir/compare.json\` draws its page)"

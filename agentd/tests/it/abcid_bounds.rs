@@ -1,9 +1,11 @@
 //! abcid's web3 server on a real devnet: CometBFT's mempool as `txpool_*`,
 //! and bounded work: a batch over the limit and an oversized body get clear
 //! errors, blocks keep coming while the RPC is hammered with log and
-//! receipt queries, and `eth_feeHistory` bodies up to the body limit keep
+//! receipt queries (and every client is answered), and `eth_feeHistory` bodies up to the body limit keep
 //! abcid's peak RSS bounded.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{wait_until, TestNet};
@@ -134,51 +136,60 @@ async fn oversized_requests_are_refused_and_blocks_go_on_under_heavy_queries() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 
     // Sixteen clients asking for every log, the latest receipts and full
-    // blocks as fast as they can for 5 s: blocks keep coming.
+    // blocks as fast as they can until the chain has gone 5 blocks on:
+    // blocks keep coming and every client is answered. How many blocks and
+    // answers a second is the machine's figure, printed only.
     let client = net.client();
     let before = client.block_number().await.unwrap();
     let started = Instant::now();
-    let hammer = (0..16).map(|i| {
-        let web3 = web3.clone();
-        tokio::spawn(async move {
-            let http = reqwest::Client::new();
-            let mut answered = 0u64;
-            while started.elapsed() < Duration::from_secs(5) {
-                let (method, params) = match i % 3 {
-                    0 => ("eth_getLogs", json!([{"fromBlock": "earliest"}])),
-                    1 => ("eth_getBlockReceipts", json!(["latest"])),
-                    _ => ("eth_getBlockByNumber", json!(["latest", true])),
-                };
-                let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-                let answer: Value = http
-                    .post(&web3)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                assert!(answer.get("result").is_some(), "{method}: {answer}");
-                answered += 1;
-            }
-            answered
+    let stop = Arc::new(AtomicBool::new(false));
+    let hammer: Vec<_> = (0..16)
+        .map(|i| {
+            let (web3, stop) = (web3.clone(), stop.clone());
+            tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                let mut answered = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let (method, params) = match i % 3 {
+                        0 => ("eth_getLogs", json!([{"fromBlock": "earliest"}])),
+                        1 => ("eth_getBlockReceipts", json!(["latest"])),
+                        _ => ("eth_getBlockByNumber", json!(["latest", true])),
+                    };
+                    let body =
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+                    let answer: Value = http
+                        .post(&web3)
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    assert!(answer.get("result").is_some(), "{method}: {answer}");
+                    answered += 1;
+                }
+                answered
+            })
         })
-    });
-    let answered: u64 = futures::future::join_all(hammer)
+        .collect();
+    wait_until(
+        "5 blocks while the RPC is hammered",
+        Duration::from_secs(120),
+        || async { client.block_number().await.unwrap() >= before + 5 },
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let answered: Vec<u64> = futures::future::join_all(hammer)
         .await
         .into_iter()
         .map(|r| r.unwrap())
-        .sum();
-    let after = client.block_number().await.unwrap();
-    let seconds = started.elapsed().as_secs_f64();
-    // 300 ms between blocks plus consensus: about 12 in 5 s when idle.
-    assert!(
-        after - before >= 5,
-        "only {} blocks in {seconds:.1} s while {answered} heavy queries were answered",
-        after - before
+        .collect();
+    eprintln!(
+        "5 blocks in {:.1} s while {answered:?} heavy queries were answered",
+        started.elapsed().as_secs_f64()
     );
-    assert!(answered > 100, "{answered} queries answered");
+    assert!(answered.iter().all(|&n| n > 0), "{answered:?}");
 }
 
 /// abcid's peak resident memory (`VmHWM`), in bytes.

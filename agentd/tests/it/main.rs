@@ -1,7 +1,7 @@
 //! feth's integration tests: one binary, most modules a real devnet scenario
 //! (CometBFT + abcid on free loopback ports in a temporary folder), others
-//! the `feth` binary on files (`compare_gate`) or a tool CI relies on
-//! (`jenkinsfile`).
+//! the `feth` binary on files (`compare_gate`), a tool CI relies on
+//! (`jenkinsfile`) or the flags the docs name (`docs_flags`).
 
 mod abcid_bounds;
 mod abcid_faults;
@@ -14,6 +14,7 @@ mod compare_run;
 mod deploy_manifests;
 mod devnet_network;
 mod devnet_nodes;
+mod docs_flags;
 mod etl_devnet;
 mod fees;
 mod fund;

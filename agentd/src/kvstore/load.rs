@@ -16,8 +16,9 @@ use serde::Serialize;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::schedule::{BusyClock, Schedule};
+use super::schedule::Schedule;
 use super::wire::{self, Verdicts, MAX_BATCH};
+use crate::load::slots::BusyClock;
 use crate::sync::lock;
 
 /// What to send.

@@ -37,7 +37,7 @@
 //!   transaction leaves its nonce to the sender's next transaction.
 //! - With refills on ([`EngineConfig::refill`]), `insufficient funds` backs
 //!   the sender off ([`STARVED_BACKOFF`]) and resends the same
-//!   transaction once [`super::refill`] has topped it up; otherwise it is a
+//!   transaction once the refill task has topped it up; otherwise it is a
 //!   rejection.
 //! - What was submitted is kept in the [`Ledger`] only while in flight.
 

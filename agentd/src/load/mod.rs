@@ -57,13 +57,13 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use self::engine::{Engine, Snapshot};
-use self::hist::LogHist;
+use self::hist::{Latency, LogHist};
 use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
 use self::plan::{EngineConfig, LoadPlan, Recipients, WorkloadKind, Write};
 use self::prepare::Prepared;
-use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
+use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Second, Totals};
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};

@@ -1,6 +1,7 @@
 //! What the engine needs of a node: its pending nonces and the submission of
 //! signed transactions. [`EthClient`] is the real one; the engine's tests
-//! run against a scripted one ([`super::fake`]).
+//! run against a scripted one (the `fake` module, with the `test-utils`
+//! feature).
 
 use std::future::Future;
 

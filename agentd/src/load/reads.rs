@@ -37,9 +37,9 @@ use serde_json::{json, Value};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::hist::Latency;
 use super::hist::LogHist;
 use super::metrics::LoadMetrics;
-use super::report::Latency;
 use super::tally::{ReadDone, ReadEnd};
 use super::{contracts, erc20};
 use crate::eth::BlockSummary;

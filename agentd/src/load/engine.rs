@@ -41,11 +41,14 @@
 //!   rejection.
 //! - What was submitted is kept in the [`Ledger`] only while in flight.
 
+mod flow;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use self::flow::Flow;
 use super::hist::LogHist;
 use super::ledger::{Ledger, Live, Submission, TxStatus};
 use super::metrics::Retries;
@@ -199,14 +202,11 @@ struct Acct {
     /// Due transactions not yet submitted: intended send time (`None`: as
     /// soon as possible).
     due: VecDeque<Option<Instant>>,
-    /// On its way to a worker: waiting to be signed, ready, or backing off.
-    queued: bool,
+    /// On its way to a worker (waiting to be signed, ready, or backing
+    /// off), and whether a signer thread signs for it.
+    flow: Flow,
     /// Its requests in flight.
     requests: u32,
-    /// A signer thread is signing this account's next transactions.
-    signing: bool,
-    /// The account waits for the signer to queue it for a worker.
-    waiting_sign: bool,
     /// Signed ahead, by nonce.
     presigned: Presigned,
     /// Submitted and not yet settled, in nonce order: in flight, or to resend.
@@ -223,6 +223,22 @@ struct Acct {
 }
 
 impl Acct {
+    /// Checks, in debug builds, what the engine keeps true of an account:
+    /// at most `per_sender` transactions in its window, and holes only
+    /// below its next nonce.
+    fn check(&self, per_sender: usize) {
+        debug_assert!(
+            self.window.len() <= per_sender,
+            "{} in the window, at most {per_sender}",
+            self.window.len()
+        );
+        debug_assert!(
+            self.holes.last().is_none_or(|h| *h < self.next_nonce),
+            "a hole at or above the next nonce {}",
+            self.next_nonce
+        );
+    }
+
     /// The nonces the next `n` new transactions take, in order.
     fn upcoming(&self, n: usize) -> impl Iterator<Item = u64> + '_ {
         self.holes.iter().copied().chain(self.next_nonce..).take(n)
@@ -571,7 +587,7 @@ impl<N: Node> Engine<N> {
             .collect()
     }
 
-    /// Decides how an account just queued (`queued` set) moves forward: to
+    /// Decides how an account just queued ([`Flow::queue`]) moves forward: to
     /// the ready queue when it has transactions to resend or its next one is
     /// signed, else to a signer thread, which queues it once signed. Signing
     /// thus never waits on the send path and every transaction is signed
@@ -582,31 +598,27 @@ impl<N: Node> Engine<N> {
         let signed = acct.upcoming(1).all(|n| acct.presigned.contains(n));
         if acct.has_resends() || acct.due.is_empty() || signed {
             Next::Ready
+        } else if acct.flow.await_signer() {
+            Next::Sign
         } else {
-            acct.waiting_sign = true;
-            if std::mem::replace(&mut acct.signing, true) {
-                Next::Nothing
-            } else {
-                Next::Sign
-            }
+            Next::Nothing
         }
     }
 
     /// With more than one transaction in flight per sender: has the next
     /// due ones signed while the account's requests are in flight.
     fn sign_ahead(&self, acct: &mut Acct) -> Next {
-        if self.per_sender() == 1 || acct.signing || acct.due.is_empty() {
+        if self.per_sender() == 1 || acct.flow.signing() || acct.due.is_empty() {
             return Next::Nothing;
         }
         let room = self.per_sender().saturating_sub(acct.window.len()).max(1);
         let signed = acct
             .upcoming(acct.due.len().min(room))
             .all(|n| acct.presigned.contains(n));
-        if signed {
-            Next::Nothing
-        } else {
-            acct.signing = true;
+        if !signed && acct.flow.sign_ahead() {
             Next::Sign
+        } else {
+            Next::Nothing
         }
     }
 
@@ -619,11 +631,7 @@ impl<N: Node> Engine<N> {
             Next::Sign => {
                 if !self.request_presign(a) {
                     // No signer threads (shutting down): the worker signs inline.
-                    let waiting = {
-                        let mut acct = self.acct(a);
-                        acct.signing = false;
-                        std::mem::take(&mut acct.waiting_sign)
-                    };
+                    let waiting = self.acct(a).flow.signed();
                     if waiting {
                         self.push_ready(a);
                     }
@@ -640,13 +648,13 @@ impl<N: Node> Engine<N> {
             wanted.into_iter().map(|n| (n, self.sign(a, n))).collect();
         let next = {
             let mut acct = self.acct(a);
-            acct.signing = false;
+            let waited = acct.flow.signed();
             for (nonce, tx) in signed {
                 if nonce >= acct.next_nonce || acct.holes.contains(&nonce) {
                     acct.presigned.insert(nonce, tx);
                 }
             }
-            if std::mem::take(&mut acct.waiting_sign) {
+            if waited {
                 Self::advance(&mut acct)
             } else {
                 Next::Nothing
@@ -689,10 +697,10 @@ impl<N: Node> Engine<N> {
             self.max_backlog
                 .fetch_max(acct.due.len() as u64, Ordering::Relaxed);
             self.outstanding.fetch_add(1, Ordering::SeqCst);
-            if acct.queued || acct.window.len() >= self.per_sender() {
+            if acct.flow.queued() || acct.window.len() >= self.per_sender() {
                 self.sign_ahead(&mut acct)
             } else {
-                acct.queued = true;
+                acct.flow.queue();
                 Self::advance(&mut acct)
             }
         };
@@ -731,7 +739,7 @@ impl<N: Node> Engine<N> {
     /// is left for another request queues the account again at once.
     fn take(&self, a: usize, run: &mut Vec<Submitted>) -> Next {
         let mut acct = self.acct(a);
-        acct.queued = false;
+        acct.flow.dequeue();
         if self.stop.load(Ordering::SeqCst) {
             let dropped = acct.due.len() as u64;
             acct.due.clear();
@@ -771,8 +779,9 @@ impl<N: Node> Engine<N> {
             return Next::Nothing;
         }
         acct.requests += 1;
+        acct.check(self.per_sender());
         if self.has_work(&acct) {
-            acct.queued = true;
+            acct.flow.queue();
             match Self::advance(&mut acct) {
                 Next::Ready => Next::ReadyNow,
                 next => next,
@@ -1078,10 +1087,11 @@ impl<N: Node> Engine<N> {
             for c in run {
                 acct.resend(&c.hash);
             }
-            if acct.queued || !self.has_work(&acct) {
+            acct.check(self.per_sender());
+            if acct.flow.queued() || !self.has_work(&acct) {
                 Next::Nothing
             } else {
-                acct.queued = true;
+                acct.flow.queue();
                 match again {
                     Some(Again::Busy) => Next::Later(BUSY_BACKOFF),
                     Some(Again::Timeout) => Next::Later(TIMEOUT_BACKOFF),

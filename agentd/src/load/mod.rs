@@ -42,6 +42,7 @@ pub mod scenario;
 pub mod sidecar;
 pub mod slots;
 pub mod start_at;
+pub mod summary;
 pub mod tally;
 
 use std::collections::BTreeMap;

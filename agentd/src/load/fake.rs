@@ -56,8 +56,6 @@ pub struct Received {
     pub hash: B256,
     /// When it arrived (tokio's clock).
     pub at: Instant,
-    /// Whether the node took it (or held it already).
-    pub taken: bool,
 }
 
 #[derive(Debug, Default)]
@@ -181,7 +179,6 @@ impl FakeNode {
             nonce,
             hash,
             at,
-            taken: result.is_ok(),
         });
         result
     }

@@ -4,11 +4,13 @@
 //! - [`pick`]: sender distribution and rate schedules.
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
 //!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming;
-//!   [`slots`]: how long every request slot was busy.
+//!   [`slots`]: how long every request slot was busy; [`node`]: what the
+//!   engine needs of a node (a scripted one, `fake`, for its tests).
 //! - [`scan`]: reading committed blocks; [`ledger`]: what is in flight;
 //!   [`tally`]: the figures, kept as the run goes in memory bounded by what
 //!   is in flight (plus one row per second and per block); [`report`]: their
-//!   types; [`sidecar`]: the figures streamed to a JSON-lines file.
+//!   types; [`sidecar`]: the figures streamed to a JSON-lines file;
+//!   [`summary`]: the summary printed of a report.
 //! - [`shard`]: `--shard I/N`, one agent's slice of a shared keys file;
 //!   [`start_at`]: agents beginning together; [`merge`]: their reports
 //!   combined, committed figures read once from the chain.

@@ -36,4 +36,5 @@ pub mod shard;
 pub mod sign;
 pub mod sink;
 pub mod stats;
+pub mod sync;
 pub mod units;

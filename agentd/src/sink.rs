@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
 use alloy_primitives::{keccak256, B256};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
@@ -112,7 +113,7 @@ fn answer(body: &[u8], chain: &Shared) -> Value {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}});
     };
-    let mut chain = chain.lock().unwrap_or_else(|e| e.into_inner());
+    let mut chain = lock(chain);
     if let Value::Array(calls) = request {
         return Value::Array(calls.iter().map(|c| one(c, &mut chain)).collect());
     }

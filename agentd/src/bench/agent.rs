@@ -236,9 +236,8 @@ pub async fn agent(
     let running = load::start(settings, senders)
         .await
         .context("agent run against the sink")?;
-    let ledger = running.engine().ledger.clone();
-    let peaks =
-        Peaks::start(move || ledger.lock().unwrap_or_else(|e| e.into_inner()).in_flight() as u64);
+    let engine = running.engine().clone();
+    let peaks = Peaks::start(move || engine.snapshot().in_flight as u64);
     let report = running.finish().await;
     let (rss_peak, peak_in_flight) = peaks.finish();
     let report = report.context("agent run against the sink")?;

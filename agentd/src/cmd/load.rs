@@ -1,7 +1,6 @@
 //! `feth load`: the agent a chain engineer points at a fullnode to learn its
 //! real committed TPS.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,11 +16,10 @@ use crate::load::pick::{AccountDist, RateSchedule};
 use crate::load::plan::{
     LoadPlan, Recipients, WorkloadKind, DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER,
 };
-use crate::load::reads::{ReadMethod, ReadPlan, ReadsReport};
+use crate::load::reads::{ReadMethod, ReadPlan};
 use crate::load::refill::RefillConfig;
 use crate::load::scenario::Scenario;
-use crate::load::tally::TxsPerBlock;
-use crate::load::{self, LoadReport, LoadSettings};
+use crate::load::{self, LoadSettings};
 use crate::shard::Shard;
 use crate::{keys, units};
 
@@ -389,249 +387,13 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
     }
-    emit(args.json, &report, |out| print_summary(out, &report))?;
+    emit(args.json, &report, |out| {
+        load::summary::write_summary(out, &report)
+    })?;
     if report.totals.included == 0 {
         bail!("nothing was included: the run failed (see the rejections above)");
     }
     Ok(())
-}
-
-fn print_summary(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
-    let t = &r.totals;
-    let c = &r.chain;
-    if let (Some(s), Some(k)) = (&r.config.shard, &r.config.keys) {
-        writeln!(
-            out,
-            "shard           {:>10}  {k} of the keys file's {}",
-            s.shard.to_string(),
-            s.keys_in_file
-        )?;
-    }
-    writeln!(
-        out,
-        "committed TPS   {:>10.1}  ours, read from blocks {}..{} over {:.0} s",
-        c.committed_tps, c.first_block, c.last_block, c.seconds
-    )?;
-    writeln!(
-        out,
-        "                {:>10.1}  all transactions in those blocks",
-        c.committed_tps_all
-    )?;
-    writeln!(
-        out,
-        "committed gas/s {:>10}  all transactions' gas in those blocks ({} gas)",
-        units::mgas(c.gas_per_second),
-        c.gas_used
-    )?;
-    if let Some(limited) = &r.agent_limited {
-        writeln!(
-            out,
-            "WARNING         the agent, not the chain, limited the offered rate: the committed TPS above is about the agent, not the chain"
-        )?;
-        writeln!(out, "                {}", limited.reason)?;
-    }
-    if let Some(b) = r.closed_loop_backlog.as_ref().filter(|b| b.growing) {
-        writeln!(
-            out,
-            "WARNING         the node accepted faster than it committed: the backlog (accepted − committed) grew from {} to {} over the second half of sending (+{:.1} tx/s while {:.1} tx/s committed); the committed TPS above is a drain, not a steady state",
-            b.mid, b.end, b.growth_per_second, b.committed_per_second
-        )?;
-        writeln!(
-            out,
-            "                lower the load (fewer senders, or an open loop with --rate) until the backlog stays flat"
-        )?;
-    }
-    writeln!(
-        out,
-        "send rate       {:>10.1}  tx/s submitted over {:.1} s (not a TPS figure)",
-        r.send_rate, r.send_seconds
-    )?;
-    writeln!(
-        out,
-        "agent           {:>10.1}  µs CPU per signed tx; every request slot busy {:.0} % of the time",
-        r.agent_cpu_us_per_tx,
-        r.slots_busy * 100.0
-    )?;
-    match &r.schedule_lag_ms {
-        Some(l) => writeln!(
-            out,
-            "schedule lag    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  ms, first send − intended send",
-            l.p50, l.p90, l.p99, l.max
-        )?,
-        None => writeln!(out, "schedule lag    none: a closed loop has no schedule")?,
-    }
-    print_latency(out, r)?;
-    writeln!(
-        out,
-        "transactions    {} signed = {} included + {} rejected + {} unresolved",
-        t.signed, t.included, t.rejected, t.unresolved
-    )?;
-    writeln!(
-        out,
-        "                {} included succeeded, {} reverted (receipt status 0); {} duplicate submission(s) of a counted hash folded",
-        t.included - t.reverted,
-        t.reverted,
-        t.duplicates_folded
-    )?;
-    if r.sent_by_kind.len() > 1 {
-        print_kinds(out, r)?;
-    }
-    for (reason, n) in &t.rejected_by_reason {
-        let text = t
-            .rejected_texts
-            .get(reason)
-            .and_then(|texts| texts.first())
-            .map_or(String::new(), |text| format!(" (e.g. \"{text}\")"));
-        writeln!(out, "  rejected      {n:>8}  {reason}{text}")?;
-    }
-    writeln!(
-        out,
-        "recovery        {} back-offs, {} resends, {} fee resends (re-signed with a higher fee), {} nonce resyncs, {} RPC read retries",
-        r.backoffs, r.resends, t.fee_resends, r.resyncs, r.rpc_retries
-    )?;
-    if let Some(f) = &r.refill {
-        writeln!(
-            out,
-            "refill          {} top-up(s) in {} round(s) ({:.1} s paying), {} wei paid, {} balance(s) read, {} failed round(s)",
-            f.topped_up, f.rounds, f.seconds, f.value_wei, f.balances_read, f.failed_rounds
-        )?;
-    }
-    if let Some(reads) = &r.reads {
-        print_reads(out, reads)?;
-    }
-    print_blocks(out, r)?;
-    let d = &r.dropped;
-    if !d.is_none() {
-        writeln!(
-            out,
-            "kept            the report holds the latest rows only: {} older second(s), {} block(s) and {} window(s) are in the series file (--series-out); totals cover the whole run",
-            d.seconds, d.blocks, d.windows
-        )?;
-    }
-    Ok(())
-}
-
-/// Each write kind's share of the first submissions, beside the share
-/// asked for.
-fn print_kinds(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
-    let all: u64 = r.sent_by_kind.values().sum();
-    let parts: Vec<String> = r
-        .config
-        .writes
-        .iter()
-        .map(|w| {
-            let kind = w.workload.kind();
-            let n = r.sent_by_kind.get(&kind).copied().unwrap_or(0);
-            let got = n as f64 / all.max(1) as f64;
-            format!(
-                "{} {n} ({:.1} %, asked {:.1} %)",
-                kind.name(),
-                got * 100.0,
-                w.share * 100.0
-            )
-        })
-        .collect();
-    writeln!(out, "  by kind       {}", parts.join("; "))
-}
-
-fn print_reads(out: &mut dyn Write, r: &ReadsReport) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "reads           {:.0}/s offered over {:.1} s, beside the writes; each answer checked",
-        r.rate, r.seconds
-    )?;
-    for (name, m) in &r.methods {
-        writeln!(
-            out,
-            "  {name:<13} {:>7.1}/s answered  p50 {:>6.1} p99 {:>7.1} ms  {} ok, {} wrong, {} failed, {} skipped",
-            m.answered_per_second, m.latency_ms.p50, m.latency_ms.p99, m.ok, m.wrong, m.failed, m.skipped
-        )?;
-        for e in &m.examples {
-            writeln!(out, "                {e}")?;
-        }
-    }
-    Ok(())
-}
-
-fn print_latency(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
-    let (b, o) = (&r.latency_ms.to_block_time, &r.latency_ms.to_observed);
-    let resolution = r.latency_ms.block_time_resolution_ms;
-    if resolution < 1.0 {
-        writeln!(
-            out,
-            "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → commit (the next CometBFT header's time, ns)",
-            b.p50, b.p90, b.p99, b.max
-        )?;
-    } else {
-        // Whole-second timestamps: each figure is a lower bound, up to 1 s short.
-        let range = |v: f64| format!("{:.0}–{:.0}", v, v + resolution);
-        writeln!(
-            out,
-            "latency (ms)    p50 {}  p90 {}  p99 {}  max {}  intended send → block timestamp: bounded by its 1 s resolution (give --comet-rpc for ns)",
-            range(b.p50),
-            range(b.p90),
-            range(b.p99),
-            range(b.max)
-        )?;
-    }
-    writeln!(
-        out,
-        "                p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block seen (100 ms polling)",
-        o.p50, o.p90, o.p99, o.max
-    )
-}
-
-/// The per-window table and the transactions-per-block histogram.
-fn print_blocks(out: &mut dyn Write, r: &LoadReport) -> std::io::Result<()> {
-    if !r.windows.is_empty() {
-        writeln!(
-            out,
-            "windows         {:>17}  {:>8}  {:>8}  {:>9}  {:>9}",
-            "blocks", "ours", "reverted", "ours TPS", "all TPS"
-        )?;
-        for w in &r.windows {
-            writeln!(
-                out,
-                "                {:>17}  {:>8}  {:>8}  {:>9.1}  {:>9.1}",
-                format!("{}–{}", w.from, w.to),
-                w.ours,
-                w.reverted,
-                w.tps,
-                w.tps_all
-            )?;
-        }
-    }
-    let bins = txs_per_block_bins(&r.txs_per_block);
-    if !bins.is_empty() {
-        writeln!(out, "txs per block   blocks")?;
-        let widest = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1);
-        for (from, to, blocks) in bins {
-            let bar = "#".repeat((blocks * 40).div_ceil(widest) as usize);
-            writeln!(out, "  {:>13}  {blocks:>7}  {bar}", format!("{from}–{to}"))?;
-        }
-    }
-    Ok(())
-}
-
-/// The histogram in at most 10 bins of equal, round width: (from, to, blocks).
-fn txs_per_block_bins(h: &[TxsPerBlock]) -> Vec<(u64, u64, u64)> {
-    let Some(max) = h.iter().map(|b| b.txs).max() else {
-        return Vec::new();
-    };
-    let raw = (max + 1).div_ceil(10).max(1);
-    let width = [1, 2, 5]
-        .iter()
-        .flat_map(|m| (0..12).map(move |e| m * 10u64.pow(e)))
-        .filter(|w| *w >= raw)
-        .min()
-        .unwrap_or(raw);
-    let mut bins: Vec<(u64, u64, u64)> = (0..=max / width)
-        .map(|i| (i * width, i * width + width - 1, 0))
-        .collect();
-    for b in h {
-        bins[(b.txs / width) as usize].2 += b.blocks;
-    }
-    bins
 }
 
 #[cfg(test)]
@@ -712,7 +474,7 @@ mod tests {
     }
 
     #[test]
-    fn durations_take_units_and_bins_are_round() {
+    fn durations_take_units() {
         assert_eq!(
             units::parse_duration("24h").unwrap(),
             Duration::from_secs(86_400)
@@ -727,19 +489,6 @@ mod tests {
         );
         let e = units::parse_duration("3w").unwrap_err().to_string();
         assert!(e.contains("s, m, h or d"), "{e}");
-        let h = [
-            TxsPerBlock { txs: 0, blocks: 4 },
-            TxsPerBlock { txs: 37, blocks: 2 },
-            TxsPerBlock { txs: 45, blocks: 1 },
-        ];
-        // Width 5 (46 values in 10 bins); 37 and 45 fall in 35–39 and 45–49.
-        let bins = txs_per_block_bins(&h);
-        assert_eq!(bins.len(), 10);
-        assert_eq!(
-            (bins[0], bins[7], bins[9]),
-            ((0, 4, 4), (35, 39, 2), (45, 49, 1))
-        );
-        assert_eq!(bins.iter().map(|b| b.2).sum::<u64>(), 7);
     }
 
     #[test]

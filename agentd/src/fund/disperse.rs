@@ -8,7 +8,7 @@ use alloy_primitives::{keccak256, Address, Bytes, U256};
 use anyhow::{bail, Context, Result};
 use secp256k1::SecretKey;
 
-use super::journal::{Payment, Share};
+use super::send::{Payment, Share};
 use crate::eth::EthClient;
 use crate::keys;
 use crate::sign::{self, Fee, TxRequest};

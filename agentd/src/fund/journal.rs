@@ -4,49 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_primitives::Address;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::send::{send_in_order, wait_nonce};
+use super::send::{send_in_order, wait_nonce, Payment};
 use super::FundPlan;
 use crate::eth::EthClient;
-
-/// One account's share of a batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Share {
-    /// Recipient.
-    pub to: Address,
-    /// Value in wei.
-    pub value: U256,
-}
-
-/// One signed transaction of the root: a transfer to `to`, or (with
-/// `pays`) one batch through the disperse contract at `to`. Also a token
-/// hand-out of the erc20 workload.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Payment {
-    /// Recipient, or the disperse contract of a batch.
-    pub to: Address,
-    /// Value in wei (a batch's: the sum of its shares).
-    pub value: U256,
-    /// Root nonce.
-    pub nonce: u64,
-    /// Signed transaction.
-    pub raw: Bytes,
-    /// Its hash.
-    pub hash: B256,
-    /// The accounts a batch pays; empty for a plain transfer.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pays: Vec<Share>,
-}
-
-impl Payment {
-    /// How many accounts this transaction pays.
-    pub fn accounts(&self) -> usize {
-        self.pays.len().max(1)
-    }
-}
 
 /// The journal of a funding run in progress.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -141,6 +105,8 @@ pub(super) async fn settle(
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
+
+    use alloy_primitives::{Bytes, B256, U256};
 
     use super::*;
 

@@ -33,9 +33,10 @@ use crate::accounts::{KeySet, KeySource};
 use crate::eth::EthClient;
 use crate::sign::{self, Fee, TxRequest};
 use crate::{fees, keys};
-pub use journal::{journal_path, Journal, Payment, Share};
+pub use journal::{journal_path, Journal};
 pub use send::is_busy;
 pub(crate) use send::{send_in_order, wait_nonce};
+pub use send::{Payment, Share};
 
 /// Gas of a plain transfer.
 pub const TRANSFER_GAS: u64 = 21_000;

@@ -3,13 +3,49 @@
 
 use std::time::{Duration, Instant};
 
-use alloy_primitives::Address;
+use alloy_primitives::{Address, Bytes, B256, U256};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
 
-use super::journal::Payment;
 use crate::eth::{EthClient, RpcError};
 use crate::refusal::{self, Refusal};
+
+/// One account's share of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    /// Recipient.
+    pub to: Address,
+    /// Value in wei.
+    pub value: U256,
+}
+
+/// One signed transaction of the root: a transfer to `to`, or (with
+/// `pays`) one batch through the disperse contract at `to`. Also a token
+/// hand-out of the erc20 workload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Payment {
+    /// Recipient, or the disperse contract of a batch.
+    pub to: Address,
+    /// Value in wei (a batch's: the sum of its shares).
+    pub value: U256,
+    /// Root nonce.
+    pub nonce: u64,
+    /// Signed transaction.
+    pub raw: Bytes,
+    /// Its hash.
+    pub hash: B256,
+    /// The accounts a batch pays; empty for a plain transfer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pays: Vec<Share>,
+}
+
+impl Payment {
+    /// How many accounts this transaction pays.
+    pub fn accounts(&self) -> usize {
+        self.pays.len().max(1)
+    }
+}
 
 /// A progress bar with rate and ETA, hidden unless `show`.
 pub(super) fn bar(show: bool, len: u64, what: &str) -> ProgressBar {

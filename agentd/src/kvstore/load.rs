@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -16,8 +16,10 @@ use serde::Serialize;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::schedule::{BusyClock, Schedule};
+use super::schedule::Schedule;
 use super::wire::{self, Verdicts, MAX_BATCH};
+use crate::load::slots::BusyClock;
+use crate::sync::lock;
 
 /// What to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,10 +101,6 @@ pub struct OpenLoop {
     slots: usize,
     stop: watch::Sender<bool>,
     dispatcher: JoinHandle<()>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl OpenLoop {

@@ -1,5 +1,5 @@
-//! The open-loop sender's bookkeeping: when each transaction is due, and how
-//! long every request slot was busy at once.
+//! The open-loop sender's schedule: when each transaction is due (how long
+//! every request slot was busy at once is [`crate::load::slots::BusyClock`]).
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -64,51 +64,6 @@ impl Schedule {
     }
 }
 
-/// How long all of a fixed number of slots were taken at once.
-#[derive(Debug, Clone)]
-pub struct BusyClock {
-    slots: usize,
-    in_use: usize,
-    all_busy_since: Option<Instant>,
-    total: Duration,
-}
-
-impl BusyClock {
-    /// `slots` slots, all free.
-    pub fn new(slots: usize) -> Self {
-        Self {
-            slots,
-            in_use: 0,
-            all_busy_since: None,
-            total: Duration::ZERO,
-        }
-    }
-
-    /// A slot was taken at `now`.
-    pub fn take(&mut self, now: Instant) {
-        self.in_use += 1;
-        if self.in_use == self.slots {
-            self.all_busy_since = Some(now);
-        }
-    }
-
-    /// A slot was freed at `now`.
-    pub fn free(&mut self, now: Instant) {
-        if let Some(since) = self.all_busy_since.take() {
-            self.total += now.saturating_duration_since(since);
-        }
-        self.in_use = self.in_use.saturating_sub(1);
-    }
-
-    /// Time with every slot taken, up to `now`.
-    pub fn busy(&self, now: Instant) -> Duration {
-        self.total
-            + self
-                .all_busy_since
-                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,20 +105,5 @@ mod tests {
         }
         // Due at 0, ⅓, ⅔, 1, 1⅓, 1⅔ and 2 s; the next at 2⅓ s.
         assert_eq!(released, (0..7).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn busy_time_counts_only_while_every_slot_is_taken() {
-        let t0 = Instant::now();
-        let mut c = BusyClock::new(2);
-        c.take(t0);
-        assert_eq!(c.busy(t0 + 5 * MS), Duration::ZERO, "one slot of two");
-        c.take(t0 + 10 * MS);
-        assert_eq!(c.busy(t0 + 13 * MS), 3 * MS, "an open busy stretch counts");
-        c.free(t0 + 20 * MS);
-        c.take(t0 + 30 * MS);
-        c.free(t0 + 31 * MS);
-        c.free(t0 + 40 * MS);
-        assert_eq!(c.busy(t0 + 100 * MS), 11 * MS);
     }
 }

@@ -32,21 +32,27 @@
 //!   resynchronise from `pending`; `nonce too high` resends the sender's own
 //!   missing transactions (a mempool lost in a restart) or resynchronises; a
 //!   timeout or a node that cannot be reached resends the same signed bytes
-//!   (same hash) after a per-sender back-off (100 ms doubling to 5 s), so a
+//!   (same hash) after a per-sender back-off ([`TIMEOUT_BACKOFF`]), so a
 //!   node down for minutes is neither hammered nor given up on. A refused
 //!   transaction leaves its nonce to the sender's next transaction.
 //! - With refills on ([`EngineConfig::refill`]), `insufficient funds` backs
-//!   the sender off (250 ms doubling to 5 s) and resends the same
-//!   transaction once [`super::refill`] has topped it up; otherwise it is a
+//!   the sender off ([`STARVED_BACKOFF`]) and resends the same
+//!   transaction once the refill task has topped it up; otherwise it is a
 //!   rejection.
 //! - What was submitted is kept in the [`Ledger`] only while in flight.
+
+mod flow;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use self::flow::Flow;
+use super::hist::LogHist;
 use super::ledger::{Ledger, Live, Submission, TxStatus};
+use super::metrics::Retries;
+use super::node::Node;
 use super::outcome::{classify, Outcome};
 use super::pick::RateSchedule;
 use super::plan::{EngineConfig, Recipients, Workload, Write, MAX_PER_SENDER};
@@ -55,33 +61,89 @@ use super::slots::SlotClock;
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
 use crate::sign::{self, Fee, SignedTx, TxRequest};
+use crate::sync::lock;
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use futures::StreamExt;
 use rand::SeedableRng;
 
-/// Live counters for the progress line.
+/// Live counters (see [`Snapshot`] for their meaning).
 #[derive(Debug, Default)]
-pub struct Counters {
+struct Counters {
+    sent: AtomicU64,
+    accepted: AtomicU64,
+    rejected: AtomicU64,
+    backoffs: AtomicU64,
+    resends: AtomicU64,
+    resyncs: AtomicU64,
+    fee_resends: AtomicU64,
+}
+
+/// The live figures of a run under way, as the commands that watch it
+/// (the progress line, the saturation search's windows, the agent bench)
+/// read them.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
     /// First submissions.
-    pub sent: AtomicU64,
+    pub sent: u64,
     /// Accepted by a node.
-    pub accepted: AtomicU64,
+    pub accepted: u64,
     /// Refused.
-    pub rejected: AtomicU64,
+    pub rejected: u64,
     /// Back-offs on a full mempool or rate limit.
-    pub backoffs: AtomicU64,
+    pub backoffs: u64,
     /// Resubmissions after a timeout or a lost mempool.
-    pub resends: AtomicU64,
+    pub resends: u64,
     /// Nonce resynchronisations.
-    pub resyncs: AtomicU64,
+    pub resyncs: u64,
     /// Transactions re-signed with a higher fee (same nonce) after a node
     /// refused their fee, and sent again.
-    pub fee_resends: AtomicU64,
+    pub fee_resends: u64,
+    /// Transactions submitted and not yet in a block (nor given up).
+    pub in_flight: usize,
+    /// Blocks read so far.
+    pub blocks_read: u64,
+    /// How long every request slot (worker) was busy at once.
+    pub slots_full: Duration,
+    /// Schedule lag, intended send time → submission (open loop).
+    pub lag_total: LogHist,
+    /// The agent's own part of that lag.
+    pub lag_own: LogHist,
+    /// Intended send time → the including block's time.
+    pub to_block_time: LogHist,
 }
+
+/// A back-off that doubles from `floor` up to `ceiling`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    /// The first wait.
+    pub floor: Duration,
+    /// The longest wait.
+    pub ceiling: Duration,
+}
+
+/// After a full mempool or a rate limit.
+pub(crate) const BUSY_BACKOFF: Backoff = Backoff {
+    floor: Duration::from_millis(20),
+    ceiling: Duration::from_secs(2),
+};
+
+/// After a timeout or a node out of reach: a node down for minutes is
+/// neither hammered nor given up on.
+pub(crate) const TIMEOUT_BACKOFF: Backoff = Backoff {
+    floor: Duration::from_millis(100),
+    ceiling: Duration::from_secs(5),
+};
+
+/// After `insufficient funds` with refills on, until a refill tops the
+/// sender up.
+pub(crate) const STARVED_BACKOFF: Backoff = Backoff {
+    floor: Duration::from_millis(250),
+    ceiling: Duration::from_secs(5),
+};
 
 /// A transaction submitted and not yet settled.
 #[derive(Debug, Clone)]
-struct Current {
+struct Submitted {
     hash: B256,
     raw: Bytes,
     nonce: u64,
@@ -124,8 +186,8 @@ impl Presigned {
 
 /// A transaction of a sender's window.
 #[derive(Debug)]
-struct Pending {
-    tx: Current,
+struct WindowEntry {
+    tx: Submitted,
     /// In a request in flight (else: to resend).
     sending: bool,
 }
@@ -139,19 +201,16 @@ struct Acct {
     holes: BTreeSet<u64>,
     /// Due transactions not yet submitted: intended send time (`None`: as
     /// soon as possible).
-    slots: VecDeque<Option<Instant>>,
-    /// On its way to a worker: waiting to be signed, ready, or backing off.
-    queued: bool,
+    due: VecDeque<Option<Instant>>,
+    /// On its way to a worker (waiting to be signed, ready, or backing
+    /// off), and whether a signer thread signs for it.
+    flow: Flow,
     /// Its requests in flight.
     requests: u32,
-    /// A signer thread is signing this account's next transactions.
-    signing: bool,
-    /// The account waits for the signer to queue it for a worker.
-    waiting_sign: bool,
     /// Signed ahead, by nonce.
     presigned: Presigned,
     /// Submitted and not yet settled, in nonce order: in flight, or to resend.
-    window: VecDeque<Pending>,
+    window: VecDeque<WindowEntry>,
     /// Accepted, not known to be committed: nonce → hash (pruned from the
     /// lowest nonce once the ledger no longer holds it).
     unconfirmed: BTreeMap<u64, B256>,
@@ -164,6 +223,22 @@ struct Acct {
 }
 
 impl Acct {
+    /// Checks, in debug builds, what the engine keeps true of an account:
+    /// at most `per_sender` transactions in its window, and holes only
+    /// below its next nonce.
+    fn check(&self, per_sender: usize) {
+        debug_assert!(
+            self.window.len() <= per_sender,
+            "{} in the window, at most {per_sender}",
+            self.window.len()
+        );
+        debug_assert!(
+            self.holes.last().is_none_or(|h| *h < self.next_nonce),
+            "a hole at or above the next nonce {}",
+            self.next_nonce
+        );
+    }
+
     /// The nonces the next `n` new transactions take, in order.
     fn upcoming(&self, n: usize) -> impl Iterator<Item = u64> + '_ {
         self.holes.iter().copied().chain(self.next_nonce..).take(n)
@@ -207,21 +282,20 @@ impl Acct {
 }
 
 /// State shared by the workers, signers and scheduler.
-pub struct Engine {
+pub struct Engine<N: Node = EthClient> {
     cfg: EngineConfig,
-    clients: Vec<Arc<EthClient>>,
+    clients: Vec<Arc<N>>,
     keys: Arc<KeySet>,
     accts: Vec<Mutex<Acct>>,
     /// Ready accounts, one queue per endpoint (a batch goes to one endpoint).
     ready: Vec<ReadyQueue>,
     /// The transactions in flight and the run's figures.
-    pub ledger: Arc<Mutex<Ledger>>,
-    /// Live counters.
-    pub counters: Counters,
+    ledger: Arc<Mutex<Ledger>>,
+    counters: Counters,
     /// How long every request slot (worker) was busy at once.
-    pub slots: SlotClock,
+    busy: SlotClock,
     /// When sending began.
-    pub start: Instant,
+    start: Instant,
     stop: AtomicBool,
     scheduling: AtomicBool,
     outstanding: AtomicU64,
@@ -242,9 +316,8 @@ enum Next {
     ReadyNow,
     /// Have its next transactions signed.
     Sign,
-    /// Queue it for a worker after a back-off doubling from the first
-    /// duration up to the second.
-    Later(Duration, Duration),
+    /// Queue it for a worker after this back-off.
+    Later(Backoff),
 }
 
 /// Why a sender's request must be sent again, the longest back-off last
@@ -261,11 +334,11 @@ enum Again {
     Starved,
 }
 
-impl Engine {
+impl<N: Node> Engine<N> {
     /// An engine sending from `keys[..accounts]` through `clients`.
     pub fn new(
         cfg: EngineConfig,
-        clients: Vec<Arc<EthClient>>,
+        clients: Vec<Arc<N>>,
         keys: Arc<KeySet>,
         nonces: &[u64],
         start: Instant,
@@ -286,7 +359,7 @@ impl Engine {
         let cfg_writes = cfg.writes.len();
         Arc::new(Self {
             ready,
-            slots: SlotClock::new(Self::workers(&cfg, clients.len())),
+            busy: SlotClock::new(Self::workers(&cfg, clients.len())),
             cfg,
             clients,
             keys,
@@ -372,7 +445,7 @@ impl Engine {
     /// Whether `acct` has work a new request could carry now: transactions
     /// to resend, or due ones and room in its pipeline.
     fn has_work(&self, acct: &Acct) -> bool {
-        acct.has_resends() || (!acct.slots.is_empty() && acct.window.len() < self.per_sender())
+        acct.has_resends() || (!acct.due.is_empty() && acct.window.len() < self.per_sender())
     }
 
     /// RPC reads of every endpoint sent again after a transient transport
@@ -389,17 +462,54 @@ impl Engine {
         self.max_backlog.load(Ordering::Relaxed)
     }
 
-    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
-        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+    /// The live figures.
+    pub fn snapshot(&self) -> Snapshot {
+        let c = &self.counters;
+        let ledger = self.ledger();
+        let t = &ledger.tally;
+        Snapshot {
+            sent: c.sent.load(Ordering::Relaxed),
+            accepted: c.accepted.load(Ordering::Relaxed),
+            rejected: c.rejected.load(Ordering::Relaxed),
+            backoffs: c.backoffs.load(Ordering::Relaxed),
+            resends: c.resends.load(Ordering::Relaxed),
+            resyncs: c.resyncs.load(Ordering::Relaxed),
+            fee_resends: c.fee_resends.load(Ordering::Relaxed),
+            in_flight: ledger.in_flight(),
+            blocks_read: t.blocks_read(),
+            slots_full: self.busy.full_time(),
+            lag_total: t.lag_total.clone(),
+            lag_own: t.lag_own.clone(),
+            to_block_time: t.to_block_time.clone(),
+        }
+    }
+
+    /// The retry counts so far (without the ledger's lock, which a caller
+    /// may hold).
+    pub fn retries(&self) -> Retries {
+        let c = &self.counters;
+        Retries {
+            resends: c.resends.load(Ordering::Relaxed),
+            fee_resends: c.fee_resends.load(Ordering::Relaxed),
+            backoffs: c.backoffs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// When sending began.
+    pub fn started(&self) -> Instant {
+        self.start
+    }
+
+    /// The ledger: what is in flight and the run's figures.
+    pub(super) fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        lock(&self.ledger)
     }
 
     fn acct(&self, a: usize) -> std::sync::MutexGuard<'_, Acct> {
-        // A poisoned account lock only means a worker panicked mid-update;
-        // the data is still the best we have.
-        self.accts[a].lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.accts[a])
     }
 
-    fn client(&self, a: usize) -> &EthClient {
+    fn client(&self, a: usize) -> &N {
         &self.clients[a % self.clients.len()]
     }
 
@@ -463,7 +573,7 @@ impl Engine {
     }
 
     fn request_presign(&self, a: usize) -> bool {
-        let jobs = self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let jobs = lock(&self.sign_jobs);
         jobs.as_ref().is_some_and(|tx| tx.send(a).is_ok())
     }
 
@@ -471,13 +581,13 @@ impl Engine {
     /// transactions that fit in its pipeline, not yet signed.
     fn wanted(&self, acct: &Acct) -> Vec<u64> {
         let room = self.per_sender().saturating_sub(acct.window.len());
-        let n = acct.slots.len().clamp(1, room.max(1));
+        let n = acct.due.len().clamp(1, room.max(1));
         acct.upcoming(n)
             .filter(|nonce| !acct.presigned.contains(*nonce))
             .collect()
     }
 
-    /// Decides how an account just queued (`queued` set) moves forward: to
+    /// Decides how an account just queued ([`Flow::queue`]) moves forward: to
     /// the ready queue when it has transactions to resend or its next one is
     /// signed, else to a signer thread, which queues it once signed. Signing
     /// thus never waits on the send path and every transaction is signed
@@ -486,33 +596,29 @@ impl Engine {
     /// waits on that lock.
     fn advance(acct: &mut Acct) -> Next {
         let signed = acct.upcoming(1).all(|n| acct.presigned.contains(n));
-        if acct.has_resends() || acct.slots.is_empty() || signed {
+        if acct.has_resends() || acct.due.is_empty() || signed {
             Next::Ready
+        } else if acct.flow.await_signer() {
+            Next::Sign
         } else {
-            acct.waiting_sign = true;
-            if std::mem::replace(&mut acct.signing, true) {
-                Next::Nothing
-            } else {
-                Next::Sign
-            }
+            Next::Nothing
         }
     }
 
     /// With more than one transaction in flight per sender: has the next
     /// due ones signed while the account's requests are in flight.
     fn sign_ahead(&self, acct: &mut Acct) -> Next {
-        if self.per_sender() == 1 || acct.signing || acct.slots.is_empty() {
+        if self.per_sender() == 1 || acct.flow.signing() || acct.due.is_empty() {
             return Next::Nothing;
         }
         let room = self.per_sender().saturating_sub(acct.window.len()).max(1);
         let signed = acct
-            .upcoming(acct.slots.len().min(room))
+            .upcoming(acct.due.len().min(room))
             .all(|n| acct.presigned.contains(n));
-        if signed {
-            Next::Nothing
-        } else {
-            acct.signing = true;
+        if !signed && acct.flow.sign_ahead() {
             Next::Sign
+        } else {
+            Next::Nothing
         }
     }
 
@@ -525,11 +631,7 @@ impl Engine {
             Next::Sign => {
                 if !self.request_presign(a) {
                     // No signer threads (shutting down): the worker signs inline.
-                    let waiting = {
-                        let mut acct = self.acct(a);
-                        acct.signing = false;
-                        std::mem::take(&mut acct.waiting_sign)
-                    };
+                    let waiting = self.acct(a).flow.signed();
                     if waiting {
                         self.push_ready(a);
                     }
@@ -546,13 +648,13 @@ impl Engine {
             wanted.into_iter().map(|n| (n, self.sign(a, n))).collect();
         let next = {
             let mut acct = self.acct(a);
-            acct.signing = false;
+            let waited = acct.flow.signed();
             for (nonce, tx) in signed {
                 if nonce >= acct.next_nonce || acct.holes.contains(&nonce) {
                     acct.presigned.insert(nonce, tx);
                 }
             }
-            if std::mem::take(&mut acct.waiting_sign) {
+            if waited {
                 Self::advance(&mut acct)
             } else {
                 Next::Nothing
@@ -564,7 +666,7 @@ impl Engine {
     /// Starts `threads` signer threads.
     fn start_signers(self: &Arc<Self>, threads: usize) -> Vec<std::thread::JoinHandle<()>> {
         let (tx, rx) = std::sync::mpsc::channel::<usize>();
-        *self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        *lock(&self.sign_jobs) = Some(tx);
         let rx = Arc::new(Mutex::new(rx));
         (0..threads)
             .map(|i| {
@@ -573,7 +675,7 @@ impl Engine {
                 std::thread::Builder::new()
                     .name(format!("signer-{i}"))
                     .spawn(move || loop {
-                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let job = lock(&rx).recv();
                         let Ok(a) = job else { return };
                         me.presign(a);
                     })
@@ -587,18 +689,18 @@ impl Engine {
         let next = {
             let mut acct = self.acct(a);
             if let Some(cap) = self.cfg.plan.per_account {
-                if acct.sent + acct.slots.len() as u64 >= cap {
+                if acct.sent + acct.due.len() as u64 >= cap {
                     return;
                 }
             }
-            acct.slots.push_back(intended);
+            acct.due.push_back(intended);
             self.max_backlog
-                .fetch_max(acct.slots.len() as u64, Ordering::Relaxed);
+                .fetch_max(acct.due.len() as u64, Ordering::Relaxed);
             self.outstanding.fetch_add(1, Ordering::SeqCst);
-            if acct.queued || acct.window.len() >= self.per_sender() {
+            if acct.flow.queued() || acct.window.len() >= self.per_sender() {
                 self.sign_ahead(&mut acct)
             } else {
-                acct.queued = true;
+                acct.flow.queue();
                 Self::advance(&mut acct)
             }
         };
@@ -635,12 +737,12 @@ impl Engine {
     /// `run`, in nonce order, at most [`LoadPlan::per_request`]: those to
     /// resend, then new ones while the sender has room in its pipeline. What
     /// is left for another request queues the account again at once.
-    fn take(&self, a: usize, run: &mut Vec<Current>) -> Next {
+    fn take(&self, a: usize, run: &mut Vec<Submitted>) -> Next {
         let mut acct = self.acct(a);
-        acct.queued = false;
+        acct.flow.dequeue();
         if self.stop.load(Ordering::SeqCst) {
-            let dropped = acct.slots.len() as u64;
-            acct.slots.clear();
+            let dropped = acct.due.len() as u64;
+            acct.due.clear();
             self.outstanding.fetch_sub(dropped, Ordering::SeqCst);
         }
         let per_request = self.per_request();
@@ -653,11 +755,11 @@ impl Engine {
         }
         let now = self.secs(Instant::now());
         while run.len() < per_request && acct.window.len() < self.per_sender() {
-            let Some(intended) = acct.slots.pop_front() else {
+            let Some(intended) = acct.due.pop_front() else {
                 break;
             };
             let tx = self.first_send(a, &mut acct, intended, now);
-            acct.window.push_back(Pending {
+            acct.window.push_back(WindowEntry {
                 tx: tx.clone(),
                 sending: true,
             });
@@ -677,8 +779,9 @@ impl Engine {
             return Next::Nothing;
         }
         acct.requests += 1;
+        acct.check(self.per_sender());
         if self.has_work(&acct) {
-            acct.queued = true;
+            acct.flow.queue();
             match Self::advance(&mut acct) {
                 Next::Ready => Next::ReadyNow,
                 next => next,
@@ -696,7 +799,7 @@ impl Engine {
         acct: &mut Acct,
         intended: Option<Instant>,
         now: f64,
-    ) -> Current {
+    ) -> Submitted {
         let nonce = acct.allot_nonce();
         let tx = match acct.presigned.take(nonce) {
             Some(tx) => tx,
@@ -726,7 +829,7 @@ impl Engine {
         if let Some(n) = self.sent_by_write.get(self.write_of(a, nonce)) {
             n.fetch_add(1, Ordering::Relaxed);
         }
-        Current {
+        Submitted {
             hash: tx.hash,
             raw: tx.raw,
             nonce,
@@ -739,7 +842,7 @@ impl Engine {
     /// transaction leaves its nonce to the next one. Returns `false` (and
     /// does nothing) when `c` is no longer in the window: each transaction
     /// is settled once.
-    fn settle(&self, a: usize, c: &Current, refused: Option<String>) -> bool {
+    fn settle(&self, a: usize, c: &Submitted, refused: Option<String>) -> bool {
         let now = self.secs(Instant::now());
         let mut acct = self.acct(a);
         if !acct.window.iter().any(|p| p.tx.hash == c.hash) {
@@ -758,7 +861,7 @@ impl Engine {
             self.cfg.plan.schedule == RateSchedule::Closed && self.cfg.plan.per_account.is_none();
         if endless && !self.stop.load(Ordering::SeqCst) {
             // Closed loop bounded by --duration only: always one more.
-            acct.slots.push_back(None);
+            acct.due.push_back(None);
             self.outstanding.fetch_add(1, Ordering::SeqCst);
         }
         if refused.is_none() {
@@ -786,7 +889,7 @@ impl Engine {
     /// goes again), or resynchronises when some are not ours (`rest`, the
     /// run from `current` on, and what of the window is not in flight are
     /// refused, their slots due again; `None`).
-    async fn heal_gap(&self, a: usize, rest: &[Current]) -> Option<Again> {
+    async fn heal_gap(&self, a: usize, rest: &[Submitted]) -> Option<Again> {
         let current = &rest[0];
         let address = self.keys.addresses[a];
         let Ok(pending) = self.client(a).nonce(address, true).await else {
@@ -810,7 +913,7 @@ impl Engine {
             None => {
                 self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
                 // Those in flight in other requests settle on their own answers.
-                let window: Vec<Current> = {
+                let window: Vec<Submitted> = {
                     let acct = self.acct(a);
                     let idle = acct.window.iter().filter(|p| !p.sending);
                     let idle = idle.map(|p| p.tx.clone());
@@ -826,7 +929,7 @@ impl Engine {
                 acct.presigned.clear();
                 // The freed slots are replaced so the account still sends its share.
                 for _ in 0..settled {
-                    acct.slots.push_front(None);
+                    acct.due.push_front(None);
                 }
                 self.outstanding.fetch_add(settled as u64, Ordering::SeqCst);
                 None
@@ -838,7 +941,7 @@ impl Engine {
     /// and a higher fee ([`crate::fees::FeeFollower::bump`]), to go again in
     /// its place in the window; the ledger follows it under its new hash.
     /// `false` when the fee cap allows no higher fee (or `c` is settled).
-    fn resign(&self, a: usize, c: &Current) -> bool {
+    fn resign(&self, a: usize, c: &Submitted) -> bool {
         let Some(fee) = self.cfg.fees.bump(c.fee) else {
             return false;
         };
@@ -848,7 +951,7 @@ impl Engine {
             return false;
         };
         self.ledger().resigned(&c.hash, tx.hash, tx.raw.clone());
-        p.tx = Current {
+        p.tx = Submitted {
             hash: tx.hash,
             raw: tx.raw,
             nonce: c.nonce,
@@ -890,7 +993,7 @@ impl Engine {
         let Some(&(first, _)) = runs.first() else {
             return;
         };
-        let _slot = self.slots.enter();
+        let _slot = self.busy.enter();
         let raws: Vec<&[u8]> = runs
             .iter()
             .flat_map(|(_, run)| run.iter().map(|c| c.raw.as_ref()))
@@ -902,12 +1005,12 @@ impl Engine {
         }
     }
 
-    /// Retries account `a` after its back-off, which doubles from `floor`
-    /// up to `ceiling`; the worker is not held meanwhile.
-    fn retry_later(self: &Arc<Self>, a: usize, floor: Duration, ceiling: Duration) {
+    /// Retries account `a` after its back-off, which doubles from the
+    /// `backoff`'s floor up to its ceiling; the worker is not held meanwhile.
+    fn retry_later(self: &Arc<Self>, a: usize, backoff: Backoff) {
         let delay = {
             let mut acct = self.acct(a);
-            acct.backoff = (acct.backoff * 2).clamp(floor, ceiling);
+            acct.backoff = (acct.backoff * 2).clamp(backoff.floor, backoff.ceiling);
             acct.backoff
         };
         let me = self.clone();
@@ -921,7 +1024,7 @@ impl Engine {
     /// order. Once one must be sent again, every later one of the run stays
     /// in the window to go again with it, in order (those the node took are
     /// counted accepted now and answer `already known` then).
-    async fn handle(self: &Arc<Self>, a: usize, run: &[Current], outcomes: Vec<Outcome>) {
+    async fn handle(self: &Arc<Self>, a: usize, run: &[Submitted], outcomes: Vec<Outcome>) {
         let mut again: Option<Again> = None;
         for (i, (c, outcome)) in run.iter().zip(outcomes).enumerate() {
             match outcome {
@@ -984,26 +1087,21 @@ impl Engine {
             for c in run {
                 acct.resend(&c.hash);
             }
-            if acct.queued || !self.has_work(&acct) {
+            acct.check(self.per_sender());
+            if acct.flow.queued() || !self.has_work(&acct) {
                 Next::Nothing
             } else {
-                acct.queued = true;
+                acct.flow.queue();
                 match again {
-                    Some(Again::Busy) => {
-                        Next::Later(Duration::from_millis(20), Duration::from_secs(2))
-                    }
-                    Some(Again::Timeout) => {
-                        Next::Later(Duration::from_millis(100), Duration::from_secs(5))
-                    }
-                    Some(Again::Starved) => {
-                        Next::Later(Duration::from_millis(250), Duration::from_secs(5))
-                    }
+                    Some(Again::Busy) => Next::Later(BUSY_BACKOFF),
+                    Some(Again::Timeout) => Next::Later(TIMEOUT_BACKOFF),
+                    Some(Again::Starved) => Next::Later(STARVED_BACKOFF),
                     Some(Again::Now) | None => Self::advance(&mut acct),
                 }
             }
         };
         match next {
-            Next::Later(floor, ceiling) => self.retry_later(a, floor, ceiling),
+            Next::Later(backoff) => self.retry_later(a, backoff),
             next => self.follow(a, next),
         }
     }
@@ -1088,7 +1186,7 @@ impl Engine {
         for w in workers {
             let _ = w.await;
         }
-        *self.sign_jobs.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.sign_jobs) = None;
         for s in signers {
             let _ = s.join();
         }
@@ -1129,3 +1227,6 @@ impl Engine {
         self.wake_workers();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,7 +5,18 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::report::Latency;
+/// Percentiles of a delay, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
 
 /// Values at or below this (ms) share the first bucket.
 const FLOOR_MS: f64 = 0.001;

@@ -5,7 +5,7 @@
 //! accounting as the final report, so the last scrape agrees with it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 
 use super::tally::Tally;
+use crate::sync::lock;
 
 /// The `reason` label of a rejection.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -239,7 +240,7 @@ impl LoadMetrics {
     /// Brings the counters and the backlog up to the `tally` and the
     /// engine's `retries` (the histograms are fed as the ledger goes).
     pub fn sync(&self, tally: &Tally, retries: Retries) {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = lock(&self.seen);
         let seen = &mut *seen;
         let t = &tally.totals;
         bump(&self.sent, &mut seen.sent, t.signed);
@@ -278,15 +279,6 @@ fn bump(counter: &Counter, seen: &mut u64, now: u64) {
     if now > *seen {
         counter.inc_by(now - *seen);
         *seen = now;
-    }
-}
-
-/// The engine's retry counts so far.
-pub fn retries(c: &super::engine::Counters) -> Retries {
-    Retries {
-        resends: c.resends.load(Ordering::Relaxed),
-        fee_resends: c.fee_resends.load(Ordering::Relaxed),
-        backoffs: c.backoffs.load(Ordering::Relaxed),
     }
 }
 

@@ -4,11 +4,13 @@
 //! - [`pick`]: sender distribution and rate schedules.
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
 //!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming;
-//!   [`slots`]: how long every request slot was busy.
+//!   [`slots`]: how long every request slot was busy; [`node`]: what the
+//!   engine needs of a node (a scripted one, `fake`, for its tests).
 //! - [`scan`]: reading committed blocks; [`ledger`]: what is in flight;
 //!   [`tally`]: the figures, kept as the run goes in memory bounded by what
 //!   is in flight (plus one row per second and per block); [`report`]: their
-//!   types; [`sidecar`]: the figures streamed to a JSON-lines file.
+//!   types; [`sidecar`]: the figures streamed to a JSON-lines file;
+//!   [`summary`]: the summary printed of a report.
 //! - [`shard`]: `--shard I/N`, one agent's slice of a shared keys file;
 //!   [`start_at`]: agents beginning together; [`merge`]: their reports
 //!   combined, committed figures read once from the chain.
@@ -21,10 +23,13 @@ pub mod contracts;
 pub mod deploy;
 pub mod engine;
 pub mod erc20;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod fake;
 pub mod hist;
 pub mod ledger;
 pub mod merge;
 pub mod metrics;
+pub mod node;
 mod outcome;
 pub mod pick;
 pub mod plan;
@@ -39,6 +44,7 @@ pub mod scenario;
 pub mod sidecar;
 pub mod slots;
 pub mod start_at;
+pub mod summary;
 pub mod tally;
 
 use std::collections::BTreeMap;
@@ -53,14 +59,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
-use self::engine::Engine;
-use self::hist::LogHist;
+use self::engine::{Engine, Snapshot};
+use self::hist::{Latency, LogHist};
 use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
 use self::plan::{EngineConfig, LoadPlan, Recipients, WorkloadKind, Write};
 use self::prepare::Prepared;
-use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Latency, Second, Totals};
+use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Second, Totals};
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
@@ -70,6 +76,7 @@ use crate::fees::FeeFollower;
 use crate::procstat;
 use crate::shard::{KeyRange, ShardOf};
 use crate::sign::Fee;
+use crate::sync::lock;
 
 /// Everything a load run needs besides the keys.
 #[derive(Debug, Clone)]
@@ -473,20 +480,11 @@ fn spawn_ticker(engine: Arc<Engine>, scanner: &Scanner, pb: ProgressBar) -> Join
     let scanner = scanner.clone();
     tokio::spawn(async move {
         loop {
-            let c = &engine.counters;
-            let (blocks, in_flight) = {
-                let l = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-                (l.tally.blocks_read(), l.in_flight())
-            };
+            let s = engine.snapshot();
             let height = scanner.next_height().saturating_sub(1);
             pb.set_message(format!(
-                "sent {}  accepted {}  rejected {}  in flight {in_flight}  backoffs {}  resends {}  fee resends {}  blocks {blocks} (height {height})",
-                c.sent.load(Ordering::Relaxed),
-                c.accepted.load(Ordering::Relaxed),
-                c.rejected.load(Ordering::Relaxed),
-                c.backoffs.load(Ordering::Relaxed),
-                c.resends.load(Ordering::Relaxed),
-                c.fee_resends.load(Ordering::Relaxed),
+                "sent {}  accepted {}  rejected {}  in flight {}  backoffs {}  resends {}  fee resends {}  blocks {} (height {height})",
+                s.sent, s.accepted, s.rejected, s.in_flight, s.backoffs, s.resends, s.fee_resends, s.blocks_read,
             ));
             pb.tick();
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -507,19 +505,19 @@ impl Outputs {
     /// finished rows to the sidecar and the counters to the metrics.
     fn update(&self, engine: &Engine, now: f64) {
         let lines = {
-            let ended = self.reads.as_ref().map(|tap| tap.take(engine.start));
-            let mut l = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+            let ended = self.reads.as_ref().map(|tap| tap.take(engine.started()));
+            let mut l = engine.ledger();
             l.tally.reads(ended.as_deref().unwrap_or_default());
             l.expire(now);
             let in_flight = l.in_flight() as u64;
             l.tally.sample(now, in_flight, procstat::rss_bytes());
             l.tally.settle(now);
             if let Some(m) = &self.metrics {
-                m.sync(&l.tally, metrics::retries(&engine.counters));
+                m.sync(&l.tally, engine.retries());
             }
             l.tally.drain_lines()
         };
-        let mut sidecar = self.sidecar.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sidecar = lock(&self.sidecar);
         if let Some(file) = sidecar.as_mut() {
             if let Err(e) = file.append(&lines) {
                 tracing::warn!("{e:#}; the series file is no longer written");
@@ -535,10 +533,10 @@ fn spawn_outputs(engine: Arc<Engine>, outputs: Arc<Outputs>) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             if let Some(m) = &outputs.metrics {
-                let at = engine.start.elapsed().as_secs_f64();
+                let at = engine.started().elapsed().as_secs_f64();
                 m.set_offered(engine.schedule().rate_at(at).unwrap_or(0.0));
             }
-            outputs.update(&engine, engine.start.elapsed().as_secs_f64());
+            outputs.update(&engine, engine.started().elapsed().as_secs_f64());
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     })
@@ -582,11 +580,7 @@ async fn wait_for_inclusion(engine: &Engine, pb: &ProgressBar, wait: Duration, h
     let deadline = Instant::now() + wait;
     let mut next_resend = Instant::now() + Duration::from_secs(2);
     loop {
-        let missing = engine
-            .ledger
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .in_flight();
+        let missing = engine.ledger().in_flight();
         if missing == 0 || Instant::now() > deadline || hurry.load(Ordering::SeqCst) {
             return;
         }
@@ -764,9 +758,9 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
             let cpu0 = procstat::process_cpu();
             engine.run(cpus.clamp(1, 8)).await;
             Sent {
-                seconds: engine.start.elapsed().as_secs_f64(),
+                seconds: engine.started().elapsed().as_secs_f64(),
                 cpu: procstat::process_cpu().saturating_sub(cpu0),
-                slots_full: engine.slots.full_time(),
+                slots_full: engine.snapshot().slots_full,
             }
         })
     };
@@ -805,12 +799,7 @@ impl Running {
         let sent = (&mut self.sending)
             .await
             .context("the sending task panicked")?;
-        self.engine
-            .ledger
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .tally
-            .sending_ended(sent.seconds);
+        self.engine.ledger().tally.sending_ended(sent.seconds);
         let reads = match self.reads.take() {
             Some(r) => Some(r.finish().await),
             None => None,
@@ -828,24 +817,22 @@ impl Running {
         self.outputs_task.abort();
         self.pb.finish_and_clear();
         let engine = &self.engine;
-        let now = engine.start.elapsed().as_secs_f64();
+        let now = engine.started().elapsed().as_secs_f64();
         self.outputs.update(engine, now);
-        let mut ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        // Sending is over: the counters are final.
+        let live = engine.snapshot();
+        let mut ledger = engine.ledger();
         ledger.close();
-        let mut report = self.report(&ledger.tally, &sent);
+        let mut report = self.report(&ledger.tally, &sent, &live);
         report.refill = refilled;
         report.reads = reads;
         if let Some(m) = &self.outputs.metrics {
             m.set_offered(0.0);
-            m.sync(&ledger.tally, metrics::retries(&engine.counters));
+            m.sync(&ledger.tally, engine.retries());
         }
         let lines = ledger.tally.drain_lines();
         drop(ledger);
-        let mut sidecar = self
-            .outputs
-            .sidecar
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut sidecar = lock(&self.outputs.sidecar);
         if let Some(file) = sidecar.as_mut() {
             file.append(&lines)?;
             file.end(&report.totals, &report.chain, report.reads.as_ref())?;
@@ -853,12 +840,11 @@ impl Running {
         Ok(report)
     }
 
-    /// The report of a closed tally.
-    fn report(&self, tally: &Tally, sent: &Sent) -> LoadReport {
-        let c = &self.engine.counters;
+    /// The report of a closed tally, with the engine's final counters.
+    fn report(&self, tally: &Tally, sent: &Sent, live: &Snapshot) -> LoadReport {
         let open_loop = self.engine.schedule() != RateSchedule::Closed;
         let mut totals = tally.totals.clone();
-        totals.fee_resends = c.fee_resends.load(Ordering::Relaxed);
+        totals.fee_resends = live.fee_resends;
         let series = tally.series();
         let closed_loop_backlog =
             (!open_loop).then(|| report::closed_loop_backlog(&series, sent.seconds));
@@ -892,9 +878,9 @@ impl Running {
             totals,
             chain: tally.chain(),
             latency_ms: tally.latencies(),
-            backoffs: c.backoffs.load(Ordering::Relaxed),
-            resends: c.resends.load(Ordering::Relaxed),
-            resyncs: c.resyncs.load(Ordering::Relaxed),
+            backoffs: live.backoffs,
+            resends: live.resends,
+            resyncs: live.resyncs,
             series,
             blocks: tally.block_rows(),
             windows: tally.windows(),

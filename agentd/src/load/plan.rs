@@ -261,8 +261,8 @@ pub struct EngineConfig {
     pub fees: Arc<FeeFollower>,
     /// EIP-155 chain id.
     pub chain_id: u64,
-    /// Senders refused for insufficient funds wait to be topped up (see
-    /// [`super::refill`]) instead of having the transaction rejected.
+    /// Senders refused for insufficient funds wait to be topped up by the
+    /// refill task instead of having the transaction rejected.
     pub refill: bool,
 }
 

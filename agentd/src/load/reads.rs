@@ -37,14 +37,15 @@ use serde_json::{json, Value};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
+use super::hist::Latency;
 use super::hist::LogHist;
 use super::metrics::LoadMetrics;
-use super::report::Latency;
 use super::tally::{ReadDone, ReadEnd};
 use super::{contracts, erc20};
 use crate::eth::BlockSummary;
 use crate::eth::EthClient;
 use crate::fund::TRANSFER_GAS;
+use crate::sync::lock;
 
 /// The highest read rate, reads per second: one agent's reads beyond it
 /// would measure the agent, and the schedule's tick must stay above zero.
@@ -497,7 +498,7 @@ impl Shared {
     fn latest(&self, b: BlockSummary, floor: u64) -> Outcome {
         let h = b.number.to::<u64>();
         if !b.transactions.is_empty() {
-            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            let mut recent = lock(&self.recent);
             if recent.as_ref().is_none_or(|(at, _)| *at < h) {
                 *recent = Some((h, b.transactions));
             }
@@ -507,7 +508,7 @@ impl Shared {
 
     async fn receipt(&self, i: u64) -> Outcome {
         let picked = {
-            let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            let recent = lock(&self.recent);
             recent
                 .as_ref()
                 .map(|(h, txs)| (*h, txs[(i % txs.len() as u64) as usize]))
@@ -557,7 +558,7 @@ impl Shared {
             m.observe_read(method.name(), outcome.name(), took.filter(|_| answered));
         }
         {
-            let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let mut stats = lock(&self.stats);
             let s = stats.entry(method).or_default();
             let f = &mut s.figures;
             f.due += 1;
@@ -586,7 +587,7 @@ impl Shared {
                 s.hist.record(ms);
             }
         }
-        let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ended = lock(&self.ended);
         ended.push((Instant::now(), end, took_ms));
     }
 }
@@ -598,7 +599,7 @@ pub struct ReadTap(Arc<Shared>);
 impl ReadTap {
     /// The reads ended since the last call, `at` in seconds since `origin`.
     pub fn take(&self, origin: Instant) -> Vec<ReadDone> {
-        let ended = std::mem::take(&mut *self.0.ended.lock().unwrap_or_else(|e| e.into_inner()));
+        let ended = std::mem::take(&mut *lock(&self.0.ended));
         ended
             .into_iter()
             .map(|(at, end, took_ms)| ReadDone {
@@ -654,7 +655,7 @@ impl ReadTraffic {
         let _ = self.stop.send(true);
         let _ = self.task.await;
         let seconds = self.started.elapsed().as_secs_f64();
-        let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = lock(&self.shared.stats);
         let methods = stats
             .iter()
             .map(|(m, s)| {

@@ -10,9 +10,11 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::sync::lock;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// Longest a partial batch waits for more ready accounts. Short next to any
 /// block time, so it adds little to inclusion latency (which is measured
@@ -54,9 +56,7 @@ impl ReadyQueue {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A poisoned lock only means a worker panicked mid-update; the queue
-        // itself is always consistent.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Queues account `a`; wakes a worker when a batch is full, or when the
@@ -131,7 +131,7 @@ impl ReadyQueue {
             };
             match deadline {
                 Some(due) => {
-                    let _ = tokio::time::timeout_at(due.into(), notified).await;
+                    let _ = tokio::time::timeout_at(due, notified).await;
                 }
                 None => {
                     if finished() {

@@ -1,24 +1,15 @@
 //! The figures of a run's report: every submitted transaction is exactly
 //! one of included, rejected (with a reason) or unresolved; committed TPS is
-//! read from blocks, the send rate shown apart. They are kept as the run
-//! goes by [`super::tally`].
+//! read from blocks, the send rate shown apart. The tally keeps them as the
+//! run goes.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Percentiles of a delay, milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Maximum.
-    pub max: f64,
-}
+/// Percentiles of a delay, as the report's figures give them (computed by
+/// the histograms).
+pub use super::hist::Latency;
 
 /// Both latency measures.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -31,6 +31,7 @@ use super::ledger::Ledger;
 use super::tally::BlockFacts;
 use crate::eth::{BlockSummary, EthClient, RpcError, BLOCKS_IN_FLIGHT};
 use crate::fees::FeeFollower;
+use crate::sync::lock;
 
 /// Blocks read in one pass (see the module docs).
 const PASS: u64 = 20;
@@ -188,7 +189,7 @@ impl Scanner {
 
     /// The hashes of `block` that are ours.
     fn ours(&self, block: &BlockSummary) -> Vec<B256> {
-        let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let ledger = lock(&self.ledger);
         block
             .transactions
             .iter()
@@ -238,7 +239,7 @@ impl Scanner {
             gas_used: block.gas_used.saturating_to(),
             seen: self.start.elapsed().as_secs_f64(),
         };
-        let mut ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ledger = lock(&self.ledger);
         ledger.block(
             &facts,
             &block.transactions,
@@ -329,7 +330,7 @@ impl Scanner {
     }
 
     fn awaits_commit_time(&self) -> bool {
-        let ledger = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let ledger = lock(&self.ledger);
         ledger.tally.awaits_commit_time()
     }
 }

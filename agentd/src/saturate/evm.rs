@@ -29,7 +29,6 @@
 //! - Between steps: up to `drain` for every accepted transaction to be in a
 //!   block, then up to `drain` for the mempool to empty.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -245,26 +244,18 @@ impl EvmProbe {
     /// Waits for the next block, then reads everything a window boundary needs.
     async fn mark(&self, engine: &Engine) -> Result<Mark> {
         let height = blocks::wait_above(self.height().await?, || self.height()).await?;
-        let c = &engine.counters;
-        let (lag, latency) = {
-            let ledger = engine.ledger.lock().unwrap_or_else(|e| e.into_inner());
-            let t = &ledger.tally;
-            (
-                (t.lag_total.clone(), t.lag_own.clone()),
-                t.to_block_time.clone(),
-            )
-        };
+        let s = engine.snapshot();
         let mark = Mark {
             at: Instant::now(),
             height,
-            sent: c.sent.load(Ordering::Relaxed),
-            backoffs: c.backoffs.load(Ordering::Relaxed),
-            slots_full: engine.slots.full_time(),
+            sent: s.sent,
+            backoffs: s.backoffs,
+            slots_full: s.slots_full,
             cpu: procstat::process_cpu(),
             node_cpu: self.node_cpu()?,
             mempool: None,
-            lag,
-            latency,
+            lag: (s.lag_total, s.lag_own),
+            latency: s.to_block_time,
         };
         Ok(Mark {
             mempool: self.mempool().await,
@@ -275,7 +266,7 @@ impl EvmProbe {
     /// The window of a load under way: opened after the warm-up, closed
     /// `seconds` later, each at a block boundary.
     async fn window_marks(&self, engine: &Engine, seconds: f64) -> Result<(Mark, Mark)> {
-        tokio::time::sleep_until((engine.start + self.cfg.warmup).into()).await;
+        tokio::time::sleep_until((engine.started() + self.cfg.warmup).into()).await;
         let open = self.mark(engine).await?;
         tokio::time::sleep_until((open.at + Duration::from_secs_f64(seconds)).into()).await;
         let close = self.mark(engine).await?;

@@ -378,4 +378,4 @@ fn agent_row(i: &Input) -> Result<AgentRow> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

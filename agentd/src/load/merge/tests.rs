@@ -6,7 +6,7 @@ use crate::shard::ShardOf;
 
 /// A report of shard `index`/`count` of 20 keys whose transactions landed
 /// `ours` per block from block 10 on, with a latency of `ms` each.
-fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
+pub(crate) fn run(index: usize, count: usize, ours: &[u64], ms: f64) -> Input {
     let shard = Shard { index, count };
     let range = shard.range(20).unwrap();
     let mut hist = LogHist::default();

@@ -50,8 +50,6 @@
 //! compiled. One crate with features rather than two crates: the two sides share those
 //! types and the on-disk layout, and a feature keeps them in one place.
 
-#![warn(missing_docs)]
-
 pub mod api;
 #[cfg(feature = "client")]
 pub mod client;

@@ -17,6 +17,7 @@
 
 pub mod chain;
 pub mod check;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

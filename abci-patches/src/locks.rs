@@ -157,6 +157,11 @@ pub enum Rank {
     World,
 }
 
+impl Rank {
+    /// Every rank, in order.
+    const ALL: [Rank; 4] = [Rank::App, Rank::Check, Rank::Chain, Rank::World];
+}
+
 /// A lock guard that knows its [`Rank`]; in debug builds its thread's held
 /// ranks are tracked, and taking a lock out of order panics before it can
 /// deadlock.
@@ -206,7 +211,8 @@ mod held {
 
     #[cfg(debug_assertions)]
     thread_local! {
-        static COUNTS: std::cell::Cell<[u16; 4]> = const { std::cell::Cell::new([0; 4]) };
+        static COUNTS: std::cell::Cell<[u16; Rank::ALL.len()]> =
+            const { std::cell::Cell::new([0; Rank::ALL.len()]) };
     }
 
     /// Records `rank` as held; panics if a later rank is held already.
@@ -216,7 +222,7 @@ mod held {
             let mut counts = c.get();
             let later = (rank as usize + 1..counts.len()).find(|&r| counts[r] > 0);
             if let Some(later) = later {
-                let held = [Rank::App, Rank::Check, Rank::Chain, Rank::World][later];
+                let held = Rank::ALL[later];
                 panic!("lock order broken: {rank:?} taken while holding {held:?} (see locks.rs)");
             }
             counts[rank as usize] += 1;

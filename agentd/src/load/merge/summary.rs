@@ -8,8 +8,7 @@ use super::MergedReport;
 impl MergedReport {
     /// Writes the summary `feth merge` prints.
     pub fn write_summary(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        let m = self;
-        let shards: Vec<String> = m
+        let shards: Vec<String> = self
             .shards
             .iter()
             .map(|s| s.map_or_else(|| "all".to_string(), |s| s.to_string()))
@@ -17,17 +16,17 @@ impl MergedReport {
         writeln!(
             out,
             "agents          {:>10}  shards {}",
-            m.agents,
+            self.agents,
             shards.join(", ")
         )?;
-        if !m.missing_shards.is_empty() {
+        if !self.missing_shards.is_empty() {
             writeln!(
                 out,
                 "                missing shard(s) {:?}: their senders are not in these figures",
-                m.missing_shards
+                self.missing_shards
             )?;
         }
-        for a in &m.per_agent {
+        for a in &self.per_agent {
             if let Some(limited) = &a.agent_limited {
                 writeln!(
                     out,
@@ -43,7 +42,7 @@ impl MergedReport {
                 )?;
             }
         }
-        let c = &m.chain;
+        let c = &self.chain;
         writeln!(
             out,
             "committed TPS   {:>10.1}  the agents', read from blocks {}..{} over {:.1} s",
@@ -63,26 +62,26 @@ impl MergedReport {
         writeln!(
             out,
             "block time      {:>10.0}  ms, mean over the window ({})",
-            m.block_time_ms, m.block_clock
+            self.block_time_ms, self.block_clock
         )?;
-        let l = &m.latency_ms.to_block_time;
+        let l = &self.latency_ms.to_block_time;
         writeln!(
             out,
             "latency (ms)    p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}  intended send → block time, all agents",
             l.p50, l.p90, l.p99, l.max
         )?;
-        let t = &m.totals;
+        let t = &self.totals;
         writeln!(
             out,
             "transactions    {} sent, {} accepted, {} included, {} rejected, {} unresolved",
-            t.signed, m.accepted, t.included, t.rejected, t.unresolved
+            t.signed, self.accepted, t.included, t.rejected, t.unresolved
         )?;
         writeln!(
             out,
             "per agent       {:>6}  {:>13}  {:>8}  {:>8}  {:>8}  {:>8}  {:>8}  host",
             "shard", "keys", "sent", "accepted", "included", "rejected", "p50 ms"
         )?;
-        for a in &m.per_agent {
+        for a in &self.per_agent {
             writeln!(
                 out,
                 "                {:>6}  {:>13}  {:>8}  {:>8}  {:>8}  {:>8}  {:>8.0}  {}",
@@ -96,7 +95,7 @@ impl MergedReport {
                 a.host
             )?;
         }
-        for w in &m.windows {
+        for w in &self.windows {
             writeln!(
                 out,
                 "window          {:>17}  {:>8} ours  {:>9.1} ours TPS  {:>9.1} all TPS",

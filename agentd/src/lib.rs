@@ -1,30 +1,33 @@
 //! feth: answer "did this change make our chain faster?" for a
 //! Tendermint/CometBFT chain with an EVM layer.
 //!
-//! - [`devnet`]: a local CometBFT + abcid devnet in one command.
-//! - [`eth`]: the JSON-RPC client; [`sign`]: libsecp256k1 transaction signing;
-//!   [`keys`]: key files; [`fees`]: fee models and the base fee followed;
-//!   [`refusal`]: what a node's refusal of a transaction means.
+//! The layers below this crate are their own crates, re-exported here under
+//! the names the agent's code uses:
+//! - `feth-chain` ([`eth`], [`keys`], [`sign`], [`fees`], [`accounts`],
+//!   [`shard`], [`blocks`]): the JSON-RPC client and everything a sender
+//!   needs to sign and price what it sends;
+//! - `feth-devnet` ([`devnet`]): a local CometBFT + abcid devnet in one command.
+//!
+//! This crate holds the agent's products on top of them:
+//! - [`fund`] and [`load`]: funding senders and the load engine;
+//!   [`refusal`]: what a node's refusal of a transaction means;
+//!   [`saturate`]: the search for the highest rate a chain keeps up with.
 //! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
 //! - [`kvstore`]: CometBFT's own kvstore application, the consensus
 //!   engine's ceiling for `feth compare`.
-//! - [`load`]: the load engine; [`saturate`]: the search for the highest
-//!   rate a chain keeps up with; [`blocks`]: windows of committed blocks.
 //! - [`report`]: `feth report`'s HTML page and Markdown summary.
-//! - [`accounts`]: keys files; [`shard`]: `--shard I/N`, shares of one
-//!   keys file for several agents.
-//! - [`cmd`]: the `feth` subcommands.
+//! - [`bench`]: the micro-benchmarks of `feth bench`.
+//! - [`comet_pprof`]: CometBFT's own CPU profile over a window of blocks.
+//! - [`cmd`]: the `feth` subcommands (arguments and dispatch).
 
-pub mod accounts;
+pub use feth_chain::{accounts, blocks, eth, fees, keys, shard, sign};
+pub use feth_devnet as devnet;
+
 pub mod bench;
-pub mod blocks;
 pub mod cmd;
+pub mod comet_pprof;
 pub mod compare;
-pub mod devnet;
-pub mod eth;
-pub mod fees;
 pub mod fund;
-pub mod keys;
 pub mod kvstore;
 pub mod load;
 pub mod procstat;
@@ -32,8 +35,6 @@ pub mod progress;
 pub mod refusal;
 pub mod report;
 pub mod saturate;
-pub mod shard;
-pub mod sign;
 pub mod sink;
 pub mod stats;
 pub mod sync;

@@ -192,3 +192,30 @@ pub(crate) async fn start_local(include: bool) -> String {
     }
     panic!("the sink did not come up on {addr}");
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use alloy_primitives::Address;
+    use feth_chain::eth::EthClient;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_client_gets_one_answer_per_batched_call_in_order() {
+        let url = start_local(false).await;
+        let client = EthClient::new(&url, Duration::from_secs(5)).unwrap();
+        let raws: Vec<Vec<u8>> = (0u8..5).map(|i| vec![i; 3]).collect();
+        let refs: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
+        let hashes = client.send_raw_batch(&refs).await;
+        let expected: Vec<B256> = raws.iter().map(alloy_primitives::keccak256).collect();
+        let got: Vec<B256> = hashes.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, expected);
+        let addresses = [Address::repeat_byte(1), Address::repeat_byte(2)];
+        let nonces = client.nonces(&addresses, true).await;
+        assert_eq!(nonces.len(), 2);
+        assert!(nonces.iter().all(|n| matches!(n, Ok(0))));
+        assert_eq!(client.nonce(addresses[0], false).await.unwrap(), 0);
+    }
+}

@@ -41,7 +41,8 @@
 //! * `client` — what a tool uses against a node: the typed JSON-RPC [`client`]
 //!   (jsonrpsee's HTTP client), [`download`] of a session's profiles into a local
 //!   directory, [`merge`] of a session's blocks into one flamegraph, and [`diff`] for
-//!   differential flamegraphs. The `feth profiler` and `feth flamegraph diff` commands of
+//!   differential flamegraphs, and [`gopprof`]: a Go node's (CometBFT's) CPU profile as
+//!   folded stacks. The `feth profiler` and `feth flamegraph diff` commands of
 //!   the `feth` binary are built on it; the command line itself (arguments, progress bars,
 //!   printing) lives in that binary, not here.
 //!
@@ -60,6 +61,8 @@ pub mod diff;
 pub mod download;
 pub mod error;
 pub mod folded;
+#[cfg(feature = "client")]
+pub mod gopprof;
 #[cfg(feature = "node")]
 mod lock;
 #[cfg(feature = "client")]

@@ -3,6 +3,8 @@
 //! the web3 server.
 
 mod consensus;
+#[cfg(test)]
+mod park;
 mod reads;
 
 use std::path::Path;
@@ -112,7 +114,7 @@ pub struct Node {
     snapshots: OnceLock<Snapshots>,
     /// Tests: parks a call mid-execution until released.
     #[cfg(test)]
-    pub(crate) park: crate::testkit::Park,
+    pub(crate) park: park::Park,
 }
 
 impl Node {

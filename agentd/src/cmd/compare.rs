@@ -196,6 +196,8 @@ pub struct StepsArgs {
     /// Patch sets, cumulative: `none,+parallel-abci,+rwlock,all` (`+NAME`
     /// adds to the step before, `-NAME` removes, a bare set starts afresh;
     /// a step named again, as in `all,all`, is measured again: A/A).
+    /// `+comet:KEY=VALUE` sets a CometBFT `config.toml` key over the step
+    /// before (`+comet:mempool.size=8000`), `-comet:KEY` drops it.
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["only", "build_a", "network"])]
     ladder: Option<String>,
     /// Each of these patches alone, against `none`: `fast-ecrecover,sender-cache`.

@@ -201,6 +201,10 @@ pub struct DevnetArgs {
     /// CometBFT's Prometheus metrics port (`instrumentation.prometheus_listen_addr`).
     #[arg(long, default_value_t = devnet::Ports::DEFAULT.cometbft_metrics)]
     cometbft_metrics_port: u16,
+    /// CometBFT's Go pprof port (`rpc.pprof_laddr`), read by `feth profiler
+    /// cometbft`.
+    #[arg(long, default_value_t = devnet::Ports::DEFAULT.cometbft_pprof)]
+    cometbft_pprof_port: u16,
     /// CometBFT `consensus.timeout_commit`.
     #[arg(long, default_value = devnet::DEFAULT_TIMEOUT_COMMIT)]
     timeout_commit: String,
@@ -216,7 +220,8 @@ pub struct DevnetArgs {
     /// CometBFT `rpc.max_open_connections`.
     #[arg(long, default_value_t = devnet::DEFAULT_RPC_MAX_OPEN_CONNECTIONS)]
     rpc_max_open_connections: u64,
-    /// Any other `config.toml` setting, as KEY=VALUE (repeatable).
+    /// Any other `config.toml` setting, as KEY=VALUE (repeatable); the key
+    /// must be one `cometbft init` wrote.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Root account's genesis balance, in wei.
@@ -276,6 +281,7 @@ impl DevnetArgs {
             profiler_port: self.profiler_port,
             metrics_port: self.metrics_port,
             cometbft_metrics_port: self.cometbft_metrics_port,
+            cometbft_pprof_port: self.cometbft_pprof_port,
             timeout_commit: self.timeout_commit,
             mempool_size: self.mempool_size,
             mempool_max_txs_bytes: self.mempool_max_txs_bytes,

@@ -21,6 +21,8 @@ use feth_profiler_rpc::download::{self, DownloadPlan};
 use feth_profiler_rpc::merge::merge_session;
 use feth_profiler_rpc::ProfilerClient;
 use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::comet_pprof::{self, CaptureConfig};
 use serde::Serialize;
 
 /// The profiler endpoint of a default local node.
@@ -117,17 +119,128 @@ pub struct ProfilerArgs {
 pub enum ProfilerCommand {
     /// Show whether the profiler is armed, what it keeps and its last failure.
     Status,
+    /// Capture CometBFT's own CPU (or any Go node's, from its pprof
+    /// endpoint) over the next seconds, as a flamegraph labelled with the
+    /// blocks it covers.
+    Cometbft(CometArgs),
+}
+
+/// `feth profiler cometbft`: where the node's Go pprof is, and how long.
+#[derive(Clone, Debug, clap::Args)]
+pub struct CometArgs {
+    /// The node's Go pprof address (`rpc.pprof_laddr`), e.g.
+    /// `http://127.0.0.1:6061`; default: the devnet's at --dir (or --node's).
+    #[arg(long, value_name = "URL")]
+    pub pprof: Option<String>,
+    /// CometBFT's RPC, to name the chain and the blocks the window covers;
+    /// default: the devnet's, when --pprof is not given.
+    #[arg(long, value_name = "URL")]
+    pub comet_rpc: Option<String>,
+    /// Seconds of profile (1-300).
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// The root frame of every stack: the process's name.
+    #[arg(long, default_value = "cometbft")]
+    pub label: String,
+    /// Directory the capture is written into.
+    #[arg(long, default_value = DEFAULT_OUT)]
+    pub out: PathBuf,
 }
 
 /// Runs `feth profiler …`.
 pub async fn run(args: ProfilerArgs) -> anyhow::Result<()> {
+    if let Some(ProfilerCommand::Cometbft(comet)) = &args.command {
+        return capture_comet(comet, &args.endpoint).await;
+    }
     let url = args.endpoint.profiler_url()?;
     let client = ProfilerClient::new(&url, args.endpoint.token.as_deref())?;
-    match (&args.command, args.enable) {
-        (Some(ProfilerCommand::Status), _) => show_status(&client, args.endpoint.json).await,
-        (None, true) => enable(&client, &args).await,
-        (None, false) => collect(&client, &args).await,
+    match (args.command.is_some(), args.enable) {
+        (true, _) => show_status(&client, args.endpoint.json).await,
+        (false, true) => enable(&client, &args).await,
+        (false, false) => collect(&client, &args).await,
     }
+}
+
+/// The capture's configuration: --pprof and --comet-rpc, else the devnet's.
+fn comet_config(args: &CometArgs, endpoint: &EndpointArgs) -> anyhow::Result<CaptureConfig> {
+    let (pprof, rpc) = match &args.pprof {
+        Some(url) => (url.clone(), args.comet_rpc.clone()),
+        None => {
+            let state = match &endpoint.node {
+                Some(name) => {
+                    let net = crate::devnet::network::NetworkState::load(&endpoint.dir)?;
+                    net.node(name)?.state.clone()
+                }
+                None => crate::devnet::DevnetState::load(&endpoint.dir).with_context(|| {
+                    format!(
+                        "no --pprof given and no devnet at {}: pass --pprof URL (the node's rpc.pprof_laddr)",
+                        endpoint.dir.display()
+                    )
+                })?,
+            };
+            let url = state.cometbft_pprof_url().with_context(|| {
+                format!(
+                    "the devnet at {} was made before CometBFT served pprof: recreate it (feth devnet up --fresh) or pass --pprof",
+                    endpoint.dir.display()
+                )
+            })?;
+            (
+                url,
+                args.comet_rpc.clone().or_else(|| Some(state.rpc_url())),
+            )
+        }
+    };
+    Ok(CaptureConfig {
+        pprof_url: pprof,
+        seconds: args.seconds,
+        label: args.label.clone(),
+        comet_rpc: rpc,
+        out: args.out.clone(),
+    })
+}
+
+/// Captures CometBFT's CPU profile with a progress bar, then prints what
+/// it found (JSON with --json).
+async fn capture_comet(args: &CometArgs, endpoint: &EndpointArgs) -> anyhow::Result<()> {
+    let cfg = comet_config(args, endpoint)?;
+    let bar = progress(
+        endpoint.json,
+        cfg.seconds,
+        "{spinner} profiling {msg} {pos}/{len} s",
+    );
+    bar.set_message(cfg.pprof_url.clone());
+    let ticker = {
+        let bar = bar.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                bar.inc(1);
+            }
+        })
+    };
+    let capture = comet_pprof::capture(&cfg).await;
+    ticker.abort();
+    bar.finish_and_clear();
+    let capture = capture?;
+    if endpoint.json {
+        println!("{}", serde_json::to_string_pretty(&capture)?);
+        return Ok(());
+    }
+    let blocks = capture.heights.map_or(String::new(), |(a, b)| {
+        format!(" over blocks {}–{b}", a + 1)
+    });
+    println!(
+        "{}: {:.1} s{blocks}, {} samples, {:.2} cores busy",
+        cfg.label, capture.seconds, capture.samples, capture.cores
+    );
+    println!("  most samples of their own:");
+    for (function, n) in capture.top.iter().take(5) {
+        let share = 100.0 * *n as f64 / capture.samples.max(1) as f64;
+        println!("    {share:5.1} %  {function}");
+    }
+    println!("  written to {}", capture.dir.display());
+    Ok(())
 }
 
 async fn show_status(client: &ProfilerClient, json: bool) -> anyhow::Result<()> {

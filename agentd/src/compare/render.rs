@@ -39,7 +39,7 @@ const VERDICT: [(&str, Align); 9] = [
 /// The other figures' columns.
 const DETAIL: [(&str, Align); 9] = [
     ("step", Align::Left),
-    ("patches", Align::Left),
+    ("patches; CometBFT", Align::Left),
     ("latency p50 ms", Align::Right),
     ("latency p99 ms", Align::Right),
     ("Mgas/s", Align::Right),
@@ -166,7 +166,7 @@ fn detail_cells(s: &StepSummary) -> Vec<String> {
     };
     vec![
         s.step.clone(),
-        s.patches.clone(),
+        s.node_settings(),
         lvl(Metric::LatencyP50, 1.0, 0),
         lvl(Metric::LatencyP99, 1.0, 0),
         lvl(Metric::GasPerSec, 1e-6, 1),
@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn reads_are_summarised_per_step_when_the_runs_read() {
-        use crate::load::reads::{MethodFigures, ReadsReport};
+        use crate::load::report::{MethodFigures, ReadsReport};
         let mut r = ladder();
         assert!(!table(&r).contains("reads beside the writes"));
         let first = r.steps[0].step.clone();

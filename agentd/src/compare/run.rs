@@ -461,6 +461,7 @@ async fn one_run(
     Ok(StepRun {
         step: step.name.clone(),
         patches: step.patches.clone(),
+        comet: node.comet.clone(),
         node: node.version.clone(),
         round,
         measure,

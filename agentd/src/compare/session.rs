@@ -28,6 +28,9 @@ pub struct StepNode {
     pub probe: EvmProbe,
     /// What the node calls itself.
     pub version: String,
+    /// The step's CometBFT settings as its `config.toml` holds them
+    /// (`KEY=VALUE`); empty for a live node and for a step that sets none.
+    pub comet: Vec<String>,
     paused: bool,
 }
 
@@ -46,9 +49,16 @@ impl StepNode {
             o.timeout_commit = settings.timeout_commit.clone();
             o.block_gas_limit = settings.block_gas_limit;
             o.abcid = step.abcid.clone();
+            o.set.extend(step.comet.iter().cloned());
         })
         .await
         .context("starting the devnet")?;
+        let keys: Vec<&str> = step
+            .comet
+            .iter()
+            .filter_map(|s| s.split('=').next())
+            .collect();
+        let comet = net.state.cometbft_settings(&keys)?;
         let client = EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
         let version: String = client
             .call("web3_clientVersion", serde_json::json!([]))
@@ -67,6 +77,7 @@ impl StepNode {
             net: Some(net),
             probe,
             version,
+            comet,
             paused: false,
         })
     }
@@ -87,6 +98,7 @@ impl StepNode {
             net: None,
             probe,
             version,
+            comet: Vec::new(),
             paused: false,
         })
     }

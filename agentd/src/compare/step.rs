@@ -37,6 +37,10 @@ pub struct StepRun {
     pub step: String,
     /// The patch set abcid ran with (`--patches`).
     pub patches: String,
+    /// The step's own CometBFT settings, read back from the `config.toml`
+    /// its node ran with (`KEY=VALUE`; none in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comet: Vec<String>,
     /// What the node calls itself (`web3_clientVersion`).
     pub node: String,
     /// The round this run belongs to (0-based); a round runs every step once.
@@ -173,6 +177,10 @@ pub struct StepSummary {
     pub step: String,
     /// The patch set abcid ran with.
     pub patches: String,
+    /// The step's own CometBFT settings (`KEY=VALUE`), as its node ran with
+    /// them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comet: Vec<String>,
     /// Runs of the step.
     pub runs: usize,
     /// Runs whose saturation figure was only a lower bound, kept out.
@@ -199,6 +207,15 @@ pub struct StepSummary {
 }
 
 impl StepSummary {
+    /// The step's patches, then its own CometBFT settings (`all; comet
+    /// mempool.size=8000`): what its node ran with.
+    pub fn node_settings(&self) -> String {
+        match self.comet.is_empty() {
+            true => self.patches.clone(),
+            false => format!("{}; comet {}", self.patches, self.comet.join(" ")),
+        }
+    }
+
     /// The step's `metric` figure.
     pub fn figure(&self, metric: Metric) -> Option<&Figure> {
         self.figures.iter().find(|f| f.metric == metric)

@@ -187,6 +187,7 @@ fn basics(name: &str, runs: &[&StepRun], knee_tps: Option<f64>) -> Option<StepSu
     Some(StepSummary {
         step: name.to_string(),
         patches: runs.first()?.patches.clone(),
+        comet: runs.first()?.comet.clone(),
         runs: runs.len(),
         lower_bounds: runs.iter().filter(|r| r.lower_bound.is_some()).count(),
         figures: Vec::with_capacity(Metric::ALL.len()),

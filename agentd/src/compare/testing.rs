@@ -49,6 +49,7 @@ pub fn run(step: &str, round: usize, tps: f64) -> StepRun {
     StepRun {
         step: step.to_string(),
         patches: step.trim_start_matches('+').to_string(),
+        comet: Vec::new(),
         node: "abcid/0.1.0".to_string(),
         round,
         measure: measure(tps),

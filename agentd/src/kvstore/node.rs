@@ -188,7 +188,8 @@ mod tests {
             set: vec!["mempool.recheck=false".into()],
             ..KvNodeConfig::new(Path::new("/tmp/kv"))
         };
-        let opts = cfg.devnet_options(devnet::Ports::take(&mut vec![7, 6, 5, 4, 3, 2, 1]).unwrap());
+        let opts =
+            cfg.devnet_options(devnet::Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap());
         assert_eq!((opts.rpc_port, opts.p2p_port), (1, 2));
         assert_eq!((opts.metrics_port, opts.cometbft_metrics_port), (6, 7));
         assert_eq!(opts.timeout_commit, "500ms");

@@ -47,7 +47,8 @@ pub mod start_at;
 pub mod summary;
 pub mod tally;
 
-use std::collections::BTreeMap;
+pub use self::report::{Environment, LatencyHists, LoadReport, RunConfig, REPORT_VERSION};
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,20 +57,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use self::engine::{Engine, Snapshot};
-use self::hist::{Latency, LogHist};
 use self::ledger::Ledger;
 use self::metrics::LoadMetrics;
 use self::pick::RateSchedule;
-use self::plan::{EngineConfig, LoadPlan, Recipients, WorkloadKind, Write};
+use self::plan::{EngineConfig, LoadPlan};
 use self::prepare::Prepared;
-use self::report::{AgentLimited, BlockRow, ChainFigures, Latencies, Second, Totals};
+use self::report::RefillReport;
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
-use self::tally::{Tally, TallyConfig, TxsPerBlock, WindowRow};
+use self::tally::{Tally, TallyConfig};
 use crate::accounts::KeySet;
 use crate::eth::EthClient;
 use crate::fees::FeeFollower;
@@ -139,173 +138,6 @@ impl LoadSettings {
             prepared: None,
         }
     }
-}
-
-/// How the run was configured, for the JSON report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunConfig {
-    /// Endpoints.
-    pub endpoints: Vec<String>,
-    /// Senders.
-    pub senders: usize,
-    /// Concurrent requests.
-    pub max_parallelism: usize,
-    /// Transactions in flight per sender (absent, hence 1, in older files).
-    #[serde(default = "one")]
-    pub per_sender: usize,
-    /// Rate schedule, as given.
-    pub schedule: String,
-    /// Transactions per account, if bounded.
-    pub count: Option<u64>,
-    /// Sending time, if bounded.
-    pub duration_secs: Option<f64>,
-    /// Recipients.
-    pub recipients: Recipients,
-    /// What the transactions did, in which shares, with their gas limits
-    /// (`workload`, one kind, in older files).
-    #[serde(alias = "workload", deserialize_with = "plan::writes_or_workload")]
-    pub writes: Vec<Write>,
-    /// Fee model used.
-    pub fee: String,
-    /// Chain id.
-    pub chain_id: u64,
-    /// The senders' indices in the keys file (absent in older files).
-    #[serde(default)]
-    pub keys: Option<KeyRange>,
-    /// The shard of the keys file this agent took (`--shard I/N`), if any.
-    #[serde(default)]
-    pub shard: Option<ShardOf>,
-}
-
-/// Where the run happened.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Environment {
-    /// feth version.
-    pub feth_version: String,
-    /// Host name.
-    pub host: String,
-    /// Logical CPUs of the agent's machine.
-    pub cpus: usize,
-    /// Unix time the run began.
-    pub started_unix: f64,
-    /// What the first node calls itself (`web3_clientVersion`: abcid names
-    /// its version and the patches in force); empty in version 1 files.
-    #[serde(default)]
-    pub node: String,
-    /// The agent machine's kernel release; empty in version 1 files.
-    #[serde(default)]
-    pub kernel: String,
-}
-
-/// The format version of the JSON `feth load --json` writes. Version 1
-/// (files without a `version` field) had no block rows, offered rate or
-/// per-second latency.
-pub const REPORT_VERSION: u32 = 2;
-
-fn version_one() -> u32 {
-    1
-}
-
-fn one() -> usize {
-    1
-}
-
-/// The result of `feth load`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LoadReport {
-    /// Format version ([`REPORT_VERSION`]; 1 when absent).
-    #[serde(default = "version_one")]
-    pub version: u32,
-    /// Configuration.
-    pub config: RunConfig,
-    /// Environment.
-    pub environment: Environment,
-    /// Totals that add up.
-    pub totals: Totals,
-    /// Committed figures read from blocks.
-    pub chain: ChainFigures,
-    /// Submissions per second while sending (not a TPS figure).
-    pub send_rate: f64,
-    /// Seconds spent sending.
-    pub send_seconds: f64,
-    /// Inclusion latency, ms.
-    pub latency_ms: Latencies,
-    /// Schedule lag, ms: first submission − intended send time. Open loop
-    /// only: a closed loop has no schedule (`None`).
-    pub schedule_lag_ms: Option<Latency>,
-    /// Set when the agent, not the chain, limited the offered rate (open
-    /// loop): the committed TPS is then about the agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_limited: Option<AgentLimited>,
-    /// A closed loop's backlog (accepted − committed) over the sending time;
-    /// `growing` set when it rose: the node accepted faster than it
-    /// committed and the committed TPS is a drain, not a steady state
-    /// (absent for open loops, short runs and older files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub closed_loop_backlog: Option<report::ClosedLoopBacklog>,
-    /// RPC reads sent again after a transient transport error (reset,
-    /// refused, timeout), web3 and CometBFT (absent in older files).
-    #[serde(default)]
-    pub rpc_retries: u64,
-    /// First submissions of each write kind (absent in older files).
-    #[serde(default)]
-    pub sent_by_kind: BTreeMap<WorkloadKind, u64>,
-    /// The agent's CPU (user + system, whole process) while sending, per
-    /// signed transaction, µs.
-    pub agent_cpu_us_per_tx: f64,
-    /// Share of the sending time (0–1) during which every request slot was
-    /// in flight: the node, not the agent, set the pace then.
-    pub slots_busy: f64,
-    /// Back-offs on a full mempool or rate limit.
-    pub backoffs: u64,
-    /// Resubmissions of the same signed bytes.
-    pub resends: u64,
-    /// Nonce resynchronisations.
-    pub resyncs: u64,
-    /// Per-second series (the latest day of it: see `dropped`).
-    pub series: Vec<Second>,
-    /// The window's blocks in height order, the latest 100,000 of them
-    /// (empty in version 1 files).
-    #[serde(default)]
-    pub blocks: Vec<BlockRow>,
-    /// Windows of `--window-blocks` blocks (empty without it).
-    #[serde(default)]
-    pub windows: Vec<WindowRow>,
-    /// The oldest rows of `series`, `blocks` and `windows` left out because
-    /// the run outlasted what a report keeps in memory; the series file
-    /// (`--series-out`) has them all. The totals and chain figures cover
-    /// the whole run.
-    #[serde(default, skip_serializing_if = "rows::Dropped::is_none")]
-    pub dropped: rows::Dropped,
-    /// What topping up senders during the run did (`--refill-key`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refill: Option<refill::RefillReport>,
-    /// Blocks of the run by their transaction count (all senders).
-    #[serde(default)]
-    pub txs_per_block: Vec<TxsPerBlock>,
-    /// Where block times came from (CometBFT ns header times, or web3
-    /// whole-second timestamps, and why).
-    #[serde(default)]
-    pub block_clock: String,
-    /// The histograms behind `latency_ms`, so that several agents' reports
-    /// merge into exact percentiles (absent in older files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_hist: Option<LatencyHists>,
-    /// Transactions a node accepted (absent in older files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accepted: Option<u64>,
-    /// The read traffic beside the writes (`--reads`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reads: Option<reads::ReadsReport>,
-}
-
-/// The histograms of both latency measures (see [`Latencies`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyHists {
-    /// Intended send → block header time, ms.
-    pub to_block_time: LogHist,
-    /// Intended send → block seen, ms.
-    pub to_observed: LogHist,
 }
 
 /// Reads the pending nonce of every sender from the endpoint that will
@@ -631,10 +463,7 @@ pub struct Running {
     comet: Option<feth_etl::rpc::Rpc>,
     wait: Duration,
     /// The refill task and what stops it.
-    refill: Option<(
-        tokio::sync::watch::Sender<bool>,
-        JoinHandle<refill::RefillReport>,
-    )>,
+    refill: Option<(tokio::sync::watch::Sender<bool>, JoinHandle<RefillReport>)>,
     /// The read traffic, while sending.
     reads: Option<reads::ReadTraffic>,
 }

@@ -37,9 +37,9 @@ use serde_json::{json, Value};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::hist::Latency;
 use super::hist::LogHist;
 use super::metrics::LoadMetrics;
+use super::report::{MethodFigures, ReadsReport};
 use super::tally::{ReadDone, ReadEnd};
 use super::{contracts, erc20};
 use crate::eth::BlockSummary;
@@ -198,65 +198,6 @@ fn stride(total: u64) -> u64 {
         step += 1;
     }
     step
-}
-
-/// What happened to one method's reads.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MethodFigures {
-    /// Reads due (sent + skipped).
-    pub due: u64,
-    /// Answered and the answer checked right.
-    pub ok: u64,
-    /// Answered, and the answer was wrong (see the module docs).
-    pub wrong: u64,
-    /// An error or a timeout.
-    pub failed: u64,
-    /// Not sent: the reads in flight were at their limit, or no transaction
-    /// had been seen yet to ask a receipt of.
-    pub skipped: u64,
-    /// Answered reads per second over the run.
-    pub answered_per_second: f64,
-    /// Request → answer, ms, of the reads answered (right or wrong).
-    pub latency_ms: Latency,
-    /// A few of the node's errors and the wrong answers, as text.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub examples: Vec<String>,
-}
-
-/// The read traffic of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReadsReport {
-    /// Reads per second offered.
-    pub rate: f64,
-    /// Seconds the reads ran.
-    pub seconds: f64,
-    /// Each method's figures, by its name.
-    pub methods: BTreeMap<String, MethodFigures>,
-}
-
-impl ReadsReport {
-    /// The reads in one line: answered per second of those offered, the
-    /// slowest method's p99, and what was wrong, failed or skipped.
-    pub fn one_line(&self) -> String {
-        let sum = |f: fn(&MethodFigures) -> u64| self.methods.values().map(f).sum::<u64>();
-        let answered: f64 = self.methods.values().map(|m| m.answered_per_second).sum();
-        let slowest = self
-            .methods
-            .iter()
-            .filter(|(_, m)| m.ok + m.wrong > 0)
-            .max_by(|a, b| a.1.latency_ms.p99.total_cmp(&b.1.latency_ms.p99));
-        let p99 = slowest.map_or_else(
-            || "no answer".to_string(),
-            |(name, m)| format!("slowest p99 {:.1} ms ({name})", m.latency_ms.p99),
-        );
-        format!(
-            "{answered:.0}/s answered of {:.0}/s offered, {p99}; {} wrong, {} failed, {} skipped",
-            self.rate,
-            sum(|m| m.wrong),
-            sum(|m| m.failed),
-            sum(|m| m.skipped)
-        )
-    }
 }
 
 #[derive(Default)]

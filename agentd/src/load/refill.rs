@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, U256};
 use anyhow::{Context, Result};
 use secp256k1::SecretKey;
-use serde::{Deserialize, Serialize};
 
 use super::engine::Engine;
+use super::report::RefillReport;
 use crate::eth::EthClient;
 use crate::fund::{self, FundPlan, FundVia};
 
@@ -40,23 +40,6 @@ pub struct RefillConfig {
     pub interval: Duration,
     /// The funding journal of the refills (resumable).
     pub journal: PathBuf,
-}
-
-/// What the refills did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RefillReport {
-    /// Rounds that paid someone.
-    pub rounds: u64,
-    /// Top-ups paid (a sender topped up twice counts twice).
-    pub topped_up: u64,
-    /// Value paid, wei.
-    pub value_wei: U256,
-    /// Balances read.
-    pub balances_read: u64,
-    /// Rounds that failed (the error is logged; the next round retries).
-    pub failed_rounds: u64,
-    /// Seconds spent paying, summed over rounds.
-    pub seconds: f64,
 }
 
 /// The last balance read of a sender and its sent count then.

@@ -1,11 +1,21 @@
-//! The figures of a run's report: every submitted transaction is exactly
-//! one of included, rejected (with a reason) or unresolved; committed TPS is
-//! read from blocks, the send rate shown apart. The tally keeps them as the
-//! run goes.
+//! `feth load`'s report ([`LoadReport`], the `--json` file) and the figures
+//! in it: every submitted transaction is exactly one of included, rejected
+//! (with a reason) or unresolved; committed TPS is read from blocks, the
+//! send rate shown apart. The tally keeps them as the run goes; the refills
+//! and the readers fill their own sections.
+//!
+//! Only data lives here, so every part of a run can name the report's
+//! types without depending on the parts that produce them.
 
 use std::collections::BTreeMap;
 
+use alloy_primitives::U256;
 use serde::{Deserialize, Serialize};
+
+use super::hist::LogHist;
+use super::plan::{self, Recipients, WorkloadKind, Write};
+use super::rows;
+use crate::shard::{KeyRange, ShardOf};
 
 /// Percentiles of a delay, as the report's figures give them (computed by
 /// the histograms).
@@ -318,6 +328,283 @@ pub fn closed_loop_backlog(series: &[Second], send_seconds: f64) -> Option<Close
         growth_per_second: (end as f64 - mid as f64) / seconds,
         committed_per_second: committed as f64 / seconds,
     })
+}
+
+/// How the run was configured, for the JSON report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Endpoints.
+    pub endpoints: Vec<String>,
+    /// Senders.
+    pub senders: usize,
+    /// Concurrent requests.
+    pub max_parallelism: usize,
+    /// Transactions in flight per sender (absent, hence 1, in older files).
+    #[serde(default = "one")]
+    pub per_sender: usize,
+    /// Rate schedule, as given.
+    pub schedule: String,
+    /// Transactions per account, if bounded.
+    pub count: Option<u64>,
+    /// Sending time, if bounded.
+    pub duration_secs: Option<f64>,
+    /// Recipients.
+    pub recipients: Recipients,
+    /// What the transactions did, in which shares, with their gas limits
+    /// (`workload`, one kind, in older files).
+    #[serde(alias = "workload", deserialize_with = "plan::writes_or_workload")]
+    pub writes: Vec<Write>,
+    /// Fee model used.
+    pub fee: String,
+    /// Chain id.
+    pub chain_id: u64,
+    /// The senders' indices in the keys file (absent in older files).
+    #[serde(default)]
+    pub keys: Option<KeyRange>,
+    /// The shard of the keys file this agent took (`--shard I/N`), if any.
+    #[serde(default)]
+    pub shard: Option<ShardOf>,
+}
+
+/// Where the run happened.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    /// feth version.
+    pub feth_version: String,
+    /// Host name.
+    pub host: String,
+    /// Logical CPUs of the agent's machine.
+    pub cpus: usize,
+    /// Unix time the run began.
+    pub started_unix: f64,
+    /// What the first node calls itself (`web3_clientVersion`: abcid names
+    /// its version and the patches in force); empty in version 1 files.
+    #[serde(default)]
+    pub node: String,
+    /// The agent machine's kernel release; empty in version 1 files.
+    #[serde(default)]
+    pub kernel: String,
+}
+
+/// The format version of the JSON `feth load --json` writes. Version 1
+/// (files without a `version` field) had no block rows, offered rate or
+/// per-second latency.
+pub const REPORT_VERSION: u32 = 2;
+
+fn version_one() -> u32 {
+    1
+}
+
+fn one() -> usize {
+    1
+}
+
+/// The result of `feth load`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// Format version ([`REPORT_VERSION`]; 1 when absent).
+    #[serde(default = "version_one")]
+    pub version: u32,
+    /// Configuration.
+    pub config: RunConfig,
+    /// Environment.
+    pub environment: Environment,
+    /// Totals that add up.
+    pub totals: Totals,
+    /// Committed figures read from blocks.
+    pub chain: ChainFigures,
+    /// Submissions per second while sending (not a TPS figure).
+    pub send_rate: f64,
+    /// Seconds spent sending.
+    pub send_seconds: f64,
+    /// Inclusion latency, ms.
+    pub latency_ms: Latencies,
+    /// Schedule lag, ms: first submission − intended send time. Open loop
+    /// only: a closed loop has no schedule (`None`).
+    pub schedule_lag_ms: Option<Latency>,
+    /// Set when the agent, not the chain, limited the offered rate (open
+    /// loop): the committed TPS is then about the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_limited: Option<AgentLimited>,
+    /// A closed loop's backlog (accepted − committed) over the sending time;
+    /// `growing` set when it rose: the node accepted faster than it
+    /// committed and the committed TPS is a drain, not a steady state
+    /// (absent for open loops, short runs and older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop_backlog: Option<ClosedLoopBacklog>,
+    /// RPC reads sent again after a transient transport error (reset,
+    /// refused, timeout), web3 and CometBFT (absent in older files).
+    #[serde(default)]
+    pub rpc_retries: u64,
+    /// First submissions of each write kind (absent in older files).
+    #[serde(default)]
+    pub sent_by_kind: BTreeMap<WorkloadKind, u64>,
+    /// The agent's CPU (user + system, whole process) while sending, per
+    /// signed transaction, µs.
+    pub agent_cpu_us_per_tx: f64,
+    /// Share of the sending time (0–1) during which every request slot was
+    /// in flight: the node, not the agent, set the pace then.
+    pub slots_busy: f64,
+    /// Back-offs on a full mempool or rate limit.
+    pub backoffs: u64,
+    /// Resubmissions of the same signed bytes.
+    pub resends: u64,
+    /// Nonce resynchronisations.
+    pub resyncs: u64,
+    /// Per-second series (the latest day of it: see `dropped`).
+    pub series: Vec<Second>,
+    /// The window's blocks in height order, the latest 100,000 of them
+    /// (empty in version 1 files).
+    #[serde(default)]
+    pub blocks: Vec<BlockRow>,
+    /// Windows of `--window-blocks` blocks (empty without it).
+    #[serde(default)]
+    pub windows: Vec<WindowRow>,
+    /// The oldest rows of `series`, `blocks` and `windows` left out because
+    /// the run outlasted what a report keeps in memory; the series file
+    /// (`--series-out`) has them all. The totals and chain figures cover
+    /// the whole run.
+    #[serde(default, skip_serializing_if = "rows::Dropped::is_none")]
+    pub dropped: rows::Dropped,
+    /// What topping up senders during the run did (`--refill-key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refill: Option<RefillReport>,
+    /// Blocks of the run by their transaction count (all senders).
+    #[serde(default)]
+    pub txs_per_block: Vec<TxsPerBlock>,
+    /// Where block times came from (CometBFT ns header times, or web3
+    /// whole-second timestamps, and why).
+    #[serde(default)]
+    pub block_clock: String,
+    /// The histograms behind `latency_ms`, so that several agents' reports
+    /// merge into exact percentiles (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hist: Option<LatencyHists>,
+    /// Transactions a node accepted (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<u64>,
+    /// The read traffic beside the writes (`--reads`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ReadsReport>,
+}
+
+/// The histograms of both latency measures (see [`Latencies`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHists {
+    /// Intended send → block header time, ms.
+    pub to_block_time: LogHist,
+    /// Intended send → block seen, ms.
+    pub to_observed: LogHist,
+}
+
+/// One window of `--window-blocks` consecutive blocks (the last one of a
+/// run may be shorter).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowRow {
+    /// First height.
+    pub from: u64,
+    /// Last height.
+    pub to: u64,
+    /// Blocks in it.
+    pub blocks: u64,
+    /// All transactions in its blocks.
+    pub txs: u64,
+    /// Ours among them.
+    pub ours: u64,
+    /// Ours that reverted (receipt status 0).
+    pub reverted: u64,
+    /// Seconds from the previous window's last header (the run's start block
+    /// for the first) to this one's last header.
+    pub seconds: f64,
+    /// Our transactions per second.
+    pub tps: f64,
+    /// All transactions per second.
+    pub tps_all: f64,
+}
+
+/// How many blocks held a given number of transactions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxsPerBlock {
+    /// Transactions in a block (all senders).
+    pub txs: u64,
+    /// Blocks that held that many.
+    pub blocks: u64,
+}
+
+/// What the refills did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RefillReport {
+    /// Rounds that paid someone.
+    pub rounds: u64,
+    /// Top-ups paid (a sender topped up twice counts twice).
+    pub topped_up: u64,
+    /// Value paid, wei.
+    pub value_wei: U256,
+    /// Balances read.
+    pub balances_read: u64,
+    /// Rounds that failed (the error is logged; the next round retries).
+    pub failed_rounds: u64,
+    /// Seconds spent paying, summed over rounds.
+    pub seconds: f64,
+}
+
+/// What happened to one method's reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MethodFigures {
+    /// Reads due (sent + skipped).
+    pub due: u64,
+    /// Answered and the answer checked right.
+    pub ok: u64,
+    /// Answered, and the answer was wrong (see the module docs).
+    pub wrong: u64,
+    /// An error or a timeout.
+    pub failed: u64,
+    /// Not sent: the reads in flight were at their limit, or no transaction
+    /// had been seen yet to ask a receipt of.
+    pub skipped: u64,
+    /// Answered reads per second over the run.
+    pub answered_per_second: f64,
+    /// Request → answer, ms, of the reads answered (right or wrong).
+    pub latency_ms: Latency,
+    /// A few of the node's errors and the wrong answers, as text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+/// The read traffic of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadsReport {
+    /// Reads per second offered.
+    pub rate: f64,
+    /// Seconds the reads ran.
+    pub seconds: f64,
+    /// Each method's figures, by its name.
+    pub methods: BTreeMap<String, MethodFigures>,
+}
+
+impl ReadsReport {
+    /// The reads in one line: answered per second of those offered, the
+    /// slowest method's p99, and what was wrong, failed or skipped.
+    pub fn one_line(&self) -> String {
+        let sum = |f: fn(&MethodFigures) -> u64| self.methods.values().map(f).sum::<u64>();
+        let answered: f64 = self.methods.values().map(|m| m.answered_per_second).sum();
+        let slowest = self
+            .methods
+            .iter()
+            .filter(|(_, m)| m.ok + m.wrong > 0)
+            .max_by(|a, b| a.1.latency_ms.p99.total_cmp(&b.1.latency_ms.p99));
+        let p99 = slowest.map_or_else(
+            || "no answer".to_string(),
+            |(name, m)| format!("slowest p99 {:.1} ms ({name})", m.latency_ms.p99),
+        );
+        format!(
+            "{answered:.0}/s answered of {:.0}/s offered, {p99}; {} wrong, {} failed, {} skipped",
+            self.rate,
+            sum(|m| m.wrong),
+            sum(|m| m.failed),
+            sum(|m| m.skipped)
+        )
+    }
 }
 
 #[cfg(test)]

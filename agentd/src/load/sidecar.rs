@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
-use super::reads::ReadsReport;
+use super::report::ReadsReport;
 use super::report::{ChainFigures, Totals};
 use super::tally::Line;
 use super::{Environment, RunConfig, REPORT_VERSION};

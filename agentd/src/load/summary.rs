@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use super::reads::ReadsReport;
-use super::tally::TxsPerBlock;
+use super::report::ReadsReport;
+use super::report::TxsPerBlock;
 use super::LoadReport;
 use crate::units;
 

@@ -15,45 +15,11 @@ use serde::{Deserialize, Serialize};
 
 use super::hist::LogHist;
 use super::pick::RateSchedule;
-use super::report::{BlockRow, ChainFigures, Latencies, Second, Totals};
+use super::report::{BlockRow, ChainFigures, Latencies, Second, Totals, TxsPerBlock, WindowRow};
 use super::rows::{Dropped, Latest, KEEP_BLOCKS, KEEP_SECONDS, KEEP_WINDOWS};
 
 /// Seconds the agent's clock must be past a second before it is finished.
 const SETTLE_SECONDS: f64 = 2.0;
-
-/// One window of `--window-blocks` consecutive blocks (the last one of a
-/// run may be shorter).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct WindowRow {
-    /// First height.
-    pub from: u64,
-    /// Last height.
-    pub to: u64,
-    /// Blocks in it.
-    pub blocks: u64,
-    /// All transactions in its blocks.
-    pub txs: u64,
-    /// Ours among them.
-    pub ours: u64,
-    /// Ours that reverted (receipt status 0).
-    pub reverted: u64,
-    /// Seconds from the previous window's last header (the run's start block
-    /// for the first) to this one's last header.
-    pub seconds: f64,
-    /// Our transactions per second.
-    pub tps: f64,
-    /// All transactions per second.
-    pub tps_all: f64,
-}
-
-/// How many blocks held a given number of transactions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TxsPerBlock {
-    /// Transactions in a block (all senders).
-    pub txs: u64,
-    /// Blocks that held that many.
-    pub blocks: u64,
-}
 
 /// A line of the sidecar file: a finished second or window.
 #[derive(Debug, Clone, Serialize, Deserialize)]

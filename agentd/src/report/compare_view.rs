@@ -84,7 +84,7 @@ fn ladder_table(c: &CompareReport) -> String {
         c.steps
             .iter()
             .map(|s| {
-                let mut row = vec![s.step.clone(), s.patches.clone(), s.runs.to_string()];
+                let mut row = vec![s.step.clone(), s.node_settings(), s.runs.to_string()];
                 for m in [Metric::Tps, Metric::CpuPerTx] {
                     let f = s.figure(m);
                     row.push(f.and_then(|f| f.level).map_or("–".into(), |l| {
@@ -109,7 +109,7 @@ fn ladder_table(c: &CompareReport) -> String {
         "ladder",
         &[
             "step",
-            "patches",
+            "patches; CometBFT",
             "runs",
             "committed TPS [95 %]",
             "vs previous [95 %]",

@@ -61,7 +61,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
             out.push_str(&format!("## Comparison {}\n\n", path.display()));
             out.push_str(&header(&[
                 "step",
-                "patches",
+                "patches; CometBFT",
                 "runs",
                 "committed TPS",
                 "vs previous (95 % CI)",
@@ -71,7 +71,7 @@ pub fn summary(files: &[RunFile], page: &str) -> String {
                 let tps = s.figure(Metric::Tps);
                 out.push_str(&row(&[
                     s.step.clone(),
-                    s.patches.clone(),
+                    s.node_settings(),
                     s.runs.to_string(),
                     tps.and_then(|f| f.level)
                         .map_or("–".into(), |l| format!("{:.1}", l.mean)),

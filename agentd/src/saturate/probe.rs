@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use crate::load::reads::ReadsReport;
+use crate::load::report::ReadsReport;
 use serde::{Deserialize, Serialize};
 
 /// Which clock a committed rate was computed with.

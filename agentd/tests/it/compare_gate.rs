@@ -42,6 +42,7 @@ fn run(step: &str, round: usize, tps: f64) -> StepRun {
     StepRun {
         step: step.to_string(),
         patches: "all".to_string(),
+        comet: Vec::new(),
         node: "abcid".to_string(),
         round,
         measure: measure(tps),

@@ -165,11 +165,14 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
     assert!(reference.measure.committed_tps > 0.0);
 }
 
+/// Two rounds are too few for a verdict, whatever the steps: the gate says
+/// inconclusive. The second step changes CometBFT's configuration, not
+/// abcid's patches, and its node runs with that setting.
 #[test]
 fn a_gate_run_with_too_few_rounds_is_inconclusive() {
     let (out, report) = compare(&[
         "--ladder",
-        "all,all",
+        "all,+comet:mempool.size=8000",
         "--start",
         "400",
         "--rounds",
@@ -183,13 +186,23 @@ fn a_gate_run_with_too_few_rounds_is_inconclusive() {
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(INCONCLUSIVE_STATUS), "{text}");
     assert!(
-        text.contains("INCONCLUSIVE: step all#2 against all"),
+        text.contains("INCONCLUSIVE: step +comet:mempool.size=8000 against all"),
         "{text}"
     );
     assert!(text.contains("a verdict needs at least 5 rounds"), "{text}");
+    assert!(text.contains("all; comet mempool.size=8000"), "{text}");
     let r = report.unwrap();
     assert_eq!(
         r.steps[1].figure(Metric::Tps).unwrap().change,
         Change::TooFewRounds
     );
+    // Read back from each node's config.toml: the devnet's default (10,000)
+    // is not reported, the step's own setting is.
+    assert!(r.steps[0].comet.is_empty());
+    assert_eq!(r.steps[1].comet, ["mempool.size=8000"]);
+    assert_eq!(r.steps[1].patches, "all");
+    for run in r.runs.iter().filter(|x| x.step != "all") {
+        assert_eq!(run.comet, ["mempool.size=8000"]);
+        assert!(run.measure.committed_tps > 0.0, "{run:?}");
+    }
 }

@@ -3,10 +3,6 @@
 //! the `feth` binary on files (`compare_gate`), a tool CI relies on
 //! (`jenkinsfile`) or the flags the docs name (`docs_flags`).
 
-mod abcid_bounds;
-mod abcid_faults;
-mod abcid_logs;
-mod abcid_web3;
 mod bench_profiler;
 mod common;
 mod compare_gate;
@@ -24,7 +20,6 @@ mod kvstore;
 mod load;
 mod many_agents;
 mod node_metrics;
-mod nonce_queue;
 mod per_sender;
 mod pipeline;
 mod profiler_devnet;

@@ -108,6 +108,29 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     .await
     .expect("feth profiler (fetch)");
     let status = client.wait_idle(Duration::from_secs(60)).await.unwrap();
+    // CometBFT's own CPU under the same load, from its Go pprof endpoint,
+    // found through the devnet's folder.
+    let comet_out = local.path().join("comet");
+    let devnet_dir = net.devnet.state.options.dir.clone();
+    feth(&[
+        "profiler",
+        "cometbft",
+        "--dir",
+        utf8(&devnet_dir),
+        "--seconds",
+        "2",
+        "--out",
+        utf8(&comet_out),
+        "--json",
+    ])
+    .await
+    .expect("feth profiler cometbft");
+    check_comet_capture(&comet_out);
+    let missing = local.path().join("no-devnet");
+    let err = feth(&["profiler", "cometbft", "--dir", utf8(&missing)])
+        .await
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("pass --pprof URL"), "{err:#}");
     assert!(!status.armed);
 
     let profiles = client.list().await.unwrap();
@@ -257,4 +280,48 @@ async fn check_merge_status_and_diff(url: &str, chain: &Path, heights: &[u64], l
             "{frame} is not drawn: {titles:?}"
         );
     }
+}
+
+/// The one capture under `out` (`<chain>/cometbft-<first>-<last>/`):
+/// CometBFT's real Go frames under a `cometbft` root, the blocks it covers,
+/// and the raw profile folding to the same stacks.
+fn check_comet_capture(out: &Path) {
+    let chains: Vec<_> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(chains.len(), 1, "{chains:?}");
+    let captures: Vec<_> = std::fs::read_dir(&chains[0])
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(captures.len(), 1, "{captures:?}");
+    let dir = &captures[0];
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("capture.json")).unwrap()).unwrap();
+    let (first, last) = (
+        meta["heights"][0].as_u64().unwrap(),
+        meta["heights"][1].as_u64().unwrap(),
+    );
+    assert!(last > first, "no block in 2 s of 300 ms blocks: {meta}");
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    assert_eq!(name, format!("cometbft-{first}-{last}"));
+    assert!(meta["seconds"].as_f64().unwrap() >= 1.9, "{meta}");
+    let folded = std::fs::read_to_string(dir.join("cometbft.folded")).unwrap();
+    let stacks = feth_profiler_rpc::folded::FoldedStacks::parse(&folded).unwrap();
+    assert!(stacks.total() > 0 && stacks.total() == meta["samples"].as_u64().unwrap());
+    assert!(stacks
+        .iter()
+        .all(|(stack, _)| stack.starts_with("cometbft;")));
+    assert!(
+        stacks
+            .iter()
+            .any(|(stack, _)| stack.contains("github.com/cometbft/cometbft/")),
+        "no CometBFT frame in\n{folded}"
+    );
+    let raw = std::fs::read(dir.join("profile.pb.gz")).unwrap();
+    let refolded = feth_profiler_rpc::gopprof::fold(&raw, "cometbft").unwrap();
+    assert_eq!(refolded.stacks, stacks);
+    let svg = std::fs::read_to_string(dir.join("flamegraph.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("cometbft CPU"));
 }

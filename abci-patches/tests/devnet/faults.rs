@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::common::{wait_until, TestNet};
 use alloy_primitives::{Address, Bytes, U256};
-use feth::devnet::{Devnet, DevnetOptions, DevnetState, Ports};
-use feth::eth::{EthClient, RpcError};
-use feth::sign::{self, Fee, TxRequest};
+use feth_chain::eth::{EthClient, RpcError};
+use feth_chain::sign::{self, Fee, TxRequest};
+use feth_devnet::{Devnet, DevnetOptions, DevnetState, Ports};
 use secp256k1::SecretKey;
 
 const GWEI: u128 = 1_000_000_000;
@@ -109,7 +109,7 @@ async fn bad_transactions_get_their_documented_errors() {
             transfer(&net.root, 9000, 5, to, one),
         ),
         ("insufficient funds for gas * price + value", {
-            let poor = feth::keys::random_key();
+            let poor = feth_chain::keys::random_key();
             transfer(&poor, 9000, 0, to, one)
         }),
         // The free-spam attack: value + gas × fee wraps in 256 bits.

@@ -51,7 +51,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// Whether `pid` still is the process spawned at `started` (when recorded)
 /// running a binary named `name`.
-pub fn is_ours(pid: u32, started: Option<u64>, name: &str) -> bool {
+pub(crate) fn is_ours(pid: u32, started: Option<u64>, name: &str) -> bool {
     is_running(pid, name) && started.is_none_or(|t| start_time(pid) == Some(t))
 }
 
@@ -141,7 +141,7 @@ pub fn stop(pid: u32, name: &str, grace: Duration) -> bool {
 /// at `started` ([`start_time`], when recorded) running `name`: SIGTERM,
 /// then SIGKILL after `grace`, and waits until `pid` has fully exited.
 /// Returns whether a process was stopped.
-pub fn stop_spawned(pid: u32, started: Option<u64>, name: &str, grace: Duration) -> bool {
+pub(crate) fn stop_spawned(pid: u32, started: Option<u64>, name: &str, grace: Duration) -> bool {
     let Some(start_time) = ours(pid, started, name) else {
         return false;
     };
@@ -167,7 +167,7 @@ pub fn kill(pid: u32, name: &str) -> bool {
 /// SIGKILLs the process group of `pid` if `pid` still is the process
 /// spawned at `started` running `name`, and waits until `pid` has fully
 /// exited. Returns whether a process was killed.
-pub fn kill_spawned(pid: u32, started: Option<u64>, name: &str) -> bool {
+pub(crate) fn kill_spawned(pid: u32, started: Option<u64>, name: &str) -> bool {
     let Some(start_time) = ours(pid, started, name) else {
         return false;
     };

@@ -2,23 +2,16 @@
 //! out of order, each on a connection of its own, all land, in nonce order.
 
 use crate::common::{wait_until, TestNet};
-use alloy_network::{EthereumWallet, TransactionBuilder};
+use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, U256};
-use alloy_provider::{Provider, ProviderBuilder};
+use alloy_provider::Provider;
 use alloy_rpc_types_eth::TransactionRequest;
-use alloy_signer_local::PrivateKeySigner;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nonces_sent_out_of_order_on_three_connections_land_in_order() {
     let net = TestNet::start_with(|o| o.patches = "all,nonce-queue".to_string()).await;
-    let signer = PrivateKeySigner::from_bytes(&net.root.secret_bytes().into()).unwrap();
-    let wallet = EthereumWallet::from(signer);
-    let connect = || {
-        ProviderBuilder::new()
-            .wallet(wallet.clone())
-            .connect_http(net.web3().parse().unwrap())
-    };
+    let connect = || net.wallet(&net.root);
     let first = connect();
     let version = first.get_client_version().await.unwrap();
     assert!(version.ends_with("/patches=all,nonce-queue"), "{version}");

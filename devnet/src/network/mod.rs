@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::links::LinkShape;
 use super::toxiproxy::{self, Toxiproxy};
 use super::{config, free_ports, process, tools, DevnetOptions, DevnetState, Ports};
-use crate::keys;
+use feth_chain::keys;
 
 /// Whether a node votes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,7 +123,7 @@ pub struct NetworkState {
 }
 
 /// The file that marks a folder as a network's.
-pub fn state_file(dir: &Path) -> PathBuf {
+pub(crate) fn state_file(dir: &Path) -> PathBuf {
     dir.join("network.json")
 }
 
@@ -176,7 +176,7 @@ impl NetworkState {
     }
 
     /// The toxiproxy API client.
-    pub fn proxy_client(&self) -> Result<Toxiproxy> {
+    pub(crate) fn proxy_client(&self) -> Result<Toxiproxy> {
         Toxiproxy::new(self.toxiproxy_port)
     }
 
@@ -186,7 +186,7 @@ impl NetworkState {
     }
 
     /// Whether any of its processes runs.
-    pub fn any_running(&self) -> bool {
+    pub(crate) fn any_running(&self) -> bool {
         self.toxiproxy_pid
             .is_some_and(|p| process::is_running(p, toxiproxy::SERVER_NAME))
             || self
@@ -234,7 +234,7 @@ pub fn node_logs(dir: &Path, only: Option<&str>) -> Result<Vec<NodeLogs>> {
 }
 
 /// The name the etl gives the node of a single-node devnet.
-pub const SINGLE_NODE: &str = "node0";
+pub(crate) const SINGLE_NODE: &str = "node0";
 
 /// The names of a network's nodes: `v0…` then `f0…`.
 fn node_names(validators: usize, full_nodes: usize) -> Vec<(String, NodeRole)> {
@@ -385,6 +385,7 @@ fn distinct_ports(nodes: &[Node]) -> Result<()> {
             o.profiler_port,
             o.metrics_port,
             o.cometbft_metrics_port,
+            o.cometbft_pprof_port,
         ];
         for port in ports {
             if let Some(other) = seen.insert(port, &node.name) {
@@ -416,7 +417,7 @@ fn write_node_config(state: &NetworkState, node: &Node) -> Result<()> {
         "p2p.addr_book_strict=false".to_string(),
     ];
     options.set = network.into_iter().chain(options.set).collect();
-    config::write_config(&node.state.options.dir.join("cometbft"), &options)
+    config::write_config(&node.state.cometbft_home(), &options)
 }
 
 mod faults;

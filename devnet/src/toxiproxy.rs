@@ -7,18 +7,17 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::links::LinkShape;
 use super::process;
 
 /// The process name of the server binary (for [`process::is_running`]).
-pub const SERVER_NAME: &str = "toxiproxy-server";
+pub(crate) const SERVER_NAME: &str = "toxiproxy-server";
 
 /// Starts `bin` with its API on `127.0.0.1:port`, logging to `log`, and waits
 /// until the API answers; returns its PID.
-pub async fn start_server(bin: &Path, port: u16, log: &Path) -> Result<u32> {
+pub(crate) async fn start_server(bin: &Path, port: u16, log: &Path) -> Result<u32> {
     let mut cmd = Command::new(bin);
     cmd.args(["-host", "127.0.0.1", "-port", &port.to_string()]);
     let pid = process::spawn_logged(cmd, log)?;
@@ -36,19 +35,6 @@ pub async fn start_server(bin: &Path, port: u16, log: &Path) -> Result<u32> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Ok(pid)
-}
-
-/// One proxy as toxiproxy describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proxy {
-    /// Its name.
-    pub name: String,
-    /// Address it listens on.
-    pub listen: String,
-    /// Address it forwards to.
-    pub upstream: String,
-    /// Whether it listens and forwards.
-    pub enabled: bool,
 }
 
 /// A client of one toxiproxy server's HTTP API.
@@ -102,21 +88,9 @@ impl Toxiproxy {
         self.send(req, &format!("create proxy {name}")).await
     }
 
-    /// Every proxy, by name.
-    pub async fn proxies(&self) -> Result<Vec<Proxy>> {
-        let r = self
-            .http
-            .get(format!("{}/proxies", self.base))
-            .send()
-            .await
-            .with_context(|| format!("toxiproxy at {}: list proxies", self.base))?;
-        let map: std::collections::BTreeMap<String, Proxy> = r.error_for_status()?.json().await?;
-        Ok(map.into_values().collect())
-    }
-
     /// Enables (listens, forwards) or disables (closes every connection,
     /// refuses new ones) proxy `name`.
-    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<()> {
+    pub(crate) async fn set_enabled(&self, name: &str, enabled: bool) -> Result<()> {
         let req = self
             .http
             .post(format!("{}/proxies/{name}", self.base))

@@ -9,11 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{wait_until, TestNet};
-use alloy_network::{EthereumWallet, TransactionBuilder};
+use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, U256};
-use alloy_provider::{Provider, ProviderBuilder};
+use alloy_provider::Provider;
 use alloy_rpc_types_eth::TransactionRequest;
-use alloy_signer_local::PrivateKeySigner;
 use serde_json::{json, Value};
 
 async fn post(url: &str, body: &Value) -> (u16, Value) {
@@ -56,10 +55,7 @@ async fn announce_body(net: &TestNet, length: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn txpool_shows_what_waits_in_cometbfts_mempool() {
     let net = TestNet::start_with(|o| o.timeout_commit = "3s".to_string()).await;
-    let signer = PrivateKeySigner::from_bytes(&net.root.secret_bytes().into()).unwrap();
-    let p = ProviderBuilder::new()
-        .wallet(EthereumWallet::from(signer))
-        .connect_http(net.web3().parse().unwrap());
+    let p = net.wallet(&net.root);
     let web3 = net.web3();
     net.wait_blocks(1).await;
     let nonce = p.get_transaction_count(net.root_address).await.unwrap();

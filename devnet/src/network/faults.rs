@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 
 use super::{LinkShape, NetworkState};
-use crate::devnet::{self, process};
+use crate::{self as devnet, process};
 
 impl NetworkState {
     /// SIGKILLs node `name`'s CometBFT and abcid (no SIGTERM first);
@@ -83,7 +83,7 @@ impl NetworkState {
 
     /// The shape of the link between `a` and `b`: a slowed end's (the
     /// slower one's when both are), else the network's.
-    pub fn link_shape(&self, a: &str, b: &str) -> LinkShape {
+    pub(crate) fn link_shape(&self, a: &str, b: &str) -> LinkShape {
         let ends = [self.slowed.get(a), self.slowed.get(b)];
         ends.into_iter()
             .flatten()

@@ -1,7 +1,7 @@
 //! abcid behind a real CometBFT, driven by alloy's standard provider: the
 //! balances, nonces, receipts and blocks a standard client reads.
 
-use crate::common::{wallet, TestNet};
+use crate::common::TestNet;
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, Bytes, U256};
 use alloy_provider::Provider;
@@ -12,7 +12,7 @@ use alloy_rpc_types_eth::{BlockNumberOrTag, TransactionRequest};
 const STORE_INIT: &str = "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
 
 fn provider(net: &TestNet) -> impl Provider {
-    wallet(net, &net.root)
+    net.wallet(&net.root)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

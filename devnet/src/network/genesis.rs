@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 
 use super::{Node, NodeRole};
-use crate::devnet::{config, DevnetOptions};
+use crate::{config, DevnetOptions};
 
 /// Each validator's voting power.
 const POWER: &str = "10";
@@ -16,7 +16,7 @@ pub(super) fn write(
     root: alloy_primitives::Address,
 ) -> Result<()> {
     let first = nodes.first().context("a network has at least one node")?;
-    let home0 = first.state.options.dir.join("cometbft");
+    let home0 = first.state.cometbft_home();
     config::write_genesis(&home0, opts, root)?;
     let path0 = home0.join("config").join("genesis.json");
     let text = std::fs::read_to_string(&path0)

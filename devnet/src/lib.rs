@@ -12,8 +12,10 @@
 pub mod config;
 pub mod links;
 pub mod network;
-pub mod ports;
+mod ports;
 pub mod process;
+#[cfg(feature = "test-utils")]
+pub mod testnet;
 pub mod tools;
 pub mod toxiproxy;
 
@@ -26,8 +28,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::eth::EthClient;
-use crate::keys;
+use feth_chain::eth::EthClient;
+use feth_chain::keys;
 
 /// Log layout of both processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +107,10 @@ pub struct DevnetOptions {
     /// CometBFT's Prometheus metrics port (`instrumentation.prometheus`).
     #[serde(default = "default_cometbft_metrics_port")]
     pub cometbft_metrics_port: u16,
+    /// CometBFT's Go pprof port (`rpc.pprof_laddr`); 0 in a devnet made
+    /// before CometBFT served it.
+    #[serde(default)]
+    pub cometbft_pprof_port: u16,
     /// CometBFT `consensus.timeout_commit`.
     pub timeout_commit: String,
     /// CometBFT `mempool.size` (transactions).
@@ -183,6 +189,7 @@ impl Default for DevnetOptions {
             profiler_port: Ports::DEFAULT.profiler,
             metrics_port: Ports::DEFAULT.metrics,
             cometbft_metrics_port: Ports::DEFAULT.cometbft_metrics,
+            cometbft_pprof_port: Ports::DEFAULT.cometbft_pprof,
             timeout_commit: DEFAULT_TIMEOUT_COMMIT.to_string(),
             mempool_size: DEFAULT_MEMPOOL_SIZE,
             mempool_max_txs_bytes: DEFAULT_MEMPOOL_MAX_TXS_BYTES,
@@ -234,7 +241,7 @@ impl DevnetOptions {
 
     /// These options for `abcid`: TCP when the build cannot listen on a
     /// unix socket (an older one, run by `feth compare --build-a`).
-    pub fn for_abcid(mut self, abcid: &Path) -> Self {
+    pub(crate) fn for_abcid(mut self, abcid: &Path) -> Self {
         if !self.abci_tcp && !tools::abcid_takes_unix_abci(abcid) {
             tracing::warn!(
                 "{} cannot listen on a unix socket: CometBFT connects over TCP",
@@ -266,6 +273,7 @@ impl DevnetOptions {
             profiler_port: ports.profiler,
             metrics_port: ports.metrics,
             cometbft_metrics_port: ports.cometbft_metrics,
+            cometbft_pprof_port: ports.cometbft_pprof,
             ..self
         }
     }
@@ -280,6 +288,7 @@ impl DevnetOptions {
             profiler: self.profiler_port,
             metrics: self.metrics_port,
             cometbft_metrics: self.cometbft_metrics_port,
+            cometbft_pprof: self.cometbft_pprof_port,
         }
     }
 }
@@ -377,9 +386,27 @@ impl DevnetState {
         )
     }
 
+    /// CometBFT's Go pprof URL (`/debug/pprof/…` under it), when it serves
+    /// one.
+    pub fn cometbft_pprof_url(&self) -> Option<String> {
+        let port = self.options.cometbft_pprof_port;
+        (port != 0).then(|| format!("http://127.0.0.1:{port}"))
+    }
+
     /// The root key file.
     pub fn root_key(&self) -> PathBuf {
         self.options.dir.join("root.key")
+    }
+
+    /// CometBFT's home folder (`config/config.toml`, `data/`).
+    pub fn cometbft_home(&self) -> PathBuf {
+        self.options.dir.join("cometbft")
+    }
+
+    /// The values CometBFT's `config.toml` holds for `keys` (dotted, as
+    /// `--set` takes them), as `KEY=VALUE`: what the node runs with.
+    pub fn cometbft_settings(&self, keys: &[&str]) -> Result<Vec<String>> {
+        config::read_settings(&self.cometbft_home(), keys)
     }
 
     /// CometBFT's log file.
@@ -590,9 +617,7 @@ fn abci_listening(o: &DevnetOptions) -> Result<bool> {
 
 fn start_cometbft(state: &mut DevnetState) -> Result<()> {
     let mut cmd = Command::new(&state.cometbft);
-    cmd.arg("start")
-        .arg("--home")
-        .arg(state.options.dir.join("cometbft"));
+    cmd.arg("start").arg("--home").arg(state.cometbft_home());
     let pid = process::spawn_logged(cmd, &state.cometbft_log())?;
     state.cometbft_pid = Some(pid);
     state.cometbft_started = process::start_time(pid);
@@ -697,6 +722,8 @@ pub struct Status {
     pub metrics: Option<String>,
     /// CometBFT's Prometheus metrics URL.
     pub cometbft_metrics: String,
+    /// CometBFT's Go pprof URL (none in a devnet made before it served one).
+    pub cometbft_pprof: Option<String>,
     /// Root key file.
     pub root_key: PathBuf,
 }
@@ -717,6 +744,7 @@ pub async fn status(dir: &Path) -> Result<Status> {
         profiler: state.profiler_url(),
         metrics: state.metrics_url(),
         cometbft_metrics: state.cometbft_metrics_url(),
+        cometbft_pprof: state.cometbft_pprof_url(),
         root_key: state.root_key(),
     })
 }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use crate::common::{funded, wait_until, wallet, TestNet};
+use crate::common::{funded, wait_until, TestNet};
 use alloy_consensus::Transaction as _;
 use alloy_eips::eip2718::Decodable2718;
 use alloy_network::TransactionBuilder;
@@ -16,12 +16,12 @@ use alloy_rpc_types_eth::{
     BlockId, BlockNumberOrTag, Filter, Header, Log, TransactionReceipt, TransactionRequest,
 };
 use feth::accounts::KeySet;
-use feth::eth::{EthClient, RpcError};
 use feth::load::deploy::Signer;
 use feth::load::erc20;
 use feth::load::pick::RateSchedule;
 use feth::load::plan::{LoadPlan, Recipients, WorkloadKind};
 use feth::load::{self, LoadSettings};
+use feth_chain::eth::{EthClient, RpcError};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
@@ -435,7 +435,7 @@ async fn a_standard_client_reads_logs_filters_and_subscriptions() {
     let net = TestNet::start().await;
     let (keys, _dir) = funded(&net, 3, 32).await;
     let client = net.client();
-    let fee = feth::fees::detect(&client).await.unwrap();
+    let fee = feth_chain::fees::detect(&client).await.unwrap();
     let signer = Signer {
         keys: &keys,
         chain_id: 9000,
@@ -474,7 +474,7 @@ async fn a_standard_client_reads_logs_filters_and_subscriptions() {
     );
 
     // Alice sends Bob 1, 2 and 3 tokens.
-    let a = wallet(&net, &keys.keys[1]);
+    let a = net.wallet(&keys.keys[1]);
     let mut receipts = Vec::new();
     for v in 1..=3u64 {
         let tx = TransactionRequest::default()

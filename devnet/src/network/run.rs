@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::{create, is_network, LinkShape, NetworkOptions, NetworkState, NodeRole, PortPlan};
-use crate::devnet::toxiproxy::{self, Toxiproxy};
-use crate::devnet::{self, process, DevnetOptions, DevnetState};
+use crate::toxiproxy::{self, Toxiproxy};
+use crate::{self as devnet, process, DevnetOptions, DevnetState};
 
 /// Creates (first time) and starts a network; waits until every node sees
 /// a new block.

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::DevnetOptions;
 
 /// Sets one dotted key (`consensus.timeout_commit`) in a TOML table.
-pub fn set_key(doc: &mut toml::Table, dotted: &str, value: toml::Value) -> Result<()> {
+pub(crate) fn set_key(doc: &mut toml::Table, dotted: &str, value: toml::Value) -> Result<()> {
     let mut parts: Vec<&str> = dotted.split('.').collect();
     let Some(last) = parts.pop() else {
         bail!("empty configuration key");
@@ -24,6 +24,35 @@ pub fn set_key(doc: &mut toml::Table, dotted: &str, value: toml::Value) -> Resul
     }
     table.insert(last.to_string(), value);
     Ok(())
+}
+
+/// The value of the dotted key `dotted` (`mempool.size`) in `doc`.
+fn get_key<'a>(doc: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
+    let mut parts = dotted.split('.');
+    let mut value = parts.next().and_then(|first| doc.get(first));
+    for part in parts {
+        value = value
+            .and_then(toml::Value::as_table)
+            .and_then(|t| t.get(part));
+    }
+    value
+}
+
+/// `KEY=VALUE` for each of `keys` as the `config.toml` in `home` holds it
+/// (the value in TOML, as `--set` takes it); an error names a key it lacks.
+pub fn read_settings(home: &Path, keys: &[&str]) -> Result<Vec<String>> {
+    let path = home.join("config").join("config.toml");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: toml::Table = text
+        .parse()
+        .with_context(|| format!("cannot parse {}", path.display()))?;
+    keys.iter()
+        .map(|key| match get_key(&doc, key) {
+            Some(value) => Ok(format!("{key}={value}")),
+            None => bail!("{} has no key `{key}`", path.display()),
+        })
+        .collect()
 }
 
 /// Parses a `KEY=VALUE` override; the value is TOML (`500`, `true`, `"x"`)
@@ -71,12 +100,29 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
             "instrumentation.prometheus_listen_addr",
             s(format!("127.0.0.1:{}", opts.cometbft_metrics_port)),
         ),
+        // Go's pprof, for `feth profiler cometbft`: loopback only.
+        (
+            "rpc.pprof_laddr",
+            s(match opts.cometbft_pprof_port {
+                0 => String::new(),
+                port => format!("127.0.0.1:{port}"),
+            }),
+        ),
     ];
     for (key, value) in settings {
         set_key(&mut doc, key, value)?;
     }
     for text in &opts.set {
         let (key, value) = parse_override(text)?;
+        // `cometbft init` writes every key CometBFT reads: one missing is a
+        // typo, which CometBFT would silently ignore.
+        if get_key(&doc, &key).is_none() {
+            bail!(
+                "--set {text}: CometBFT's config.toml has no key `{key}`; \
+                 check its spelling against {} (sections and keys use underscores)",
+                path.display()
+            );
+        }
         set_key(&mut doc, &key, value)?;
     }
     let out = toml::to_string(&doc).context("cannot serialise config.toml")?;
@@ -88,7 +134,7 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
 /// `consensus_params.block.max_gas` (a string: CometBFT's genesis JSON
 /// writes int64 as strings), so that CometBFT reaps no more gas per block
 /// than abcid executes.
-pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result<()> {
+pub(crate) fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result<()> {
     let path = home.join("config").join("genesis.json");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -122,7 +168,7 @@ pub fn write_genesis(home: &Path, opts: &DevnetOptions, root: Address) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devnet::Ports;
+    use crate::Ports;
 
     #[test]
     fn overrides_parse_as_toml_or_string() {
@@ -138,13 +184,38 @@ mod tests {
     }
 
     #[test]
+    fn a_set_key_cometbft_does_not_have_is_refused_and_nothing_is_written() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("config")).unwrap();
+        let path = home.path().join("config").join("config.toml");
+        let written = "[mempool]\nsize = 5000\nrecheck = true\n";
+        std::fs::write(&path, written).unwrap();
+        let ports = Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap();
+        let with = |set: &[&str]| DevnetOptions {
+            set: set.iter().map(|s| s.to_string()).collect(),
+            ..DevnetOptions::default().with_ports(ports)
+        };
+        let err = write_config(home.path(), &with(&["mempool.sise=8000"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no key `mempool.sise`"), "{err}");
+        assert!(err.contains("check its spelling"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+        write_config(home.path(), &with(&["mempool.recheck=false"])).unwrap();
+        let read = read_settings(home.path(), &["mempool.recheck", "mempool.size"]).unwrap();
+        assert_eq!(read, ["mempool.recheck=false", "mempool.size=10000"]);
+        let err = read_settings(home.path(), &["mempool.sise"]).unwrap_err();
+        assert!(err.to_string().contains("no key `mempool.sise`"), "{err}");
+    }
+
+    #[test]
     fn cometbft_serves_prometheus_on_the_devnet_port() {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir(home.path().join("config")).unwrap();
         let path = home.path().join("config").join("config.toml");
         std::fs::write(&path, "[instrumentation]\nprometheus = false\n").unwrap();
         let opts = DevnetOptions::default()
-            .with_ports(Ports::take(&mut vec![7, 6, 5, 4, 3, 2, 1]).unwrap());
+            .with_ports(Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap());
         write_config(home.path(), &opts).unwrap();
         let doc: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
         let instrumentation = &doc["instrumentation"];
@@ -170,7 +241,7 @@ mod tests {
             dir: home.path().join("net"),
             ..DevnetOptions::default()
         }
-        .with_ports(Ports::take(&mut vec![7, 6, 5, 4, 3, 2, 1]).unwrap());
+        .with_ports(Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap());
         let socket = home.path().join("net").join("abcid").join("abci.sock");
         assert_eq!(
             proxy_app(&opts).unwrap(),

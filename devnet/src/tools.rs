@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 /// The pinned CometBFT version (the repository's `COMETBFT_VERSION` file).
-pub const COMETBFT_VERSION: &str = include_str!("../../../COMETBFT_VERSION");
+pub(crate) const COMETBFT_VERSION: &str = include_str!("../../COMETBFT_VERSION");
 
 /// The Go module path of CometBFT's command.
 const COMETBFT_MODULE: &str = "github.com/cometbft/cometbft/cmd/cometbft";
@@ -63,7 +63,7 @@ pub fn cometbft(install: bool) -> Result<PathBuf> {
 }
 
 /// `go install`s the pinned CometBFT into `bin`.
-pub fn install_cometbft(bin: &Path) -> Result<()> {
+pub(crate) fn install_cometbft(bin: &Path) -> Result<()> {
     std::fs::create_dir_all(bin).with_context(|| format!("cannot create {}", bin.display()))?;
     let bin = bin
         .canonicalize()
@@ -86,7 +86,7 @@ pub fn install_cometbft(bin: &Path) -> Result<()> {
 }
 
 /// The version a CometBFT binary reports (`0.38.17`), if it runs.
-pub fn installed_version(path: &Path) -> Option<String> {
+pub(crate) fn installed_version(path: &Path) -> Option<String> {
     let out = Command::new(path).arg("version").output().ok()?;
     out.status
         .success()
@@ -119,7 +119,7 @@ pub fn abcid() -> Result<PathBuf> {
 
 /// Whether the abcid binary `abcid` has the option `flag` (`--metrics`):
 /// an older build, run by `feth compare --build-a`, may not.
-pub fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
+pub(crate) fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
     Command::new(abcid).arg("--help").output().is_ok_and(|out| {
         String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
@@ -129,7 +129,7 @@ pub fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
 
 /// Whether `abcid --abci` takes `unix://PATH` (builds before it did take a
 /// TCP address only).
-pub fn abcid_takes_unix_abci(abcid: &Path) -> bool {
+pub(crate) fn abcid_takes_unix_abci(abcid: &Path) -> bool {
     Command::new(abcid)
         .arg("--help")
         .output()
@@ -156,7 +156,7 @@ pub fn build(path: &Path) -> Result<PathBuf> {
 }
 
 /// The pinned toxiproxy version (installed by `scripts/setup.sh` too).
-pub const TOXIPROXY_VERSION: &str = "v2.12.0";
+pub(crate) const TOXIPROXY_VERSION: &str = "v2.12.0";
 
 /// The Go module path of toxiproxy's server command.
 const TOXIPROXY_MODULE: &str = "github.com/Shopify/toxiproxy/v2/cmd/server";
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn setup_installs_the_pinned_toxiproxy() {
-        let setup = include_str!("../../../scripts/setup.sh");
+        let setup = include_str!("../../scripts/setup.sh");
         assert!(setup.contains(&format!("toxi_version={TOXIPROXY_VERSION}\n")));
     }
 }

@@ -19,15 +19,17 @@ pub struct Ports {
     pub metrics: u16,
     /// CometBFT's Prometheus metrics.
     pub cometbft_metrics: u16,
+    /// CometBFT's Go pprof (`rpc.pprof_laddr`).
+    pub cometbft_pprof: u16,
 }
 
 impl Ports {
     /// How many ports a node listens on.
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
 
     /// The defaults: CometBFT's own (26657, 26656, 26658, and 26660 for its
     /// metrics), the usual web3 port 8545, 6060 for the profiler and 26661
-    /// for abcid's metrics.
+    /// for abcid's metrics, 6061 for CometBFT's Go pprof.
     pub const DEFAULT: Ports = Ports {
         rpc: 26657,
         p2p: 26656,
@@ -36,6 +38,7 @@ impl Ports {
         profiler: 6060,
         metrics: 26661,
         cometbft_metrics: 26660,
+        cometbft_pprof: 6061,
     };
 
     /// [`Ports::COUNT`] distinct free ports ([`free_ports`]).
@@ -54,6 +57,7 @@ impl Ports {
             profiler: next()?,
             metrics: next()?,
             cometbft_metrics: next()?,
+            cometbft_pprof: next()?,
         })
     }
 
@@ -68,6 +72,7 @@ impl Ports {
             profiler: up(self.profiler)?,
             metrics: up(self.metrics)?,
             cometbft_metrics: up(self.cometbft_metrics)?,
+            cometbft_pprof: up(self.cometbft_pprof)?,
         })
     }
 }

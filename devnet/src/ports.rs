@@ -61,6 +61,20 @@ impl Ports {
         })
     }
 
+    /// Every port, in field order.
+    pub fn all(self) -> [u16; Self::COUNT] {
+        [
+            self.rpc,
+            self.p2p,
+            self.abci,
+            self.web3,
+            self.profiler,
+            self.metrics,
+            self.cometbft_metrics,
+            self.cometbft_pprof,
+        ]
+    }
+
     /// Every port moved up by `by`; `None` past 65535.
     pub fn offset(self, by: u16) -> Option<Self> {
         let up = |p: u16| p.checked_add(by);
@@ -104,15 +118,7 @@ mod tests {
     #[test]
     fn free_ports_are_distinct_and_bindable() {
         let ports = Ports::free().unwrap();
-        let all = [
-            ports.rpc,
-            ports.p2p,
-            ports.abci,
-            ports.web3,
-            ports.profiler,
-            ports.metrics,
-            ports.cometbft_metrics,
-        ];
+        let all = ports.all();
         let distinct: std::collections::BTreeSet<_> = all.iter().collect();
         assert_eq!(distinct.len(), Ports::COUNT);
         assert!(all.iter().all(|&p| p != 0));
@@ -123,6 +129,9 @@ mod tests {
     fn an_offset_past_the_last_port_is_refused() {
         let up = Ports::DEFAULT.offset(10).unwrap();
         assert_eq!((up.rpc, up.cometbft_metrics), (26667, 26670));
+        assert_eq!(up.cometbft_pprof, 6071);
+        let moved = Ports::DEFAULT.all().map(|p| p + 10);
+        assert_eq!(up.all(), moved);
         assert_eq!(Ports::DEFAULT.offset(40_000), None);
     }
 

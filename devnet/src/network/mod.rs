@@ -376,18 +376,15 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
 fn distinct_ports(nodes: &[Node]) -> Result<()> {
     let mut seen = std::collections::BTreeMap::new();
     for node in nodes {
-        let o = &node.state.options;
-        let ports = [
-            o.rpc_port,
-            o.p2p_port,
-            o.abci_port,
-            o.web3_port,
-            o.profiler_port,
-            o.metrics_port,
-            o.cometbft_metrics_port,
-            o.cometbft_pprof_port,
-        ];
-        for port in ports {
+        // 0: a port an older devnet did not serve (CometBFT's pprof).
+        for port in node
+            .state
+            .options
+            .ports()
+            .all()
+            .into_iter()
+            .filter(|&p| p != 0)
+        {
             if let Some(other) = seen.insert(port, &node.name) {
                 bail!(
                     "nodes {other} and {} would both use port {port}: use a larger --port-stride or other ports",

@@ -1,6 +1,6 @@
 //! Writing a devnet's CometBFT configuration and genesis.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use alloy_primitives::{Address, U256};
 use anyhow::{bail, Context, Result};
@@ -38,15 +38,21 @@ fn get_key<'a>(doc: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
     value
 }
 
-/// `KEY=VALUE` for each of `keys` as the `config.toml` in `home` holds it
-/// (the value in TOML, as `--set` takes it); an error names a key it lacks.
-pub fn read_settings(home: &Path, keys: &[&str]) -> Result<Vec<String>> {
+/// The path of `config.toml` in the CometBFT home `home`, and its contents.
+fn read_config(home: &Path) -> Result<(PathBuf, toml::Table)> {
     let path = home.join("config").join("config.toml");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let doc: toml::Table = text
+    let doc = text
         .parse()
         .with_context(|| format!("cannot parse {}", path.display()))?;
+    Ok((path, doc))
+}
+
+/// `KEY=VALUE` for each of `keys` as the `config.toml` in `home` holds it
+/// (the value in TOML, as `--set` takes it); an error names a key it lacks.
+pub fn read_settings(home: &Path, keys: &[&str]) -> Result<Vec<String>> {
+    let (path, doc) = read_config(home)?;
     keys.iter()
         .map(|key| match get_key(&doc, key) {
             Some(value) => Ok(format!("{key}={value}")),
@@ -71,12 +77,7 @@ pub fn parse_override(text: &str) -> Result<(String, toml::Value)> {
 
 /// Rewrites `config.toml` with the devnet's ports and tuning.
 pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
-    let path = home.join("config").join("config.toml");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut doc: toml::Table = text
-        .parse()
-        .with_context(|| format!("cannot parse {}", path.display()))?;
+    let (path, mut doc) = read_config(home)?;
     let s = |v: String| toml::Value::String(v);
     let i = |v: u64| toml::Value::Integer(v as i64);
     let settings = [

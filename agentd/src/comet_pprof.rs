@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_etl::rpc::{Rpc, Status};
 use feth_profiler_rpc::gopprof::{self, MAX_PROFILE_BYTES};
 use serde::Serialize;
 
@@ -68,18 +68,12 @@ pub async fn capture(cfg: &CaptureConfig) -> Result<Capture> {
         .as_deref()
         .map(|u| Rpc::new(u, 1, 1))
         .transpose()?;
-    let before = match &rpc {
-        Some(rpc) => Some(rpc.status().await.context("CometBFT's /status")?),
-        None => None,
-    };
+    let before = status(rpc.as_ref()).await?;
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let bytes = fetch(&cfg.pprof_url, cfg.seconds).await?;
-    let after = match &rpc {
-        Some(rpc) => Some(rpc.status().await.context("CometBFT's /status")?),
-        None => None,
-    };
+    let after = status(rpc.as_ref()).await?;
     let profile = gopprof::fold(&bytes, &cfg.label)?;
     let heights = before
         .as_ref()
@@ -111,6 +105,14 @@ pub async fn capture(cfg: &CaptureConfig) -> Result<Capture> {
     };
     write(&capture, &cfg.label, &bytes, &profile.stacks)?;
     Ok(capture)
+}
+
+/// CometBFT's `/status`, when its RPC is known.
+async fn status(rpc: Option<&Rpc>) -> Result<Option<Status>> {
+    match rpc {
+        Some(rpc) => Ok(Some(rpc.status().await.context("CometBFT's /status")?)),
+        None => Ok(None),
+    }
 }
 
 /// `GET {url}/debug/pprof/profile?seconds=N`, at most

@@ -23,7 +23,8 @@
 //!   [`codec`]: the compact encoding of stored transactions.
 //! - [`node`]: the state shared by ABCI and web3; [`app`]: the ABCI mapping;
 //!   [`abci_server`]: the ABCI socket server (unix or TCP, CometBFT's four
-//!   connections at most);
+//!   connections at most); [`grpc_server`]: ABCI over gRPC (CometBFT's
+//!   `abci = "grpc"`);
 //!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
 //!   [`txlog`]: the per-transaction lines (without `quiet-logs`).
@@ -41,6 +42,7 @@ pub mod error;
 pub mod exec;
 pub mod fee_market;
 pub mod genesis;
+pub mod grpc_server;
 pub mod locks;
 pub mod mempool;
 pub mod metrics;

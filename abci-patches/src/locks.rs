@@ -159,6 +159,7 @@ pub enum Rank {
 
 impl Rank {
     /// Every rank, in order.
+    #[cfg(debug_assertions)]
     const ALL: [Rank; 4] = [Rank::App, Rank::Check, Rank::Chain, Rank::World];
 }
 

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 
 use abcid::abci_server::{AbciAddr, AbciServer, ABCI_CONNECTIONS};
+use abcid::grpc_server::GrpcAbci;
 use abcid::nonce_queue::QueueConfig;
 use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
 
@@ -25,6 +26,10 @@ struct Args {
     /// made mode 0600) or a TCP address `[tcp://]HOST:PORT`.
     #[arg(long, default_value = "127.0.0.1:26658")]
     abci: AbciAddr,
+    /// How CometBFT talks to abcid there: its `abci` setting, `socket` (the
+    /// length-prefixed protocol, unix or TCP) or `grpc` (TCP only).
+    #[arg(long, value_enum, default_value_t = AbciProtocol::Socket)]
+    abci_protocol: AbciProtocol,
     /// Address of the web3 JSON-RPC server (HTTP and WebSocket).
     #[arg(long, default_value = "127.0.0.1:8545")]
     web3: SocketAddr,
@@ -158,6 +163,13 @@ impl RpcArgs {
     }
 }
 
+/// CometBFT's two ABCI clients (its `abci` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AbciProtocol {
+    Socket,
+    Grpc,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
     Plain,
@@ -252,14 +264,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let server = AbciServer::bind(&args.abci, app, ABCI_CONNECTIONS)
-        .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
-    tracing::info!(addr = %server.local_addr()?, "ABCI listening");
-    let abci = std::thread::Builder::new()
-        .name("abci-accept".to_string())
-        .spawn(move || server.listen())
-        .context("cannot start the ABCI thread")?;
-
+    let abci = serve_abci(&args, app)?;
     runtime.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
@@ -276,8 +281,62 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some(task) = metrics_server {
         task.abort();
     }
-    // The ABCI accept loop has no shutdown hook; every commit is already
-    // durable, so leaving the process now loses nothing.
-    drop(abci);
+    abci.stop();
     Ok(())
+}
+
+/// What serves ABCI: the socket server's accept thread, or the gRPC
+/// server's own runtime.
+enum AbciServing {
+    Socket(std::thread::JoinHandle<()>),
+    Grpc(tokio::runtime::Runtime),
+}
+
+impl AbciServing {
+    /// Leaves the server behind without waiting for a call in progress:
+    /// every commit is already durable, so exiting now loses nothing.
+    fn stop(self) {
+        match self {
+            Self::Socket(accept_loop) => drop(accept_loop),
+            Self::Grpc(runtime) => runtime.shutdown_background(),
+        }
+    }
+}
+
+/// Starts serving ABCI to CometBFT at `--abci` with `--abci-protocol`. The
+/// gRPC server runs on a runtime of its own, so web3 work never delays a
+/// consensus call.
+fn serve_abci(args: &Args, app: AbciApp) -> anyhow::Result<AbciServing> {
+    if args.abci_protocol == AbciProtocol::Socket {
+        let server = AbciServer::bind(&args.abci, app, ABCI_CONNECTIONS)
+            .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
+        tracing::info!(addr = %server.local_addr()?, "ABCI listening");
+        let thread = std::thread::Builder::new()
+            .name("abci-accept".to_string())
+            .spawn(move || server.listen())
+            .context("cannot start the ABCI thread")?;
+        return Ok(AbciServing::Socket(thread));
+    }
+    let AbciAddr::Tcp(addr) = args.abci else {
+        anyhow::bail!(
+            "--abci-protocol grpc takes a TCP address (CometBFT's gRPC client dials TCP), not {}",
+            args.abci
+        );
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(ABCI_CONNECTIONS)
+        .enable_all()
+        .thread_name("abci-grpc")
+        .build()
+        .context("cannot start the gRPC ABCI runtime")?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .with_context(|| format!("cannot bind the gRPC ABCI server to {addr}"))?;
+    tracing::info!(addr = %listener.local_addr()?, "ABCI (gRPC) listening");
+    runtime.spawn(async move {
+        if let Err(e) = GrpcAbci::new(app).serve(listener).await {
+            tracing::error!(error = %e, "the gRPC ABCI server stopped");
+        }
+    });
+    Ok(AbciServing::Grpc(runtime))
 }

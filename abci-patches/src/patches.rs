@@ -80,6 +80,18 @@ pub enum Patch {
     /// redb's own read transactions; Commit, FinalizeBlock and CheckTx never
     /// wait for a reader.
     SnapshotReads,
+    /// Before: a transaction's sender is first recovered in CheckTx, which
+    /// CometBFT's mempool connection runs one transaction at a time (its
+    /// socket client pipelines the requests; abcid answers them in order).
+    /// Why: CheckTx is where a transaction is verified, and web3 only passes
+    /// the bytes on. After: the web3 worker that receives
+    /// `eth_sendRawTransaction` decodes the bytes and recovers the sender
+    /// into the sender cache before forwarding them, on as many threads as
+    /// requests arrive on, so the serial CheckTx finds the sender there.
+    /// Works with `sender-cache` (without it there is no cache to fill, and
+    /// nothing is done); changes no verdict, since the cache only says which
+    /// sender given bytes recover to, and CheckTx still applies every rule.
+    Web3Recover,
     /// Not a tuning but a mempool policy, so not in `all`: with it, CheckTx
     /// admits a bounded window of future nonces per sender and keeps them
     /// queued until their predecessors arrive (or a time limit passes), a
@@ -96,7 +108,7 @@ pub enum Patch {
 
 impl Patch {
     /// Every patch, in the order of the ladder.
-    pub const ALL: [Patch; 10] = [
+    pub const ALL: [Patch; 11] = [
         Patch::ParallelAbci,
         Patch::RwLock,
         Patch::CheckTxLite,
@@ -107,6 +119,7 @@ impl Patch {
         Patch::SenderCache,
         Patch::LiteRecheck,
         Patch::SnapshotReads,
+        Patch::Web3Recover,
     ];
 
     /// The mempool policies: switches outside `all`, named on their own.
@@ -130,6 +143,7 @@ impl Patch {
             Patch::SenderCache => "sender-cache",
             Patch::LiteRecheck => "lite-recheck",
             Patch::SnapshotReads => "snapshot-reads",
+            Patch::Web3Recover => "web3-recover",
             Patch::NonceQueue => "nonce-queue",
         }
     }
@@ -265,18 +279,18 @@ mod tests {
         assert_eq!(two.to_string(), "rwlock,quiet-logs");
         let but_one: Patches = "all,-sender-cache".parse().unwrap();
         assert!(!but_one.has(Patch::SenderCache));
-        assert_eq!(but_one.iter().count(), 9);
+        assert_eq!(but_one.iter().count(), Patch::ALL.len() - 1);
         for patch in Patch::every() {
             let round: Patches = patch.name().parse().unwrap();
             assert_eq!(round, Patches::only(patch));
             assert_eq!(round.to_string(), patch.name());
         }
         assert_eq!(Patches::ALL.to_string(), "all");
-        assert_eq!(Patches::ALL.iter().count(), 10);
+        assert_eq!(Patches::ALL.iter().count(), 11);
         let queued: Patches = "all,nonce-queue".parse().unwrap();
         assert!(queued.has(Patch::NonceQueue) && !Patches::ALL.has(Patch::NonceQueue));
         assert_eq!(queued.to_string(), "all,nonce-queue");
-        assert_eq!(queued.iter().count(), 11);
+        assert_eq!(queued.iter().count(), 12);
     }
 
     #[test]

@@ -228,12 +228,12 @@ mod tests {
     }
 
     #[test]
-    fn cometbft_reaches_abcid_on_a_unix_socket_unless_told_tcp() {
+    fn cometbft_reaches_abcid_on_a_unix_socket_unless_told_tcp_or_grpc() {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir(home.path().join("config")).unwrap();
         let path = home.path().join("config").join("config.toml");
         let proxy_app = |opts: &DevnetOptions| {
-            std::fs::write(&path, "").unwrap();
+            std::fs::write(&path, "abci = \"socket\"\n").unwrap();
             write_config(home.path(), opts)?;
             let doc: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
             anyhow::Ok(doc["proxy_app"].as_str().unwrap().to_string())
@@ -253,6 +253,20 @@ mod tests {
             ..opts.clone()
         };
         assert_eq!(proxy_app(&tcp).unwrap(), "tcp://127.0.0.1:3");
+        // gRPC's resolver takes HOST:PORT, without `tcp://`.
+        let mut grpc = opts.clone();
+        grpc.set = vec!["abci=grpc".to_string()];
+        assert!(grpc.abci_grpc());
+        assert_eq!(proxy_app(&grpc).unwrap(), "127.0.0.1:3");
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(written.contains("abci = \"grpc\""), "{written}");
+        // The last `--set abci=…` counts, as it does in the file.
+        grpc.set.push("abci=socket".to_string());
+        assert!(!grpc.abci_grpc());
+        assert_eq!(
+            proxy_app(&grpc).unwrap(),
+            format!("unix://{}", socket.display())
+        );
         let deep = DevnetOptions {
             dir: home.path().join("d".repeat(120)),
             ..opts

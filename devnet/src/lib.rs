@@ -90,7 +90,7 @@ pub struct DevnetOptions {
     pub rpc_port: u16,
     /// CometBFT P2P port.
     pub p2p_port: u16,
-    /// ABCI port between CometBFT and abcid, used with `abci_tcp`.
+    /// ABCI port between CometBFT and abcid, used over TCP (`abci_tcp`, gRPC).
     pub abci_port: u16,
     /// Connect CometBFT and abcid over TCP (`abci_port`) rather than the
     /// unix socket `abcid/abci.sock` in the devnet's folder (mode 0600).
@@ -216,8 +216,12 @@ const MAX_SOCKET_PATH: usize = 107;
 impl DevnetOptions {
     /// Where CometBFT reaches abcid (`proxy_app`, `abcid --abci`): the unix
     /// socket `DIR/abcid/abci.sock` (absolute), or `tcp://127.0.0.1:PORT`
-    /// with `abci_tcp`.
+    /// with `abci_tcp`, or `127.0.0.1:PORT` over gRPC (CometBFT hands
+    /// `proxy_app` to gRPC's resolver, which takes no `tcp://`).
     pub fn abci_addr(&self) -> Result<String> {
+        if self.abci_grpc() {
+            return Ok(format!("127.0.0.1:{}", self.abci_port));
+        }
         if self.abci_tcp {
             return Ok(format!("tcp://127.0.0.1:{}", self.abci_port));
         }
@@ -230,6 +234,23 @@ impl DevnetOptions {
             );
         }
         Ok(format!("unix://{}", path.display()))
+    }
+
+    /// Whether CometBFT talks to abcid over gRPC: `--set abci=grpc`, its
+    /// `abci` setting (the last `--set abci=…` counts, as in the file).
+    pub fn abci_grpc(&self) -> bool {
+        self.set
+            .iter()
+            .rev()
+            .filter_map(|text| config::parse_override(text).ok())
+            .find(|(key, _)| key == "abci")
+            .is_some_and(|(_, value)| value.as_str() == Some("grpc"))
+    }
+
+    /// Whether CometBFT reaches abcid over TCP: asked for, or gRPC (whose
+    /// client in CometBFT 0.38 dials TCP only).
+    fn abci_over_tcp(&self) -> bool {
+        self.abci_tcp || self.abci_grpc()
     }
 
     /// The unix socket between CometBFT and abcid (absolute).
@@ -567,6 +588,9 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
         .arg(o.log_format.as_str())
         .arg("--patches")
         .arg(&o.patches);
+    if o.abci_grpc() {
+        cmd.args(["--abci-protocol", "grpc"]);
+    }
     if state.abcid_metrics {
         cmd.arg("--metrics")
             .arg(format!("127.0.0.1:{}", o.metrics_port));
@@ -607,7 +631,7 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
 /// not connected to: a probe would take one of the four connections abcid
 /// allows.
 fn abci_listening(o: &DevnetOptions) -> Result<bool> {
-    if o.abci_tcp {
+    if o.abci_over_tcp() {
         return Ok(std::net::TcpStream::connect(("127.0.0.1", o.abci_port)).is_ok());
     }
     use std::os::unix::fs::FileTypeExt;

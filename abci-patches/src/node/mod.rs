@@ -236,6 +236,19 @@ impl Node {
         Ok(self.verifier()?.verify(raw))
     }
 
+    /// `web3-recover` (with `sender-cache`): decodes `raw` and recovers its
+    /// sender into the sender cache on the caller's thread, a web3 worker,
+    /// so that CheckTx, which CometBFT runs one at a time, finds it there.
+    /// Bytes that do not verify are left for CheckTx to refuse with its
+    /// reason; without the patches nothing is done.
+    pub fn recover_ahead(&self, raw: &[u8]) {
+        if self.senders.is_some() && self.patches.has(Patch::Web3Recover) {
+            if let Ok(verifier) = self.verifier() {
+                let _ = verifier.verify(raw);
+            }
+        }
+    }
+
     /// Who sent `raw` at which nonce and tip, when it verifies.
     fn origin(&self, verifier: &Verifier, raw: &[u8]) -> Option<Origin> {
         let tx = verifier.verify(raw).ok()?;
@@ -263,6 +276,34 @@ mod tests {
 
     const STORE_INIT: &str =
         "6017600c60003960176000f33615600b576000356000555b60005460005260206000f3";
+
+    #[test]
+    fn web3_recover_fills_the_sender_cache_before_check_tx() {
+        let dir = tempfile::tempdir().unwrap();
+        let (node, key, me) = crate::testkit::funded_node(dir.path(), Patches::ALL);
+        let raw = signed(&key, 0, TxKind::Call(Address::repeat_byte(7)), Bytes::new());
+        let hash = keccak256(&raw);
+        let cache = node.senders.clone().unwrap();
+        assert_eq!(cache.get(&hash), None);
+        node.recover_ahead(&raw);
+        assert_eq!(cache.get(&hash), Some(me));
+        node.recover_ahead(b"\x02 not a transaction");
+        assert_eq!(
+            cache.len(),
+            1,
+            "bytes that do not verify are left for CheckTx"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let without = Patches::ALL.without(Patch::Web3Recover);
+        let (node, key, _) = crate::testkit::funded_node(dir.path(), without);
+        let raw = signed(&key, 0, TxKind::Call(Address::repeat_byte(7)), Bytes::new());
+        node.recover_ahead(&raw);
+        assert!(
+            node.senders.as_ref().unwrap().is_empty(),
+            "before: CheckTx recovers"
+        );
+    }
 
     #[test]
     fn deploy_store_call_and_reload() {

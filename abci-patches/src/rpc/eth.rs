@@ -103,6 +103,7 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     })?;
     m.register_async_method("eth_sendRawTransaction", |p, w, _| async move {
         let raw: Bytes = p.one()?;
+        w.node.recover_ahead(&raw);
         w.comet.broadcast_tx_sync(&raw).await.map_err(|e| match e {
             BroadcastError::Rejected { code, log } => ErrorObjectOwned::owned(
                 SERVER_ERROR,

@@ -8,6 +8,7 @@
 mod bounds;
 mod common;
 mod faults;
+mod grpc;
 mod logs;
 mod nonce_queue;
 mod web3;

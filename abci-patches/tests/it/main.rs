@@ -1,6 +1,7 @@
 //! abcid's in-process tests: a node in a temporary directory driven through
 //! its ABCI application and its web3 module, with real signed transactions.
 
+mod abci_grpc;
 mod abci_socket;
 mod common;
 mod exec;

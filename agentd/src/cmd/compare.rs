@@ -280,7 +280,7 @@ pub struct RunArgs {
     /// Skip the reference run of CometBFT's own kvstore application.
     #[arg(long)]
     no_reference: bool,
-    /// Where profiles and differential flamegraphs go.
+    /// Where profiles (abcid's and CometBFT's) and differential flamegraphs go.
     #[arg(long, default_value = "flamegraphs/compare")]
     out: PathBuf,
     /// No progress line.

@@ -16,6 +16,7 @@ use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::diff::{diff_flamegraph, load_profile_set, DiffOptions};
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 
+use crate::comet_pprof;
 use crate::devnet::DevnetState;
 use crate::eth::EthClient;
 
@@ -93,6 +94,28 @@ pub async fn capture<T>(
         )));
     }
     Ok(Captured::Profiles(out.to_path_buf()))
+}
+
+/// Seconds of CometBFT's profile: the profiled load's length (`PROFILE_SECS`
+/// in `run.rs`) less a second for its start.
+const COMETBFT_SECONDS: u64 = 4;
+
+/// Takes CometBFT's own CPU profile of the next [`COMETBFT_SECONDS`] from
+/// the devnet's Go pprof endpoint, folded and drawn under `out`, labelled
+/// with the blocks it covers; an error when the devnet does not serve it
+/// (one made before it did) or the capture fails.
+pub async fn capture_cometbft(net: &DevnetState, out: &Path) -> Result<comet_pprof::Capture> {
+    let pprof_url = net.cometbft_pprof_url().context(
+        "the devnet does not serve CometBFT's pprof (made before it did: recreate it with --fresh)",
+    )?;
+    comet_pprof::capture(&comet_pprof::CaptureConfig {
+        pprof_url,
+        seconds: COMETBFT_SECONDS,
+        label: "cometbft".to_string(),
+        comet_rpc: Some(net.rpc_url()),
+        out: out.to_path_buf(),
+    })
+    .await
 }
 
 /// Waits until a block above `after` holds a transaction (polled every

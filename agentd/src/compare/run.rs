@@ -439,17 +439,17 @@ async fn one_run(
             fixed.committed_tps, fixed.offered_tps
         )
     });
-    let (etl, flamegraph) = match &node.net {
+    let (etl, (flamegraph, cometbft_profile)) = match &node.net {
         Some(net) => {
             let etl =
                 etl::window(&net.state, measure.first_height + 1, measure.last_height).await?;
             let flame = match round == 0 && cfg.profile_blocks > 0 {
                 true => profiled(cfg, node, step, setup.overload_tps, out, bar).await?,
-                false => None,
+                false => (None, None),
             };
             (Some(etl), flame)
         }
-        None => (None, None),
+        None => (None, (None, None)),
     };
     let rpc_retries = node.probe.rpc_retries().saturating_sub(retried_before);
     node.pause()?;
@@ -475,11 +475,16 @@ async fn one_run(
         etl,
         flamegraph,
         diff_flamegraph: None,
+        cometbft_profile,
         rpc_retries,
     })
 }
 
 /// A few blocks profiled under the step's overload.
+/// Profiles a few blocks of the step under `rate`: abcid's block profiles
+/// (their folder), and CometBFT's own CPU over the same load (its capture's
+/// folder, under `<out>/cometbft/<step>/`). Either is `None`, with a
+/// warning, when it could not be taken; the comparison goes on.
 async fn profiled(
     cfg: &CompareConfig,
     node: &mut StepNode,
@@ -487,25 +492,38 @@ async fn profiled(
     rate: f64,
     out: &Path,
     bar: &ProgressBar,
-) -> Result<Option<PathBuf>> {
+) -> Result<(Option<PathBuf>, Option<PathBuf>)> {
     let Some(net) = &node.net else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let state = net.state.clone();
-    let out = out.join(file_name(&step.name));
+    let folder = file_name(&step.name);
+    let (abcid_dir, comet_dir) = (out.join(&folder), out.join("cometbft").join(&folder));
     let load = node.probe.step(rate, PROFILE_SECS);
-    Ok(
-        match profile::capture(&state, cfg.profile_blocks, &out, load).await? {
-            profile::Captured::Profiles(dir) => Some(dir),
-            profile::Captured::Nothing(why) => {
-                progress::println(
-                    bar,
-                    format!("warning: step {}: no flamegraph: {why}", step.name),
-                );
-                None
-            }
-        },
-    )
+    let abcid = profile::capture(&state, cfg.profile_blocks, &abcid_dir, load);
+    let comet = profile::capture_cometbft(&state, &comet_dir);
+    let (abcid, comet) = tokio::join!(abcid, comet);
+    let warn = |what: &str, why: String| {
+        progress::println(
+            bar,
+            format!("warning: step {}: no {what}: {why}", step.name),
+        );
+    };
+    let abcid = match abcid? {
+        profile::Captured::Profiles(dir) => Some(dir),
+        profile::Captured::Nothing(why) => {
+            warn("flamegraph", why);
+            None
+        }
+    };
+    let comet = match comet {
+        Ok(capture) => Some(capture.dir),
+        Err(e) => {
+            warn("CometBFT profile", format!("{e:#}"));
+            None
+        }
+    };
+    Ok((abcid, comet))
 }
 
 fn unix_seconds() -> u64 {

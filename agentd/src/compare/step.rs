@@ -62,6 +62,10 @@ pub struct StepRun {
     pub flamegraph: Option<PathBuf>,
     /// Differential flamegraph against the previous step, when profiled.
     pub diff_flamegraph: Option<PathBuf>,
+    /// CometBFT's own CPU profile over the same profiled load (folded,
+    /// drawn, `capture.json`), when the devnet serves Go's pprof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cometbft_profile: Option<PathBuf>,
     /// Node reads sent again after a transient transport error (connection
     /// reset or refused, timeout) during this run.
     #[serde(default)]

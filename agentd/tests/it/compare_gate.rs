@@ -56,6 +56,7 @@ fn run(step: &str, round: usize, tps: f64) -> StepRun {
         etl: None,
         flamegraph: None,
         diff_flamegraph: None,
+        cometbft_profile: None,
         rpc_retries: 0,
     }
 }

@@ -161,6 +161,23 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
         .find_map(|x| x.diff_flamegraph.clone())
         .expect("a differential flamegraph");
     assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
+    // CometBFT's own profile over the same load, for each step.
+    for run in r.runs.iter().filter(|x| x.round == 0) {
+        let dir = run.cometbft_profile.as_ref().expect("CometBFT's profile");
+        let under_cometbft = dir.components().any(|c| c.as_os_str() == "cometbft");
+        assert!(
+            dir.starts_with(&flames) && under_cometbft,
+            "{}",
+            dir.display()
+        );
+        let folded = std::fs::read_to_string(dir.join("cometbft.folded")).unwrap();
+        assert!(
+            folded
+                .lines()
+                .any(|l| l.contains("github.com/cometbft/cometbft/")),
+            "{folded}"
+        );
+    }
     let reference = r.reference.as_ref().expect("the kvstore reference");
     assert!(reference.measure.committed_tps > 0.0);
 }

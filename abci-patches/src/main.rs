@@ -204,6 +204,7 @@ fn init_tracing(format: LogFormat) {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let listen = AbciListen::from_args(&args)?;
     std::fs::create_dir_all(&args.home)
         .with_context(|| format!("cannot create home directory {}", args.home.display()))?;
     let node = Arc::new(
@@ -264,7 +265,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let abci = serve_abci(&args, app)?;
+    let abci = serve_abci(listen, app)?;
     runtime.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
@@ -303,25 +304,40 @@ impl AbciServing {
     }
 }
 
-/// Starts serving ABCI to CometBFT at `--abci` with `--abci-protocol`. The
-/// gRPC server runs on a runtime of its own, so web3 work never delays a
-/// consensus call.
-fn serve_abci(args: &Args, app: AbciApp) -> anyhow::Result<AbciServing> {
-    if args.abci_protocol == AbciProtocol::Socket {
-        let server = AbciServer::bind(&args.abci, app, ABCI_CONNECTIONS)
-            .with_context(|| format!("cannot bind the ABCI server to {}", args.abci))?;
-        tracing::info!(addr = %server.local_addr()?, "ABCI listening");
-        let thread = std::thread::Builder::new()
-            .name("abci-accept".to_string())
-            .spawn(move || server.listen())
-            .context("cannot start the ABCI thread")?;
-        return Ok(AbciServing::Socket(thread));
+/// Where and how abcid serves CometBFT (`--abci`, `--abci-protocol`),
+/// checked before anything is opened.
+enum AbciListen {
+    Socket(AbciAddr),
+    Grpc(SocketAddr),
+}
+
+impl AbciListen {
+    fn from_args(args: &Args) -> anyhow::Result<Self> {
+        match (args.abci_protocol, &args.abci) {
+            (AbciProtocol::Socket, addr) => Ok(Self::Socket(addr.clone())),
+            (AbciProtocol::Grpc, AbciAddr::Tcp(addr)) => Ok(Self::Grpc(*addr)),
+            (AbciProtocol::Grpc, other) => anyhow::bail!(
+                "--abci-protocol grpc takes a TCP address (CometBFT's gRPC client dials TCP), not {other}"
+            ),
+        }
     }
-    let AbciAddr::Tcp(addr) = args.abci else {
-        anyhow::bail!(
-            "--abci-protocol grpc takes a TCP address (CometBFT's gRPC client dials TCP), not {}",
-            args.abci
-        );
+}
+
+/// Starts serving ABCI to CometBFT. The gRPC server runs on a runtime of its
+/// own, so web3 work never delays a consensus call.
+fn serve_abci(listen: AbciListen, app: AbciApp) -> anyhow::Result<AbciServing> {
+    let addr = match listen {
+        AbciListen::Grpc(addr) => addr,
+        AbciListen::Socket(addr) => {
+            let server = AbciServer::bind(&addr, app, ABCI_CONNECTIONS)
+                .with_context(|| format!("cannot bind the ABCI server to {addr}"))?;
+            tracing::info!(addr = %server.local_addr()?, "ABCI listening");
+            let thread = std::thread::Builder::new()
+                .name("abci-accept".to_string())
+                .spawn(move || server.listen())
+                .context("cannot start the ABCI thread")?;
+            return Ok(AbciServing::Socket(thread));
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(ABCI_CONNECTIONS)

@@ -1,7 +1,11 @@
 //! Support for abcid's devnet tests: [`TestNet`] and [`wait_until`] are
 //! the devnet crate's, shared with the agent's tests.
 
+use std::time::Duration;
+
 use alloy_primitives::{B256, U256};
+use alloy_provider::Provider;
+use alloy_rpc_types_eth::TransactionReceipt;
 use feth::accounts::KeySet;
 
 pub use feth_devnet::testnet::{wait_until, TestNet};
@@ -22,4 +26,26 @@ pub async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile:
     .unwrap();
     assert_eq!(report.paid, count);
     (keys, dir)
+}
+
+/// The receipt of `hash` once its transaction is committed, polled through
+/// `provider` for at most `limit`.
+pub async fn committed_receipt(
+    provider: &impl Provider,
+    hash: B256,
+    limit: Duration,
+) -> TransactionReceipt {
+    wait_until("the transaction is committed", limit, || async {
+        provider
+            .get_transaction_receipt(hash)
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    provider
+        .get_transaction_receipt(hash)
+        .await
+        .unwrap()
+        .unwrap()
 }

@@ -3,7 +3,7 @@
 //! at once on many connections are checked and committed, and CheckTx's
 //! refusal reaches the web3 client.
 
-use crate::common::{wait_until, TestNet};
+use crate::common::{committed_receipt, wait_until, TestNet};
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, U256};
 use alloy_provider::Provider;
@@ -26,10 +26,9 @@ fn transfer(to: Address, value: u128, nonce: u64) -> TransactionRequest {
 async fn a_devnet_over_grpc_commits_concurrent_transfers_and_reports_refusals() {
     let net = TestNet::start_with(|o| o.set.push("abci=grpc".to_string())).await;
     let state = &net.devnet.state;
-    let config = std::fs::read_to_string(state.cometbft_home().join("config/config.toml")).unwrap();
-    assert!(config.contains("abci = \"grpc\""), "{config}");
-    let proxy_app = format!("proxy_app = \"127.0.0.1:{}\"", state.options.abci_port);
-    assert!(config.contains(&proxy_app), "{config}");
+    let settings = state.cometbft_settings(&["abci", "proxy_app"]).unwrap();
+    let proxy_app = format!("proxy_app=\"127.0.0.1:{}\"", state.options.abci_port);
+    assert_eq!(settings, ["abci=\"grpc\"".to_string(), proxy_app]);
     let log = std::fs::read_to_string(state.abcid_log()).unwrap();
     assert!(log.contains("ABCI (gRPC) listening"), "{log}");
 
@@ -62,20 +61,8 @@ async fn a_devnet_over_grpc_commits_concurrent_transfers_and_reports_refusals() 
     });
     let hashes = futures::future::join_all(sends).await;
     for hash in &hashes {
-        wait_until(
-            "the transfer is committed",
-            Duration::from_secs(60),
-            || async {
-                wallet
-                    .get_transaction_receipt(*hash)
-                    .await
-                    .unwrap()
-                    .is_some()
-            },
-        )
-        .await;
-        let receipt = wallet.get_transaction_receipt(*hash).await.unwrap();
-        assert!(receipt.is_some_and(|r| r.status()), "{hash} failed");
+        let receipt = committed_receipt(&wallet, *hash, Duration::from_secs(60)).await;
+        assert!(receipt.status(), "{hash} failed");
     }
     assert_eq!(
         wallet

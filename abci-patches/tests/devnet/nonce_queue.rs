@@ -1,7 +1,7 @@
 //! abcid's `nonce-queue` patch behind a real CometBFT: nonces that arrive
 //! out of order, each on a connection of its own, all land, in nonce order.
 
-use crate::common::{wait_until, TestNet};
+use crate::common::{committed_receipt, TestNet};
 use alloy_network::TransactionBuilder;
 use alloy_primitives::{Address, U256};
 use alloy_provider::Provider;
@@ -30,19 +30,7 @@ async fn nonces_sent_out_of_order_on_three_connections_land_in_order() {
     hashes.sort();
     let mut receipts = Vec::new();
     for (_, hash) in &hashes {
-        wait_until(
-            "the transaction is committed",
-            Duration::from_secs(30),
-            || async {
-                first
-                    .get_transaction_receipt(*hash)
-                    .await
-                    .unwrap()
-                    .is_some()
-            },
-        )
-        .await;
-        receipts.push(first.get_transaction_receipt(*hash).await.unwrap().unwrap());
+        receipts.push(committed_receipt(&first, *hash, Duration::from_secs(30)).await);
     }
     assert!(receipts.iter().all(|r| r.status()), "{receipts:?}");
     // In nonce order: by block, then by position within it.

@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use feth_etl::rpc::{Rpc, Status};
-use feth_profiler_rpc::gopprof::{self, MAX_PROFILE_BYTES};
+use feth_profiler_rpc::folded::FoldedStacks;
+use feth_profiler_rpc::gopprof::{self, GoProfile, MAX_PROFILE_BYTES};
 use serde::Serialize;
 
 /// Longest window one capture may ask for (Go's own limit is the HTTP
@@ -47,9 +48,9 @@ pub struct Capture {
     pub heights: Option<(u64, u64)>,
     /// Seconds the profile covers, as Go reports them.
     pub seconds: f64,
-    /// Samples taken (Go samples at 100 Hz per busy thread).
+    /// Samples taken (Go samples at 100 Hz per busy thread by default).
     pub samples: u64,
-    /// CPU cores busy on average over the window (samples / 100 / seconds).
+    /// CPU cores busy on average over the window (samples / rate / seconds).
     pub cores: f64,
     /// The functions with the most samples of their own, most first.
     pub top: Vec<(String, u64)>,
@@ -57,9 +58,24 @@ pub struct Capture {
     pub started_unix: f64,
 }
 
-/// Takes one CPU profile of `cfg.seconds` and writes it, folded and drawn,
-/// under `cfg.out`.
-pub async fn capture(cfg: &CaptureConfig) -> Result<Capture> {
+/// One window of a Go CPU profile, decoded but not written.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// The profile as the node served it (gzipped profile.proto).
+    pub raw: Vec<u8>,
+    /// Its stacks under `cfg.label`, and what they cover.
+    pub profile: GoProfile,
+    /// The chain (CometBFT's `network`), when its RPC was given.
+    pub chain_id: Option<String>,
+    /// Latest height before and after the window, when its RPC was given.
+    pub heights: Option<(u64, u64)>,
+    /// Unix time the window began.
+    pub started_unix: f64,
+}
+
+/// Takes one CPU profile of `cfg.seconds`, labelled with the blocks it
+/// covers; writes nothing.
+pub async fn take(cfg: &CaptureConfig) -> Result<Window> {
     if !(1..=MAX_SECONDS).contains(&cfg.seconds) {
         bail!("--seconds {}: give 1 to {MAX_SECONDS}", cfg.seconds);
     }
@@ -72,39 +88,66 @@ pub async fn capture(cfg: &CaptureConfig) -> Result<Capture> {
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let bytes = fetch(&cfg.pprof_url, cfg.seconds).await?;
+    let raw = fetch(&cfg.pprof_url, cfg.seconds).await?;
     let after = status(rpc.as_ref()).await?;
-    let profile = gopprof::fold(&bytes, &cfg.label)?;
+    let profile = gopprof::fold(&raw, &cfg.label)?;
     let heights = before
         .as_ref()
         .zip(after.as_ref())
         .map(|(b, a)| (b.latest_height, a.latest_height));
-    let chain_id = after.map(|s| s.network);
-    let dir = capture_dir(cfg, chain_id.as_deref(), heights, started_unix);
+    Ok(Window {
+        raw,
+        profile,
+        chain_id: after.map(|s| s.network),
+        heights,
+        started_unix,
+    })
+}
+
+/// Takes one CPU profile of `cfg.seconds` and writes it, folded and drawn,
+/// under `cfg.out`.
+pub async fn capture(cfg: &CaptureConfig) -> Result<Capture> {
+    save(cfg, &take(cfg).await?)
+}
+
+/// Writes a window taken with `cfg`, folded and drawn, in its own folder
+/// under `cfg.out`.
+pub fn save(cfg: &CaptureConfig, window: &Window) -> Result<Capture> {
+    let profile = &window.profile;
+    let dir = capture_dir(
+        cfg,
+        window.chain_id.as_deref(),
+        window.heights,
+        window.started_unix,
+    );
     let samples = profile.stacks.total();
-    let mut top: Vec<(String, u64)> = profile
-        .stacks
+    let capture = Capture {
+        dir,
+        chain_id: window.chain_id.clone(),
+        heights: window.heights,
+        seconds: profile.seconds,
+        samples,
+        cores: match profile.seconds > 0.0 {
+            true => samples as f64 / profile.sample_hz / profile.seconds,
+            false => 0.0,
+        },
+        top: top_functions(&profile.stacks, 10),
+        started_unix: window.started_unix,
+    };
+    write(&capture, &cfg.label, &window.raw, &profile.stacks)?;
+    Ok(capture)
+}
+
+/// The `n` functions with the most samples of their own, most first.
+pub fn top_functions(stacks: &FoldedStacks, n: usize) -> Vec<(String, u64)> {
+    let mut top: Vec<(String, u64)> = stacks
         .self_counts()
         .into_iter()
         .map(|(f, n)| (f.to_string(), n))
         .collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    top.truncate(10);
-    let capture = Capture {
-        dir,
-        chain_id,
-        heights,
-        seconds: profile.seconds,
-        samples,
-        cores: match profile.seconds > 0.0 {
-            true => samples as f64 / 100.0 / profile.seconds,
-            false => 0.0,
-        },
-        top,
-        started_unix,
-    };
-    write(&capture, &cfg.label, &bytes, &profile.stacks)?;
-    Ok(capture)
+    top.truncate(n);
+    top
 }
 
 /// CometBFT's `/status`, when its RPC is known.
@@ -179,12 +222,7 @@ fn capture_dir(
     }
 }
 
-fn write(
-    capture: &Capture,
-    label: &str,
-    raw: &[u8],
-    stacks: &feth_profiler_rpc::folded::FoldedStacks,
-) -> Result<()> {
+fn write(capture: &Capture, label: &str, raw: &[u8], stacks: &FoldedStacks) -> Result<()> {
     let dir = &capture.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let put = |name: &str, bytes: &[u8]| -> Result<()> {

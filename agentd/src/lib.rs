@@ -17,7 +17,8 @@
 //!   engine's ceiling for `feth compare`.
 //! - [`report`]: `feth report`'s HTML page and Markdown summary.
 //! - [`bench`]: the micro-benchmarks of `feth bench`.
-//! - [`comet_pprof`]: CometBFT's own CPU profile over a window of blocks.
+//! - [`comet_pprof`]: CometBFT's own CPU profile over a window of blocks;
+//!   [`node_profile`]: it and abcid's block profiles in one flamegraph.
 //! - [`cmd`]: the `feth` subcommands (arguments and dispatch).
 
 pub use feth_chain::{accounts, blocks, eth, fees, keys, shard, sign};
@@ -30,6 +31,7 @@ pub mod compare;
 pub mod fund;
 pub mod kvstore;
 pub mod load;
+pub mod node_profile;
 pub mod procstat;
 pub mod progress;
 pub mod refusal;

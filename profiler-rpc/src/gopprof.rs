@@ -24,6 +24,9 @@ use crate::folded::FoldedStacks;
 /// minute is a few MiB; anything far bigger is not one.
 pub const MAX_PROFILE_BYTES: u64 = 256 << 20;
 
+/// Go's CPU sampling rate, when a profile does not state its period.
+const DEFAULT_HZ: f64 = 100.0;
+
 #[derive(Clone, PartialEq, Message)]
 struct Profile {
     #[prost(message, repeated, tag = "1")]
@@ -38,6 +41,8 @@ struct Profile {
     string_table: Vec<String>,
     #[prost(int64, tag = "10")]
     duration_nanos: i64,
+    #[prost(int64, tag = "12")]
+    period: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -87,6 +92,9 @@ pub struct GoProfile {
     pub stacks: FoldedStacks,
     /// Seconds the profile covers (`duration_nanos`).
     pub seconds: f64,
+    /// Samples per second of one busy thread (from `period`, in ns of
+    /// CPU per sample; Go's default is 100).
+    pub sample_hz: f64,
 }
 
 /// Decodes a Go CPU profile (`gzip`-compressed or not) and folds its
@@ -153,6 +161,10 @@ pub fn fold(bytes: &[u8], label: &str) -> Result<GoProfile, ProfilerError> {
     Ok(GoProfile {
         stacks,
         seconds: profile.duration_nanos.max(0) as f64 / 1e9,
+        sample_hz: match profile.period {
+            p if p > 0 => 1e9 / p as f64,
+            _ => DEFAULT_HZ,
+        },
     })
 }
 
@@ -243,6 +255,7 @@ mod tests {
             function: vec![f(5, 5), f(6, 6), f(7, 7), f(8, 8)],
             string_table: strings.iter().map(|s| s.to_string()).collect(),
             duration_nanos: 2_000_000_000,
+            period: 4_000_000,
         }
     }
 
@@ -259,6 +272,13 @@ mod tests {
              cometbft;runtime.goexit;main.main;main.tick;time.Now 3\n"
         );
         assert_eq!(folded.seconds, 2.0);
+        assert_eq!(folded.sample_hz, 250.0, "from a period of 4 ms");
+        let mut unstated = profile();
+        unstated.period = 0;
+        assert_eq!(
+            fold(&unstated.encode_to_vec(), "x").unwrap().sample_hz,
+            100.0
+        );
         // Uncompressed bytes decode too.
         assert_eq!(
             fold(&profile().encode_to_vec(), "x")

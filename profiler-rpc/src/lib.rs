@@ -41,8 +41,8 @@
 //! * `client` — what a tool uses against a node: the typed JSON-RPC [`client`]
 //!   (jsonrpsee's HTTP client), [`download`] of a session's profiles into a local
 //!   directory, [`merge`] of a session's blocks into one flamegraph, and [`diff`] for
-//!   differential flamegraphs, and [`gopprof`]: a Go node's (CometBFT's) CPU profile as
-//!   folded stacks. The `feth profiler` and `feth flamegraph diff` commands of
+//!   differential flamegraphs, [`gopprof`]: a Go node's (CometBFT's) CPU profile as
+//!   folded stacks, and [`node`]: both processes in one profile, weighed in CPU time. The `feth profiler` and `feth flamegraph diff` commands of
 //!   the `feth` binary are built on it; the command line itself (arguments, progress bars,
 //!   printing) lives in that binary, not here.
 //!
@@ -67,6 +67,8 @@ pub mod gopprof;
 mod lock;
 #[cfg(feature = "client")]
 pub mod merge;
+#[cfg(feature = "client")]
+pub mod node;
 #[cfg(feature = "node")]
 pub mod profiler;
 #[cfg(feature = "node")]

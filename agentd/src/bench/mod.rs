@@ -7,6 +7,8 @@
 //!   committed TPS.
 //! - [`rpc`]: how fast abcid answers `eth_getLogs` over a long chain and
 //!   `eth_getBlockReceipts` of a full block, idle and under load.
+//! - [`stages`]: where a committed transaction's CPU and wall time go, stage by
+//!   stage, from the whole node's profile and abcid's counters, and which stage is serial.
 //! - [`zipf`](mod@zipf): a Zipf sender mix at a fixed rate with pipelined nonces
 //!   (`--per-sender`) on abcid's `nonce-queue`: committed against offered.
 
@@ -15,6 +17,7 @@ pub mod background;
 pub mod fund;
 pub mod profiler;
 pub mod rpc;
+pub mod stages;
 pub mod stats;
 pub mod zipf;
 

@@ -1,5 +1,5 @@
 //! `feth bench agent` (and the sink it runs against), `feth bench fund`,
-//! `feth bench profiler`, `feth bench rpc` and `feth bench zipf`.
+//! `feth bench profiler`, `feth bench rpc`, `feth bench stages` and `feth bench zipf`.
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -37,6 +37,11 @@ enum What {
     /// its own with abcid's nonce-queue: committed TPS over the sending window against the
     /// offered rate, p99 inclusion latency in blocks, drain tail.
     Zipf(ZipfBenchArgs),
+    /// Where a committed transaction's CPU and wall time go, stage by stage (RPC
+    /// ingress, CheckTx, recheck, block building, execution, Commit, consensus), from the
+    /// whole node's profile (abcid and CometBFT) and abcid's counters under a closed-loop
+    /// load on a devnet of its own, and which ABCI connection is busiest.
+    Stages(StagesBenchArgs),
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
@@ -170,6 +175,50 @@ struct ProfilerBenchArgs {
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
+}
+
+/// `feth bench stages`.
+#[derive(Debug, Args)]
+struct StagesBenchArgs {
+    /// Funded sending accounts of the closed-loop load.
+    #[arg(long, default_value_t = 500)]
+    accounts: usize,
+    /// Blocks profiled.
+    #[arg(long, default_value_t = 10)]
+    blocks: u32,
+    /// abcid's sampling frequency, Hz (1-1000).
+    #[arg(long, default_value_t = 99)]
+    frequency_hz: u32,
+    /// abcid's patches (`all`, `none`, or a list).
+    #[arg(long, default_value = "all")]
+    patches: String,
+    /// The devnet's CometBFT `timeout_commit`.
+    #[arg(long, default_value = "500ms")]
+    timeout_commit: String,
+    /// A CometBFT setting, `KEY=VALUE` as `feth devnet up --set` takes it
+    /// (`abci=grpc`, `mempool.size=8000`); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    comet_set: Vec<String>,
+    /// Folder the whole node's profile is written into.
+    #[arg(long, default_value = "flamegraphs/stages")]
+    out: std::path::PathBuf,
+    /// Print the figures as JSON on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+impl StagesBenchArgs {
+    /// The benchmark's plain plan.
+    fn plan(&self) -> bench::stages::StagesBenchPlan {
+        bench::stages::StagesBenchPlan {
+            accounts: self.accounts.max(1),
+            blocks: self.blocks.max(1),
+            frequency_hz: self.frequency_hz,
+            patches: self.patches.clone(),
+            timeout_commit: self.timeout_commit.clone(),
+            comet_set: self.comet_set.clone(),
+        }
+    }
 }
 
 impl ProfilerBenchArgs {
@@ -351,6 +400,10 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             let json = args.json;
             let r = bench::rpc(args.plan()).await?;
             emit(json, &r, |out| r.write_summary(out))
+        }
+        What::Stages(args) => {
+            let r = bench::stages::stages(args.plan(), &args.out).await?;
+            emit(args.json, &r, |out| r.write_summary(out))
         }
         What::Zipf(args) => {
             let r = bench::zipf(args.plan()?).await?;

@@ -5,6 +5,10 @@
 //! * `feth profiler --profiler URL` waits for the armed session to finish, disarms, and
 //!   downloads its profiles into `flamegraphs/<chain-id>/<height>/`, plus a merged
 //!   flamegraph of the session in `flamegraphs/<chain-id>/merged-<first>-<last>/`.
+//! * `--cometbft` (or `--cometbft-pprof URL`) also profiles CometBFT's own CPU over the
+//!   session's blocks and draws the whole node, both processes weighed in CPU time, in
+//!   `flamegraphs/<chain-id>/node-<first>-<last>/node.svg`; with `--enable` it arms,
+//!   profiles both and fetches in one go.
 //! * `feth profiler status` shows what the node's profiler is doing.
 //!
 //! `--profiler` is the profiler's own JSON-RPC endpoint, not a web3 endpoint; the older
@@ -23,6 +27,8 @@ use feth_profiler_rpc::ProfilerClient;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::comet_pprof::{self, CaptureConfig};
+use crate::node_profile::{self, NodeProfileFiles};
+use feth_profiler_rpc::node;
 use serde::Serialize;
 
 /// The profiler endpoint of a default local node.
@@ -112,6 +118,26 @@ pub struct ProfilerArgs {
     /// Longest wait for the session's blocks and for the node's rendering, in seconds.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
     pub timeout_secs: u64,
+    /// Also profile CometBFT over the armed blocks (the devnet's Go pprof at
+    /// --dir, unless --cometbft-pprof) and draw the whole node in one
+    /// flamegraph; with --enable: arm, profile both and fetch in one go.
+    #[arg(long)]
+    pub cometbft: bool,
+    /// CometBFT's (or another Go node's) pprof address, its
+    /// `rpc.pprof_laddr`, e.g. `http://127.0.0.1:6061`; implies --cometbft.
+    #[arg(long, value_name = "URL")]
+    pub cometbft_pprof: Option<String>,
+    /// CometBFT's RPC, to name the blocks its profile covers (with
+    /// --cometbft-pprof; the devnet's otherwise).
+    #[arg(long, value_name = "URL", requires = "cometbft_pprof")]
+    pub cometbft_rpc: Option<String>,
+}
+
+impl ProfilerArgs {
+    /// Whether CometBFT is profiled with the session.
+    fn with_cometbft(&self) -> bool {
+        self.cometbft || self.cometbft_pprof.is_some()
+    }
 }
 
 /// Subcommands of `feth profiler`.
@@ -156,15 +182,25 @@ pub async fn run(args: ProfilerArgs) -> anyhow::Result<()> {
     let client = ProfilerClient::new(&url, args.endpoint.token.as_deref())?;
     match (args.command.is_some(), args.enable) {
         (true, _) => show_status(&client, args.endpoint.json).await,
+        (false, true) if args.with_cometbft() => {
+            arm(&client, &args).await?;
+            collect(&client, &args).await
+        }
         (false, true) => enable(&client, &args).await,
         (false, false) => collect(&client, &args).await,
     }
 }
 
-/// The capture's configuration: --pprof and --comet-rpc, else the devnet's.
-fn comet_config(args: &CometArgs, endpoint: &EndpointArgs) -> anyhow::Result<CaptureConfig> {
-    let (pprof, rpc) = match &args.pprof {
-        Some(url) => (url.clone(), args.comet_rpc.clone()),
+/// A capture's configuration: `pprof` and `rpc`, else the devnet's (at
+/// --dir, or --node's).
+fn comet_config(
+    pprof: Option<&String>,
+    rpc: Option<&String>,
+    endpoint: &EndpointArgs,
+    out: &std::path::Path,
+) -> anyhow::Result<CaptureConfig> {
+    let (pprof, rpc) = match pprof {
+        Some(url) => (url.clone(), rpc.cloned()),
         None => {
             let state = match &endpoint.node {
                 Some(name) => {
@@ -184,25 +220,31 @@ fn comet_config(args: &CometArgs, endpoint: &EndpointArgs) -> anyhow::Result<Cap
                     endpoint.dir.display()
                 )
             })?;
-            (
-                url,
-                args.comet_rpc.clone().or_else(|| Some(state.rpc_url())),
-            )
+            (url, rpc.cloned().or_else(|| Some(state.rpc_url())))
         }
     };
     Ok(CaptureConfig {
         pprof_url: pprof,
-        seconds: args.seconds,
-        label: args.label.clone(),
+        seconds: 1,
+        label: "cometbft".to_string(),
         comet_rpc: rpc,
-        out: args.out.clone(),
+        out: out.to_path_buf(),
     })
 }
 
 /// Captures CometBFT's CPU profile with a progress bar, then prints what
 /// it found (JSON with --json).
 async fn capture_comet(args: &CometArgs, endpoint: &EndpointArgs) -> anyhow::Result<()> {
-    let cfg = comet_config(args, endpoint)?;
+    let cfg = CaptureConfig {
+        seconds: args.seconds,
+        label: args.label.clone(),
+        ..comet_config(
+            args.pprof.as_ref(),
+            args.comet_rpc.as_ref(),
+            endpoint,
+            &args.out,
+        )?
+    };
     let bar = progress(
         endpoint.json,
         cfg.seconds,
@@ -296,13 +338,18 @@ fn print_status(url: &str, status: &Status) {
     }
 }
 
-async fn enable(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result<()> {
-    let session = client
+/// Arms the node's profiler with the command line's options.
+async fn arm(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result<SessionStatus> {
+    Ok(client
         .enable(EnableParams {
             blocks: args.blocks.map(i64::from),
             frequency_hz: args.frequency_hz.map(i64::from),
         })
-        .await?;
+        .await?)
+}
+
+async fn enable(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result<()> {
+    let session = arm(client, args).await?;
     if args.endpoint.json {
         println!("{}", serde_json::to_string_pretty(&session)?);
     } else {
@@ -325,14 +372,32 @@ struct CollectReport {
     downloaded_files: usize,
     already_present: usize,
     merged_dir: Option<PathBuf>,
+    node_profile: Option<NodeProfileFiles>,
     warnings: Vec<String>,
 }
 
-/// Waits for the armed session, disarms, downloads and merges.
+/// Waits for the armed session (profiling CometBFT meanwhile, when asked),
+/// disarms, downloads and merges.
 async fn collect(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(args.timeout_secs);
     let json = args.endpoint.json;
-    let (status, session, mut warnings) = finish_session(client, args, deadline).await?;
+    let comet = match args.with_cometbft() {
+        true => Some(comet_config(
+            args.cometbft_pprof.as_ref(),
+            args.cometbft_rpc.as_ref(),
+            &args.endpoint,
+            &args.out,
+        )?),
+        false => None,
+    };
+    let windows = async {
+        match &comet {
+            Some(cfg) => Some(node_profile::comet_while_armed(cfg, client, deadline).await),
+            None => None,
+        }
+    };
+    let (finished, windows) = tokio::join!(finish_session(client, args, deadline), windows);
+    let (status, session, mut warnings) = finished?;
     let listed = client.list().await?;
     let session_id = session
         .as_ref()
@@ -354,6 +419,13 @@ async fn collect(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result
         .collect();
     let merged_dir = merge_session(&chain_dir, &session_profiles)?;
     warnings.extend(failure_warning(&status, session.as_ref()));
+    let node_profile = match windows {
+        Some(windows) => whole_node(&chain_dir, &session_profiles, windows).unwrap_or_else(|e| {
+            warnings.push(format!("no whole-node profile: {e:#}"));
+            None
+        }),
+        None => None,
+    };
 
     let report = CollectReport {
         chain_id: status.chain_id.clone(),
@@ -363,6 +435,7 @@ async fn collect(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result
         downloaded_files,
         already_present,
         merged_dir,
+        node_profile,
         warnings,
     };
     if json {
@@ -371,6 +444,37 @@ async fn collect(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result
         print_collect_report(&report);
     }
     Ok(())
+}
+
+/// The whole node's profile of the session's blocks and CometBFT's
+/// `windows` over them, in `<chain_dir>/node-<first>-<last>/`.
+fn whole_node(
+    chain_dir: &std::path::Path,
+    blocks: &[&ProfileSummary],
+    windows: anyhow::Result<Vec<comet_pprof::Window>>,
+) -> anyhow::Result<Option<NodeProfileFiles>> {
+    let windows = windows.context("profiling CometBFT failed")?;
+    if windows.is_empty() {
+        anyhow::bail!(
+            "no session was armed while CometBFT could be profiled: arm and fetch in one go with --enable --cometbft"
+        );
+    }
+    let (Some(first), Some(last)) = (
+        blocks.iter().map(|p| p.height).min(),
+        blocks.iter().map(|p| p.height).max(),
+    ) else {
+        anyhow::bail!("the session captured no block");
+    };
+    let dirs: Vec<PathBuf> = blocks
+        .iter()
+        .map(|p| chain_dir.join(p.height.to_string()))
+        .collect();
+    let abcid = node::load_blocks("abcid", &dirs)?;
+    let comet = node_profile::comet_part("cometbft", &windows)?;
+    let chain = blocks[0].chain_id.as_str();
+    let title = format!("{chain} blocks {first}-{last}: the whole node, abcid and CometBFT");
+    let dir = chain_dir.join(format!("node-{first}-{last}"));
+    node_profile::write(&dir, &title, &abcid, &comet, &windows).map(Some)
 }
 
 /// Waits for the armed session (unless `--no-wait`), disarms and waits for the node's
@@ -510,6 +614,18 @@ fn print_collect_report(report: &CollectReport) {
     }
     if let Some(dir) = &report.merged_dir {
         println!("merged flamegraph: {}", dir.join("all.svg").display());
+    }
+    if let Some(node) = &report.node_profile {
+        let parts: Vec<String> = node
+            .processes
+            .iter()
+            .map(|p| format!("{} {:.2} cores ({:.0} %)", p.process, p.cores, p.share_pct))
+            .collect();
+        println!(
+            "whole node: {} ({})",
+            node.dir.join("node.svg").display(),
+            parts.join(", ")
+        );
     }
     for warning in &report.warnings {
         println!("warning: {warning}");
@@ -673,6 +789,22 @@ mod tests {
         assert!(parse(&["--frequency-hz", "99"]).is_err(), "needs --enable");
         assert!(parse(&["status", "--enable"]).is_err());
         assert!(parse(&["--enable", "--blocks", "-1"]).is_err());
+    }
+
+    #[test]
+    fn cometbft_options_parse_and_its_rpc_needs_its_pprof() {
+        let args = parse(&["--enable", "--blocks", "4", "--cometbft"]).expect("parses");
+        assert!(args.enable && args.with_cometbft());
+        let args = parse(&[
+            "--cometbft-pprof",
+            "http://127.0.0.1:6061",
+            "--cometbft-rpc",
+            "http://127.0.0.1:26657",
+        ])
+        .expect("parses");
+        assert!(args.with_cometbft() && !args.cometbft);
+        assert!(!parse(&[]).expect("parses").with_cometbft());
+        assert!(parse(&["--cometbft-rpc", "http://127.0.0.1:26657"]).is_err());
     }
 
     #[test]

@@ -14,11 +14,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::diff::{diff_flamegraph, load_profile_set, DiffOptions};
+use feth_profiler_rpc::node;
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 
 use crate::comet_pprof;
 use crate::devnet::DevnetState;
 use crate::eth::EthClient;
+use crate::node_profile;
 
 /// Longest wait for the armed blocks to be produced and rendered.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -103,19 +105,42 @@ const COMETBFT_SECONDS: u64 = 4;
 /// Takes CometBFT's own CPU profile of the next [`COMETBFT_SECONDS`] from
 /// the devnet's Go pprof endpoint, folded and drawn under `out`, labelled
 /// with the blocks it covers; an error when the devnet does not serve it
-/// (one made before it did) or the capture fails.
-pub async fn capture_cometbft(net: &DevnetState, out: &Path) -> Result<comet_pprof::Capture> {
+/// (one made before it did) or the capture fails. Returns the capture's
+/// folder and the window itself.
+pub async fn capture_cometbft(
+    net: &DevnetState,
+    out: &Path,
+) -> Result<(PathBuf, comet_pprof::Window)> {
     let pprof_url = net.cometbft_pprof_url().context(
         "the devnet does not serve CometBFT's pprof (made before it did: recreate it with --fresh)",
     )?;
-    comet_pprof::capture(&comet_pprof::CaptureConfig {
+    let cfg = comet_pprof::CaptureConfig {
         pprof_url,
         seconds: COMETBFT_SECONDS,
         label: "cometbft".to_string(),
         comet_rpc: Some(net.rpc_url()),
         out: out.to_path_buf(),
-    })
-    .await
+    };
+    let window = comet_pprof::take(&cfg).await?;
+    let capture = comet_pprof::save(&cfg, &window)?;
+    Ok((capture.dir, window))
+}
+
+/// The whole node's profile of a step, in `out`: abcid's block profiles
+/// in `abcid` and CometBFT's `window`, weighed in CPU time over abcid's
+/// blocks (see [`crate::node_profile`]).
+pub fn whole_node(
+    abcid: &Path,
+    window: comet_pprof::Window,
+    out: &Path,
+    title: &str,
+) -> Result<PathBuf> {
+    let blocks = node::find_blocks(abcid)
+        .with_context(|| format!("cannot list the block profiles in {}", abcid.display()))?;
+    let abcid = node::load_blocks("abcid", &blocks)?;
+    let windows = [window];
+    let comet = node_profile::comet_part("cometbft", &windows)?;
+    Ok(node_profile::write(out, title, &abcid, &comet, &windows)?.dir)
 }
 
 /// Waits until a block above `after` holds a transaction (polled every

@@ -46,6 +46,7 @@ use crate::accounts::KeySet;
 use crate::devnet;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
 use crate::load::scenario::Scenario;
+use crate::node_profile;
 use crate::progress;
 use crate::saturate::{
     find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, SearchReport,
@@ -439,17 +440,17 @@ async fn one_run(
             fixed.committed_tps, fixed.offered_tps
         )
     });
-    let (etl, (flamegraph, cometbft_profile)) = match &node.net {
+    let (etl, profiles) = match &node.net {
         Some(net) => {
             let etl =
                 etl::window(&net.state, measure.first_height + 1, measure.last_height).await?;
-            let flame = match round == 0 && cfg.profile_blocks > 0 {
+            let profiles = match round == 0 && cfg.profile_blocks > 0 {
                 true => profiled(cfg, node, step, setup.overload_tps, out, bar).await?,
-                false => (None, None),
+                false => Profiles::default(),
             };
-            (Some(etl), flame)
+            (Some(etl), profiles)
         }
-        None => (None, (None, None)),
+        None => (None, Profiles::default()),
     };
     let rpc_retries = node.probe.rpc_retries().saturating_sub(retried_before);
     node.pause()?;
@@ -473,18 +474,31 @@ async fn one_run(
             off_rate,
         }),
         etl,
-        flamegraph,
+        flamegraph: profiles.abcid,
         diff_flamegraph: None,
-        cometbft_profile,
+        cometbft_profile: profiles.cometbft,
+        node_profile: profiles.node,
+        node_diff_flamegraph: None,
         rpc_retries,
     })
 }
 
-/// A few blocks profiled under the step's overload.
+/// The folders of a step's profiles; each is `None` when not taken.
+#[derive(Debug, Default)]
+struct Profiles {
+    /// abcid's block profiles.
+    abcid: Option<PathBuf>,
+    /// CometBFT's capture.
+    cometbft: Option<PathBuf>,
+    /// The whole node's profile, of both.
+    node: Option<PathBuf>,
+}
+
 /// Profiles a few blocks of the step under `rate`: abcid's block profiles
-/// (their folder), and CometBFT's own CPU over the same load (its capture's
-/// folder, under `<out>/cometbft/<step>/`). Either is `None`, with a
-/// warning, when it could not be taken; the comparison goes on.
+/// (under `<out>/<step>/`), CometBFT's own CPU over the same load (under
+/// `<out>/cometbft/<step>/`) and the whole node's profile of both (in
+/// `<out>/node/<step>/`). What could not be taken is left out with a
+/// warning; the comparison goes on.
 async fn profiled(
     cfg: &CompareConfig,
     node: &mut StepNode,
@@ -492,9 +506,9 @@ async fn profiled(
     rate: f64,
     out: &Path,
     bar: &ProgressBar,
-) -> Result<(Option<PathBuf>, Option<PathBuf>)> {
+) -> Result<Profiles> {
     let Some(net) = &node.net else {
-        return Ok((None, None));
+        return Ok(Profiles::default());
     };
     let state = net.state.clone();
     let folder = file_name(&step.name);
@@ -516,14 +530,24 @@ async fn profiled(
             None
         }
     };
-    let comet = match comet {
-        Ok(capture) => Some(capture.dir),
-        Err(e) => {
-            warn("CometBFT profile", format!("{e:#}"));
-            None
+    let comet = comet
+        .map_err(|e| warn("CometBFT profile", format!("{e:#}")))
+        .ok();
+    let node = match (&abcid, &comet) {
+        (Some(abcid), Some((_, window))) => {
+            let title = format!("step {}: the whole node, abcid and CometBFT", step.name);
+            let dir = out.join("node").join(&folder);
+            profile::whole_node(abcid, window.clone(), &dir, &title)
+                .map_err(|e| warn("whole-node profile", format!("{e:#}")))
+                .ok()
         }
+        _ => None,
     };
-    Ok((abcid, comet))
+    Ok(Profiles {
+        abcid,
+        cometbft: comet.map(|(dir, _)| dir),
+        node,
+    })
 }
 
 fn unix_seconds() -> u64 {
@@ -562,8 +586,9 @@ async fn reference(
     })
 }
 
-/// Each step's first-round profile against the step before it:
-/// `<out>/<step>-diff.svg`.
+/// Each step's first-round profiles against the step before it:
+/// `<out>/<step>-diff.svg` of abcid's, `<out>/<step>-node-diff.svg` of the
+/// whole node's.
 fn diff_flamegraphs(runs: &mut [StepRun], steps: &[Step], out: &Path) -> Result<()> {
     let first_round =
         |runs: &[StepRun], name: &str| runs.iter().position(|r| r.round == 0 && r.step == name);
@@ -574,14 +599,20 @@ fn diff_flamegraphs(runs: &mut [StepRun], steps: &[Step], out: &Path) -> Result<
         ) else {
             continue;
         };
-        let (Some(before), Some(after)) = (runs[a].flamegraph.clone(), runs[b].flamegraph.clone())
-        else {
-            continue;
-        };
-        let svg = out.join(format!("{}-diff.svg", file_name(&pair[1].name)));
         let title = format!("{} → {}: red grew, blue shrank", pair[0].name, pair[1].name);
-        profile::diff(&before, &after, &svg, &title)?;
-        runs[b].diff_flamegraph = Some(svg);
+        let name = file_name(&pair[1].name);
+        if let (Some(before), Some(after)) = (&runs[a].flamegraph, &runs[b].flamegraph) {
+            let svg = out.join(format!("{name}-diff.svg"));
+            profile::diff(before, after, &svg, &title)?;
+            runs[b].diff_flamegraph = Some(svg);
+        }
+        if let (Some(before), Some(after)) = (&runs[a].node_profile, &runs[b].node_profile) {
+            let svg = out.join(format!("{name}-node-diff.svg"));
+            let folded = node_profile::FOLDED;
+            let title = format!("{title} (whole node, CPU time)");
+            profile::diff(&before.join(folded), &after.join(folded), &svg, &title)?;
+            runs[b].node_diff_flamegraph = Some(svg);
+        }
     }
     Ok(())
 }

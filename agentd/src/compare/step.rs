@@ -66,6 +66,13 @@ pub struct StepRun {
     /// drawn, `capture.json`), when the devnet serves Go's pprof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cometbft_profile: Option<PathBuf>,
+    /// The whole node's profile (abcid and CometBFT weighed in CPU time:
+    /// `node.svg`, `node.folded`, `node.json`), when both were profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_profile: Option<PathBuf>,
+    /// The whole node's differential flamegraph against the previous step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_diff_flamegraph: Option<PathBuf>,
     /// Node reads sent again after a transient transport error (connection
     /// reset or refused, timeout) during this run.
     #[serde(default)]

@@ -64,6 +64,8 @@ pub fn run(step: &str, round: usize, tps: f64) -> StepRun {
         flamegraph: None,
         diff_flamegraph: None,
         cometbft_profile: None,
+        node_profile: None,
+        node_diff_flamegraph: None,
         rpc_retries: 0,
     }
 }

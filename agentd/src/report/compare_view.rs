@@ -153,6 +153,20 @@ fn flamegraphs(c: &CompareReport, file: &Path) -> String {
                 &locate(p, file),
             ));
         }
+        if let Some(p) = run.and_then(|r| r.node_diff_flamegraph.as_ref()) {
+            out.push_str(&flamegraph(
+                &format!(
+                    "{}: the whole node (abcid and CometBFT, CPU time) against the previous step",
+                    s.step
+                ),
+                &locate(p, file),
+            ));
+        } else if let Some(p) = run.and_then(|r| r.node_profile.as_ref()) {
+            out.push_str(&flamegraph(
+                &format!("{}: the whole node (abcid and CometBFT, CPU time)", s.step),
+                &locate(&p.join("node.svg"), file),
+            ));
+        }
     }
     if out.is_empty() {
         out = note("No flamegraph in this comparison (it ran without --profile-blocks).");

@@ -57,6 +57,8 @@ fn run(step: &str, round: usize, tps: f64) -> StepRun {
         flamegraph: None,
         diff_flamegraph: None,
         cometbft_profile: None,
+        node_profile: None,
+        node_diff_flamegraph: None,
         rpc_retries: 0,
     }
 }

@@ -177,7 +177,17 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
                 .any(|l| l.contains("github.com/cometbft/cometbft/")),
             "{folded}"
         );
+        // The whole node: both processes in one profile.
+        let node = run.node_profile.as_ref().expect("the whole node's profile");
+        let folded = std::fs::read_to_string(node.join("node.folded")).unwrap();
+        for root in ["abcid;", "cometbft;"] {
+            assert!(folded.lines().any(|l| l.starts_with(root)), "{folded}");
+        }
     }
+    // Its differential flamegraph shows both processes.
+    let node_diff = r.runs[1].node_diff_flamegraph.as_ref().expect("node diff");
+    let svg = std::fs::read_to_string(node_diff).unwrap();
+    assert!(svg.contains("cometbft") && svg.contains("abcid"));
     let reference = r.reference.as_ref().expect("the kvstore reference");
     assert!(reference.measure.committed_tps > 0.0);
 }

@@ -4,6 +4,7 @@
 //! (`jenkinsfile`) or the flags the docs name (`docs_flags`).
 
 mod bench_profiler;
+mod bench_stages;
 mod common;
 mod compare_gate;
 mod compare_run;

@@ -108,6 +108,7 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
     .await
     .expect("feth profiler (fetch)");
     let status = client.wait_idle(Duration::from_secs(60)).await.unwrap();
+    let profiles = client.list().await.unwrap();
     // CometBFT's own CPU under the same load, from its Go pprof endpoint,
     // found through the devnet's folder.
     let comet_out = local.path().join("comet");
@@ -132,8 +133,30 @@ async fn three_armed_blocks_under_load_are_captured_in_every_format() {
         .unwrap_err();
     assert!(format!("{err:#}").contains("pass --pprof URL"), "{err:#}");
     assert!(!status.armed);
+    // The whole node: armed, profiled in both processes and fetched in one go.
+    let node_out = local.path().join("node");
+    feth(&[
+        "profiler",
+        "--profiler",
+        &url,
+        "--enable",
+        "--blocks",
+        "2",
+        "--frequency-hz",
+        "997",
+        "--cometbft",
+        "--dir",
+        utf8(&devnet_dir),
+        "--out",
+        utf8(&node_out),
+        "--timeout-secs",
+        "90",
+        "--json",
+    ])
+    .await
+    .expect("feth profiler --enable --cometbft");
+    check_whole_node(&node_out.join(&status.chain_id));
 
-    let profiles = client.list().await.unwrap();
     assert_eq!(profiles.len(), 3, "{profiles:?}");
     for p in &profiles {
         assert!(
@@ -280,6 +303,55 @@ async fn check_merge_status_and_diff(url: &str, chain: &Path, heights: &[u64], l
             "{frame} is not drawn: {titles:?}"
         );
     }
+}
+
+/// The whole node's profile of the one session in `chain`: both processes'
+/// real frames, weighed in CPU time, CometBFT's windows around the
+/// session's blocks.
+fn check_whole_node(chain: &Path) {
+    let mut heights: Vec<u64> = std::fs::read_dir(chain)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.parse().ok())
+        .collect();
+    heights.sort();
+    assert_eq!(heights.len(), 2, "{heights:?}");
+    let dir = chain.join(format!("node-{}-{}", heights[0], heights[1]));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("node.json")).unwrap()).unwrap();
+    let processes = meta["processes"].as_array().unwrap();
+    let names: Vec<&str> = processes
+        .iter()
+        .map(|p| p["process"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["abcid", "cometbft"]);
+    for p in processes {
+        assert!(p["cores"].as_f64().unwrap() > 0.0, "{meta}");
+    }
+    // CometBFT's windows began before the session's first block ended and
+    // ended after its last block.
+    let (before, after) = (
+        meta["cometbft_heights"][0].as_u64().unwrap(),
+        meta["cometbft_heights"][1].as_u64().unwrap(),
+    );
+    assert!(
+        before <= heights[0] && after >= heights[1],
+        "{meta} {heights:?}"
+    );
+    let folded = std::fs::read_to_string(dir.join("node.folded")).unwrap();
+    let stacks = feth_profiler_rpc::folded::FoldedStacks::parse(&folded).unwrap();
+    let rooted = |root: &str, frame: &str| {
+        stacks
+            .iter()
+            .any(|(s, _)| s.starts_with(root) && s.contains(frame))
+    };
+    assert!(rooted("abcid;", "abcid::"), "no abcid frame in\n{folded}");
+    assert!(
+        rooted("cometbft;", "github.com/cometbft/cometbft/"),
+        "no CometBFT frame in\n{folded}"
+    );
+    let svg = std::fs::read_to_string(dir.join("node.svg")).unwrap();
+    assert!(svg.contains("the whole node") && svg.contains("µs of CPU"));
+    assert!(dir.join("cometbft-0.pb.gz").is_file());
 }
 
 /// The one capture under `out` (`<chain>/cometbft-<first>-<last>/`):

@@ -1,17 +1,44 @@
 //! A closed-loop load between a benchmark's funded accounts, run in the
 //! background of its measurements until told to stop.
 
+use std::path::Path;
 use std::time::Duration;
 
+use alloy_primitives::{B256, U256};
 use anyhow::{ensure, Context, Result};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::accounts::KeySet;
 use crate::devnet::Devnet;
+use crate::eth::EthClient;
 use crate::load::pick::RateSchedule;
 use crate::load::plan::{LoadPlan, Recipients, WorkloadKind};
 use crate::load::{self, LoadReport, LoadSettings};
+
+/// Pays `count` senders derived from the seed `seed` repeated 100 ETH
+/// each from `net`'s root key, through `client`, their keys kept in
+/// `keys_file`: a benchmark's funded accounts.
+pub async fn fund_senders(
+    net: &Devnet,
+    client: &EthClient,
+    seed: u8,
+    count: usize,
+    keys_file: &Path,
+) -> Result<KeySet> {
+    let root = crate::keys::read_key_file(&net.state.root_key())?;
+    let (keys, _) = crate::fund::fund_seeded(
+        client,
+        &root,
+        B256::repeat_byte(seed),
+        count,
+        U256::from(10u64).pow(U256::from(20u64)),
+        keys_file,
+    )
+    .await
+    .context("funding the senders")?;
+    Ok(keys)
+}
 
 /// A load running in a task of its own.
 pub struct BackgroundLoad {

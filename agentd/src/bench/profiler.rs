@@ -23,7 +23,6 @@
 
 use std::time::{Duration, Instant};
 
-use alloy_primitives::U256;
 use anyhow::{Context, Result};
 use feth_etl::rpc::Rpc;
 use feth_profiler_rpc::api::EnableParams;
@@ -31,7 +30,7 @@ use feth_profiler_rpc::{ConsensusCost, ProfilerClient, SessionState};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::background::BackgroundLoad;
+use super::background::{fund_senders, BackgroundLoad};
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::blocks::{comet_window, next_block};
@@ -212,18 +211,9 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
     })
     .await
     .context("starting the devnet")?;
-    let root = crate::keys::read_key_file(&net.state.root_key())?;
     let client = crate::eth::EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
-    let (keys, _) = crate::fund::fund_seeded(
-        &client,
-        &root,
-        alloy_primitives::B256::repeat_byte(11),
-        plan.accounts,
-        U256::from(10u64).pow(U256::from(20u64)),
-        &dir.path().join("keys.txt"),
-    )
-    .await
-    .context("funding the senders")?;
+    let keys_file = dir.path().join("keys.txt");
+    let keys = fund_senders(&net, &client, 11, plan.accounts, &keys_file).await?;
 
     let bar = ProgressBar::new(2 * (plan.pairs + plan.round_pairs) as u64);
     bar.set_style(

@@ -22,14 +22,14 @@
 
 use std::time::{Duration, Instant};
 
-use alloy_primitives::{keccak256, Address, B256, U256};
+use alloy_primitives::{keccak256, Address, U256};
 use anyhow::{bail, ensure, Context, Result};
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::background::BackgroundLoad;
+use super::background::{fund_senders, BackgroundLoad};
 use super::stats::RatioEstimate;
 use crate::accounts::KeySet;
 use crate::devnet::{self, Devnet};
@@ -182,17 +182,8 @@ pub async fn rpc(plan: RpcBenchPlan) -> Result<RpcBench> {
     .await
     .context("starting the devnet")?;
     let client = web3(&net)?;
-    let root = crate::keys::read_key_file(&net.state.root_key())?;
-    let (keys, _) = crate::fund::fund_seeded(
-        &client,
-        &root,
-        B256::repeat_byte(13),
-        plan.accounts.max(2),
-        U256::from(10u64).pow(U256::from(20u64)),
-        &dir.path().join("keys.txt"),
-    )
-    .await
-    .context("funding the senders")?;
+    let keys_file = dir.path().join("keys.txt");
+    let keys = fund_senders(&net, &client, 13, plan.accounts.max(2), &keys_file).await?;
 
     let bar = ProgressBar::new(plan.blocks);
     bar.set_style(

@@ -21,7 +21,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
 use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::folded::FoldedStacks;
@@ -29,7 +28,7 @@ use feth_profiler_rpc::node;
 use feth_profiler_rpc::ProfilerClient;
 use serde::Serialize;
 
-use super::background::BackgroundLoad;
+use super::background::{fund_senders, BackgroundLoad};
 use crate::comet_pprof::CaptureConfig;
 use crate::devnet::{self, Devnet};
 use crate::load::plan::WorkloadKind;
@@ -431,19 +430,10 @@ pub async fn stages(plan: StagesBenchPlan, out: &std::path::Path) -> Result<Stag
         .state
         .metrics_url()
         .context("this abcid serves no /metrics: build it from this tree")?;
-    let root = crate::keys::read_key_file(&net.state.root_key())?;
     let client = crate::eth::EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
     bar.set_message(format!("funding {} senders", plan.accounts));
-    let (keys, _) = crate::fund::fund_seeded(
-        &client,
-        &root,
-        alloy_primitives::B256::repeat_byte(12),
-        plan.accounts,
-        U256::from(10u64).pow(U256::from(20u64)),
-        &dir.path().join("keys.txt"),
-    )
-    .await
-    .context("funding the senders")?;
+    let keys_file = dir.path().join("keys.txt");
+    let keys = fund_senders(&net, &client, 12, plan.accounts, &keys_file).await?;
     let load = BackgroundLoad::start(&net, &keys, WorkloadKind::Transfer, Duration::from_secs(30));
     bar.set_message("closed-loop load: warming up");
     tokio::time::sleep(WARM_UP).await;

@@ -139,7 +139,7 @@ pub fn save(cfg: &CaptureConfig, window: &Window) -> Result<Capture> {
 }
 
 /// The `n` functions with the most samples of their own, most first.
-pub fn top_functions(stacks: &FoldedStacks, n: usize) -> Vec<(String, u64)> {
+fn top_functions(stacks: &FoldedStacks, n: usize) -> Vec<(String, u64)> {
     let mut top: Vec<(String, u64)> = stacks
         .self_counts()
         .into_iter()

@@ -64,9 +64,24 @@ async fn armed(profiler: &ProfilerClient) -> Result<bool> {
     Ok(status.armed)
 }
 
+/// The whole node's profile of abcid's block profiles in `blocks` (each a
+/// `<height>/` folder with its `meta.json`) and CometBFT's `windows` over
+/// the same blocks, written into `dir`, scaled to the blocks' span.
+/// Returns what was written and the whole node's stacks, in µs of CPU.
+pub fn write_blocks(
+    blocks: &[PathBuf],
+    windows: &[Window],
+    dir: &Path,
+    title: &str,
+) -> Result<(NodeProfileFiles, FoldedStacks)> {
+    let abcid = node::load_blocks("abcid", blocks)?;
+    let comet = comet_part("cometbft", windows)?;
+    write(dir, title, &abcid, &comet, windows)
+}
+
 /// CometBFT's windows as one process: their stacks merged, over the sum
 /// of their seconds.
-pub fn comet_part(label: &str, windows: &[Window]) -> Result<ProcessStacks> {
+fn comet_part(label: &str, windows: &[Window]) -> Result<ProcessStacks> {
     let first = windows
         .first()
         .context("CometBFT was not profiled: no window was taken")?;
@@ -84,13 +99,13 @@ pub fn comet_part(label: &str, windows: &[Window]) -> Result<ProcessStacks> {
 
 /// Writes the whole node's profile of `abcid` and `comet` (its `windows`'
 /// raw profiles beside it) into `dir`, scaled to abcid's span.
-pub fn write(
+fn write(
     dir: &Path,
     title: &str,
     abcid: &ProcessStacks,
     comet: &ProcessStacks,
     windows: &[Window],
-) -> Result<NodeProfileFiles> {
+) -> Result<(NodeProfileFiles, FoldedStacks)> {
     let profile = node::combine(&[abcid.clone(), comet.clone()], abcid.seconds)
         .context("cannot weigh the two profiles")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -124,7 +139,7 @@ pub fn write(
         "node.json",
         serde_json::to_string_pretty(&files)?.as_bytes(),
     )?;
-    Ok(files)
+    Ok((files, profile.stacks))
 }
 
 #[cfg(test)]
@@ -162,10 +177,11 @@ mod tests {
             seconds: 1.0,
         };
         let dir = tempfile::tempdir().unwrap();
-        let files = write(dir.path(), "whole node", &abcid, &comet, &windows).unwrap();
+        let (files, stacks) = write(dir.path(), "whole node", &abcid, &comet, &windows).unwrap();
         assert_eq!(files.cometbft_heights, Some((10, 14)));
         assert_eq!(files.window_secs, 1.0);
         let folded = std::fs::read_to_string(dir.path().join(FOLDED)).unwrap();
+        assert_eq!(folded, stacks.to_text());
         // 120 samples over 2 s is 0.6 s of CPU per second; abcid 0.5 s.
         assert_eq!(
             folded,

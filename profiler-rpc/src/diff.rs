@@ -19,7 +19,7 @@ use crate::folded::FoldedStacks;
 use crate::role::RoleFilter;
 use crate::svg::svg_from_lines;
 
-/// How deep [`load_profile_set`] looks for block directories.
+/// How deep [`find_blocks`] looks for block directories.
 const MAX_DEPTH: usize = 4;
 
 /// A set of block profiles merged into one.
@@ -41,7 +41,9 @@ pub fn load_profile_set(path: &Path, role: RoleFilter) -> Result<ProfileSet, Pro
     } else if path.join(META_FILE).is_file() || path.join(&all_folded).is_file() {
         add_profile_dir(&mut set, path, role)?;
     } else {
-        walk(&mut set, path, role, 0)?;
+        for dir in find_blocks(path)? {
+            add_profile_dir(&mut set, &dir, role)?;
+        }
     }
     if set.sources.is_empty() {
         return Err(ProfilerError::Render {
@@ -54,12 +56,19 @@ pub fn load_profile_set(path: &Path, role: RoleFilter) -> Result<ProfileSet, Pro
     Ok(set)
 }
 
-fn walk(
-    set: &mut ProfileSet,
-    dir: &Path,
-    role: RoleFilter,
-    depth: usize,
-) -> Result<(), ProfilerError> {
+/// Block directories (`<height>/meta.json`): `root` itself when it is one,
+/// else those under it, at most five levels down, hidden folders (a
+/// profile being written, `.tmp-<height>/`) left out, in path order.
+pub fn find_blocks(root: &Path) -> Result<Vec<PathBuf>, ProfilerError> {
+    let mut found = Vec::new();
+    match root.join(META_FILE).is_file() {
+        true => found.push(root.to_path_buf()),
+        false => walk(root, 0, &mut found)?,
+    }
+    Ok(found)
+}
+
+fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), ProfilerError> {
     let entries = fs::read_dir(dir).map_err(|e| ProfilerError::io("listing", dir, e))?;
     let mut children: BTreeSet<PathBuf> = BTreeSet::new();
     for entry in entries.flatten() {
@@ -71,9 +80,9 @@ fn walk(
     }
     for child in children {
         if child.join(META_FILE).is_file() {
-            add_profile_dir(set, &child, role)?;
+            found.push(child);
         } else if depth < MAX_DEPTH {
-            walk(set, &child, role, depth + 1)?;
+            walk(&child, depth + 1, found)?;
         }
     }
     Ok(())

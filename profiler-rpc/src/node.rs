@@ -11,7 +11,7 @@
 //! flamegraph of two such profiles shows both processes.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -19,9 +19,6 @@ use crate::api::{ProfileKind, ProfileSummary, META_FILE};
 use crate::error::ProfilerError;
 use crate::folded::FoldedStacks;
 use crate::role::RoleFilter;
-
-/// How deep [`find_blocks`] looks for block directories.
-const MAX_DEPTH: usize = 4;
 
 /// One process's stacks over its own window.
 #[derive(Clone, Debug)]
@@ -126,34 +123,8 @@ impl NodeProfile {
     }
 }
 
-/// Block directories (`<height>/meta.json`) at or under `root`, at most
-/// four levels down, in path order.
-pub fn find_blocks(root: &Path) -> Result<Vec<PathBuf>, ProfilerError> {
-    let mut found = Vec::new();
-    find(root, 0, &mut found)?;
-    found.sort();
-    Ok(found)
-}
-
-fn find(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), ProfilerError> {
-    if dir.join(META_FILE).is_file() {
-        found.push(dir.to_path_buf());
-        return Ok(());
-    }
-    if depth == MAX_DEPTH {
-        return Ok(());
-    }
-    let entries = fs::read_dir(dir).map_err(|e| ProfilerError::io("listing", dir, e))?;
-    for entry in entries.flatten() {
-        // `file_type` does not follow symlinks, so links cannot loop.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            find(&entry.path(), depth + 1, found)?;
-        }
-    }
-    Ok(())
-}
-
-/// The block profiles in `dirs` (each `<height>/` with its `meta.json`) as
+/// The block profiles in `dirs` (each `<height>/` with its `meta.json`, as
+/// [`crate::diff::find_blocks`] finds them) as
 /// one process's stacks: their folded stacks merged, over the sum of their
 /// windows (a block without samples still adds its window). The blocks must
 /// share one sampling rate, as a session's do.
@@ -216,7 +187,10 @@ fn bad(reason: String) -> ProfilerError {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::diff::find_blocks;
 
     fn part(process: &str, text: &str, sample_hz: f64, seconds: f64) -> ProcessStacks {
         ProcessStacks {
@@ -268,8 +242,8 @@ mod tests {
         assert!(err(part("a", "x 1\n", 99.0, 1.0), f64::NAN).contains("NaN"));
     }
 
-    fn block(dir: &Path, height: u64, hz: u32, folded: Option<&str>) -> PathBuf {
-        let block = dir.join("chain").join(height.to_string());
+    fn block(dir: &Path, name: &str, height: u64, hz: u32, folded: Option<&str>) -> PathBuf {
+        let block = dir.join("chain").join(name);
         fs::create_dir_all(&block).unwrap();
         let summary = ProfileSummary {
             chain_id: "chain".into(),
@@ -298,16 +272,19 @@ mod tests {
     #[test]
     fn a_sessions_blocks_load_as_one_process_over_their_windows() {
         let dir = tempfile::tempdir().unwrap();
-        block(dir.path(), 7, 99, Some("deliver_tx;exec 3\n"));
-        block(dir.path(), 8, 99, None);
+        block(dir.path(), "7", 7, 99, Some("deliver_tx;exec 3\n"));
+        block(dir.path(), "8", 8, 99, None);
         block(
             dir.path(),
+            "9",
             9,
             99,
             Some("deliver_tx;exec 2\ncheck_tx;verify 1\n"),
         );
+        // A profile the node is still writing is left out.
+        block(dir.path(), ".tmp-10", 10, 99, Some("deliver_tx;exec 7\n"));
         let dirs = find_blocks(dir.path()).unwrap();
-        assert_eq!(dirs.len(), 3);
+        assert_eq!(dirs.len(), 3, "{dirs:?}");
         let abcid = load_blocks("abcid", &dirs).unwrap();
         assert_eq!(abcid.seconds, 0.75, "the empty block's window counts");
         assert_eq!(abcid.sample_hz, 99.0);
@@ -315,7 +292,7 @@ mod tests {
             abcid.stacks.to_text(),
             "check_tx;verify 1\ndeliver_tx;exec 5\n"
         );
-        block(dir.path(), 10, 199, Some("x 1\n"));
+        block(dir.path(), "10", 10, 199, Some("x 1\n"));
         let mixed = load_blocks("abcid", &find_blocks(dir.path()).unwrap());
         assert!(mixed
             .unwrap_err()

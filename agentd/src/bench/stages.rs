@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use feth_profiler_rpc::api::EnableParams;
+use feth_profiler_rpc::diff::find_blocks;
 use feth_profiler_rpc::folded::FoldedStacks;
 use feth_profiler_rpc::node;
 use feth_profiler_rpc::ProfilerClient;
@@ -446,18 +447,14 @@ pub async fn stages(plan: StagesBenchPlan, out: &std::path::Path) -> Result<Stag
     load.finish().await?;
     bar.finish_and_clear();
     let (windows, counters, secs) = session?;
-    let blocks = node::find_blocks(&net.state.options.dir.join("flamegraphs"))?;
-    let abcid = node::load_blocks("abcid", &blocks)?;
-    let comet = node_profile::comet_part("cometbft", &windows)?;
+    let blocks = find_blocks(&net.state.options.dir.join("flamegraphs"))?;
     let heights = block_heights(&blocks)?;
     let title = format!(
         "blocks {}-{}: the whole node, patches {}",
         heights.0, heights.1, plan.patches
     );
-    let files = node_profile::write(out, &title, &abcid, &comet, &windows)?;
+    let (files, stacks) = node_profile::write_blocks(&blocks, &windows, out, &title)?;
     let committed = committed_in(&client, heights).await?;
-    let stacks = std::fs::read_to_string(out.join(node_profile::FOLDED))?;
-    let stacks = FoldedStacks::parse(&stacks)?;
     let wall = wall_times(&counters, secs);
     Ok(StagesBench {
         busiest: busiest_connection(&wall),
@@ -540,11 +537,8 @@ fn block_heights(dirs: &[std::path::PathBuf]) -> Result<(u64, u64)> {
 /// Transactions in blocks `first..=last`.
 async fn committed_in(client: &crate::eth::EthClient, (first, last): (u64, u64)) -> Result<u64> {
     let mut n = 0;
-    for h in first..=last {
-        let block = client
-            .block(h)
-            .await?
-            .with_context(|| format!("block {h} is not on the chain"))?;
+    for (h, block) in (first..).zip(client.blocks(first..=last).await?) {
+        let block = block.with_context(|| format!("block {h} is not on the chain"))?;
         n += block.transactions.len() as u64;
     }
     Ok(n)

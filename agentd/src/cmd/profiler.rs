@@ -28,7 +28,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::comet_pprof::{self, CaptureConfig};
 use crate::node_profile::{self, NodeProfileFiles};
-use feth_profiler_rpc::node;
 use serde::Serialize;
 
 /// The profiler endpoint of a default local node.
@@ -420,10 +419,9 @@ async fn collect(client: &ProfilerClient, args: &ProfilerArgs) -> anyhow::Result
     let merged_dir = merge_session(&chain_dir, &session_profiles)?;
     warnings.extend(failure_warning(&status, session.as_ref()));
     let node_profile = match windows {
-        Some(windows) => whole_node(&chain_dir, &session_profiles, windows).unwrap_or_else(|e| {
-            warnings.push(format!("no whole-node profile: {e:#}"));
-            None
-        }),
+        Some(windows) => whole_node(&chain_dir, &session_profiles, windows)
+            .map_err(|e| warnings.push(format!("no whole-node profile: {e:#}")))
+            .ok(),
         None => None,
     };
 
@@ -452,7 +450,7 @@ fn whole_node(
     chain_dir: &std::path::Path,
     blocks: &[&ProfileSummary],
     windows: anyhow::Result<Vec<comet_pprof::Window>>,
-) -> anyhow::Result<Option<NodeProfileFiles>> {
+) -> anyhow::Result<NodeProfileFiles> {
     let windows = windows.context("profiling CometBFT failed")?;
     if windows.is_empty() {
         anyhow::bail!(
@@ -469,12 +467,11 @@ fn whole_node(
         .iter()
         .map(|p| chain_dir.join(p.height.to_string()))
         .collect();
-    let abcid = node::load_blocks("abcid", &dirs)?;
-    let comet = node_profile::comet_part("cometbft", &windows)?;
     let chain = blocks[0].chain_id.as_str();
     let title = format!("{chain} blocks {first}-{last}: the whole node, abcid and CometBFT");
     let dir = chain_dir.join(format!("node-{first}-{last}"));
-    node_profile::write(&dir, &title, &abcid, &comet, &windows).map(Some)
+    let (files, _) = node_profile::write_blocks(&dirs, &windows, &dir, &title)?;
+    Ok(files)
 }
 
 /// Waits for the armed session (unless `--no-wait`), disarms and waits for the node's

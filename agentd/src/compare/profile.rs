@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use feth_profiler_rpc::api::EnableParams;
-use feth_profiler_rpc::diff::{diff_flamegraph, load_profile_set, DiffOptions};
-use feth_profiler_rpc::node;
+use feth_profiler_rpc::diff::{diff_flamegraph, find_blocks, load_profile_set, DiffOptions};
 use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 
 use crate::comet_pprof;
@@ -135,12 +134,10 @@ pub fn whole_node(
     out: &Path,
     title: &str,
 ) -> Result<PathBuf> {
-    let blocks = node::find_blocks(abcid)
+    let blocks = find_blocks(abcid)
         .with_context(|| format!("cannot list the block profiles in {}", abcid.display()))?;
-    let abcid = node::load_blocks("abcid", &blocks)?;
-    let windows = [window];
-    let comet = node_profile::comet_part("cometbft", &windows)?;
-    Ok(node_profile::write(out, title, &abcid, &comet, &windows)?.dir)
+    let (files, _) = node_profile::write_blocks(&blocks, &[window], out, title)?;
+    Ok(files.dir)
 }
 
 /// Waits until a block above `after` holds a transaction (polled every

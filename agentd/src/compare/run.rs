@@ -530,14 +530,15 @@ async fn profiled(
             None
         }
     };
-    let comet = comet
+    let (cometbft, window) = comet
         .map_err(|e| warn("CometBFT profile", format!("{e:#}")))
-        .ok();
-    let node = match (&abcid, &comet) {
-        (Some(abcid), Some((_, window))) => {
+        .ok()
+        .unzip();
+    let node = match (&abcid, window) {
+        (Some(abcid), Some(window)) => {
             let title = format!("step {}: the whole node, abcid and CometBFT", step.name);
             let dir = out.join("node").join(&folder);
-            profile::whole_node(abcid, window.clone(), &dir, &title)
+            profile::whole_node(abcid, window, &dir, &title)
                 .map_err(|e| warn("whole-node profile", format!("{e:#}")))
                 .ok()
         }
@@ -545,7 +546,7 @@ async fn profiled(
     };
     Ok(Profiles {
         abcid,
-        cometbft: comet.map(|(dir, _)| dir),
+        cometbft,
         node,
     })
 }

@@ -25,7 +25,7 @@ use crate::error::CODESPACE;
 use crate::exec::{BlockInput, TxOutcome};
 use crate::mempool::CheckKind;
 use crate::metrics::Metrics;
-use crate::node::{Consensus, ConsensusNode, Node, NodeError};
+use crate::node::{Consensus, ConsensusNode, Node, NodeError, ProposedBlock};
 use crate::patches::Patch;
 use crate::proposal;
 use crate::txlog;
@@ -83,6 +83,18 @@ fn proposal_fault<T: AsRef<[u8]>>(
         return Ok(Some("it leaves a nonce gap".to_string()));
     }
     Ok(None)
+}
+
+/// The block of an accepted proposal, for `optimistic-execution`.
+fn proposed_block(request: RequestProcessProposal) -> ProposedBlock {
+    let time = request.time.unwrap_or_default();
+    ProposedBlock {
+        height: request.height.max(0) as u64,
+        hash: alloy_primitives::B256::try_from(request.hash.as_ref()).unwrap_or_default(),
+        time_secs: time.seconds.max(0) as u64,
+        time_nanos: time.nanos.max(0) as u32,
+        txs: request.txs.into_iter().map(Bytes).collect(),
+    }
 }
 
 /// Logs a fatal error and exits: the node must not go on with state it could
@@ -161,12 +173,18 @@ impl Application for AbciApp {
         let node = self.enter("ProcessProposal");
         let fault =
             proposal_fault(&node, &request.txs).unwrap_or_else(|e| fatal("ProcessProposal", e));
+        drop(node);
         let status = match fault {
             Some(reason) => {
                 tracing::warn!(height = request.height, %reason, "proposal refused");
                 ProposalStatus::Reject
             }
-            None => ProposalStatus::Accept,
+            None => {
+                self.node.speculate(proposed_block(request), || {
+                    tag_current_thread(Role::DeliverTx)
+                });
+                ProposalStatus::Accept
+            }
         };
         ResponseProcessProposal {
             status: status as i32,

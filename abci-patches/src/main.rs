@@ -10,8 +10,10 @@ use clap::{Parser, ValueEnum};
 
 use abcid::abci_server::{AbciAddr, AbciServer, ABCI_CONNECTIONS};
 use abcid::grpc_server::GrpcAbci;
+use abcid::node::{Node, NodeConfig};
 use abcid::nonce_queue::QueueConfig;
-use abcid::{app::AbciApp, node::Node, patches::Patches, rpc::RpcConfig};
+use abcid::store::PersistPause;
+use abcid::{app::AbciApp, patches::Patches, rpc::RpcConfig};
 
 use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
 
@@ -66,6 +68,10 @@ struct Args {
     /// exit without opening the state: checks a spelling before a long run.
     #[arg(long)]
     print_patches: bool,
+    /// Tests only: `async-commit`'s writer stops at POINT (`queued`,
+    /// `written`, `committed`) of block HEIGHT and waits to be SIGKILLed.
+    #[arg(long, value_name = "POINT@HEIGHT", hide = true)]
+    test_persist_pause: Option<PersistPause>,
     #[command(flatten)]
     rpc: RpcArgs,
     #[command(flatten)]
@@ -207,10 +213,12 @@ fn run(args: Args) -> anyhow::Result<()> {
     let listen = AbciListen::from_args(&args)?;
     std::fs::create_dir_all(&args.home)
         .with_context(|| format!("cannot create home directory {}", args.home.display()))?;
-    let node = Arc::new(
-        Node::open_with(&args.home, args.patches, args.queue.config())
-            .context("cannot open abcid's state")?,
-    );
+    let config = NodeConfig {
+        patches: args.patches,
+        queue: args.queue.config(),
+        persist_pause: args.test_persist_pause,
+    };
+    let node = Arc::new(Node::open_with(&args.home, config).context("cannot open abcid's state")?);
     let (height, app_hash) = node.enter()?.info()?;
     tracing::info!(height, %app_hash, home = %args.home.display(), "state loaded");
     tracing::info!(patches = %args.patches, version = %abcid::rpc::client_version(args.patches), "patches in force");
@@ -252,7 +260,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         (Some(profiler), Some(server))
     };
 
-    let app = AbciApp::new(node, profiler);
+    let app = AbciApp::new(node.clone(), profiler);
     let metrics_server = match args.metrics {
         Some(addr) => {
             let metrics = app.metrics();
@@ -283,6 +291,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         task.abort();
     }
     abci.stop();
+    // `async-commit`: what Commit acknowledged goes to disk before exiting
+    // (CometBFT would replay it otherwise).
+    let written = node
+        .flush()
+        .context("cannot write the last committed blocks")?;
+    if written > 0 {
+        tracing::info!(
+            blocks = written,
+            "wrote the committed blocks not yet on disk"
+        );
+    }
     Ok(())
 }
 
@@ -295,7 +314,8 @@ enum AbciServing {
 
 impl AbciServing {
     /// Leaves the server behind without waiting for a call in progress:
-    /// every commit is already durable, so exiting now loses nothing.
+    /// every commit is durable (or, with `async-commit`, flushed next), so
+    /// exiting now loses nothing.
     fn stop(self) {
         match self {
             Self::Socket(accept_loop) => drop(accept_loop),

@@ -92,6 +92,27 @@ pub enum Patch {
     /// nothing is done); changes no verdict, since the cache only says which
     /// sender given bytes recover to, and CheckTx still applies every rule.
     Web3Recover,
+    /// Before: Commit writes the block (state, transactions, receipts, the
+    /// block and its indexes) in one durable redb transaction, and returns
+    /// once it is on disk, while CometBFT holds its mempool lock and no
+    /// CheckTx runs. Why: what Commit acknowledges is then on disk, the
+    /// plain reading of "commit". After: Commit returns once the block is in
+    /// memory and readable; a writer thread writes it, in height order, in
+    /// the same transaction; at most four blocks wait (Commit waits beyond);
+    /// after a crash the store's head is the last block written and
+    /// CometBFT's handshake replays the rest, as Sei's asynchronous storage
+    /// does. Needs `ram-block-txs` (without it Commit stays synchronous).
+    AsyncCommit,
+    /// Before: FinalizeBlock executes the decided block. Why: ABCI 2.0
+    /// hands the decided block to FinalizeBlock, and a proposal executed
+    /// earlier may never be decided (the round changes), so that work can
+    /// be thrown away. After: once ProcessProposal accepts a proposal, a
+    /// thread executes it against the committed state while CometBFT signs
+    /// and gathers the votes; FinalizeBlock of the same height and block
+    /// hash takes that result, and any other proposal's is dropped, as the
+    /// Cosmos SDK 0.50's optimistic execution does. Needs `parallel-abci`
+    /// (with one application lock the thread would bypass it).
+    OptimisticExecution,
     /// Not a tuning but a mempool policy, so not in `all`: with it, CheckTx
     /// admits a bounded window of future nonces per sender and keeps them
     /// queued until their predecessors arrive (or a time limit passes), a
@@ -108,7 +129,7 @@ pub enum Patch {
 
 impl Patch {
     /// Every patch, in the order of the ladder.
-    pub const ALL: [Patch; 11] = [
+    pub const ALL: [Patch; 13] = [
         Patch::ParallelAbci,
         Patch::RwLock,
         Patch::CheckTxLite,
@@ -120,6 +141,8 @@ impl Patch {
         Patch::LiteRecheck,
         Patch::SnapshotReads,
         Patch::Web3Recover,
+        Patch::AsyncCommit,
+        Patch::OptimisticExecution,
     ];
 
     /// The mempool policies: switches outside `all`, named on their own.
@@ -144,6 +167,8 @@ impl Patch {
             Patch::LiteRecheck => "lite-recheck",
             Patch::SnapshotReads => "snapshot-reads",
             Patch::Web3Recover => "web3-recover",
+            Patch::AsyncCommit => "async-commit",
+            Patch::OptimisticExecution => "optimistic-execution",
             Patch::NonceQueue => "nonce-queue",
         }
     }
@@ -286,11 +311,11 @@ mod tests {
             assert_eq!(round.to_string(), patch.name());
         }
         assert_eq!(Patches::ALL.to_string(), "all");
-        assert_eq!(Patches::ALL.iter().count(), 11);
+        assert_eq!(Patches::ALL.iter().count(), 13);
         let queued: Patches = "all,nonce-queue".parse().unwrap();
         assert!(queued.has(Patch::NonceQueue) && !Patches::ALL.has(Patch::NonceQueue));
         assert_eq!(queued.to_string(), "all,nonce-queue");
-        assert_eq!(queued.iter().count(), 12);
+        assert_eq!(queued.iter().count(), 14);
     }
 
     #[test]

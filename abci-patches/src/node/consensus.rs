@@ -24,13 +24,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use alloy_primitives::{keccak256, Address, B256};
+use alloy_primitives::{keccak256, Address, Bytes, B256};
 
-use super::{Chain, Node, NodeError, NodeEvent, Pending};
+use super::{Chain, Node, NodeError, NodeEvent, Pending, Speculation};
 use crate::blocklog::BlockLine;
 use crate::checkexec;
 use crate::error::TxError;
-use crate::exec::{self, BlockInput, Spend, TxOutcome};
+use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
 use crate::fee_market;
 use crate::genesis::Genesis;
 use crate::locks::AppGuard;
@@ -63,6 +63,118 @@ impl ConsensusNode {
     /// The patches in force.
     pub fn patches(&self) -> Patches {
         self.0.patches()
+    }
+
+    /// `optimistic-execution` (with `parallel-abci`): starts executing
+    /// `block`, a proposal ProcessProposal accepted, on a thread of its own
+    /// (which first runs `on_start`: the profiler's tag), in place of any
+    /// earlier speculation, whose result is then dropped. Does nothing
+    /// without those patches, or if no thread can be started.
+    pub fn speculate(&self, block: ProposedBlock, on_start: fn()) {
+        let patches = self.0.patches;
+        if !(patches.has(Patch::OptimisticExecution) && patches.has(Patch::ParallelAbci)) {
+            return;
+        }
+        let node = Arc::clone(&self.0);
+        let (height, hash) = (block.height, block.hash);
+        let spawned = std::thread::Builder::new()
+            .name("speculate".into())
+            .spawn(move || {
+                on_start();
+                node.execute(&block.input())
+            });
+        let thread = match spawned {
+            Ok(thread) => thread,
+            Err(e) => {
+                tracing::warn!(height, error = %e, "cannot start optimistic execution; FinalizeBlock will execute");
+                return;
+            }
+        };
+        if let Ok(mut slot) = self.0.speculation.lock() {
+            *slot = Some(Speculation {
+                height,
+                hash,
+                thread,
+            });
+        }
+    }
+}
+
+/// A proposal's block, owned, to execute on another thread.
+#[derive(Debug, Clone)]
+pub struct ProposedBlock {
+    /// Height.
+    pub height: u64,
+    /// CometBFT block hash.
+    pub hash: B256,
+    /// Header time: seconds since the epoch.
+    pub time_secs: u64,
+    /// Header time: nanoseconds within the second.
+    pub time_nanos: u32,
+    /// The raw transactions, in order.
+    pub txs: Vec<Bytes>,
+}
+
+impl ProposedBlock {
+    fn input(&self) -> BlockInput<'_> {
+        BlockInput {
+            height: self.height,
+            hash: self.hash,
+            time_secs: self.time_secs,
+            time_nanos: self.time_nanos,
+            txs: &self.txs,
+        }
+    }
+}
+
+impl Node {
+    /// Executes `input`, which must be the block after the head
+    /// ([`NodeError::UnexpectedHeight`] otherwise), over the committed state.
+    fn execute(&self, input: &BlockInput<'_>) -> Result<ExecutedBlock, NodeError> {
+        let chain = self.chain()?;
+        let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+        let head = chain.head.number;
+        if head.checked_add(1) != Some(input.height) {
+            return Err(NodeError::UnexpectedHeight {
+                got: input.height,
+                head,
+            });
+        }
+        let verifier = Verifier::new(&chain.genesis, self.patches)
+            .with_senders(self.senders.as_ref(), Stage::Block);
+        let world = self.world()?;
+        Ok(exec::execute_block(
+            &world,
+            &chain.genesis,
+            &verifier,
+            &chain.head,
+            input,
+        ))
+    }
+
+    /// `optimistic-execution`: the speculation's result when it executed
+    /// `input`'s block (same height and block hash) and succeeded; any other
+    /// speculation is dropped (its thread ends on its own, unjoined).
+    fn speculated(&self, input: &BlockInput<'_>) -> Result<Option<ExecutedBlock>, NodeError> {
+        let taken = self
+            .speculation
+            .lock()
+            .map_err(|_| NodeError::Poisoned)?
+            .take();
+        let Some(speculation) = taken else {
+            return Ok(None);
+        };
+        let executed = if (speculation.height, speculation.hash) == (input.height, input.hash) {
+            // A failed or panicked speculation is redone by FinalizeBlock,
+            // which then reports the failure itself.
+            speculation.thread.join().ok().and_then(Result::ok)
+        } else {
+            None
+        };
+        let [used, dropped] = &self.speculations;
+        let counter = if executed.is_some() { used } else { dropped };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(executed)
     }
 }
 
@@ -354,20 +466,10 @@ impl Consensus<'_> {
         input: &BlockInput<'_>,
     ) -> Result<(Vec<TxOutcome>, B256), NodeError> {
         let started = Instant::now();
-        let mut executed = {
-            let chain = self.node.chain()?;
-            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
-            let head = chain.head.number;
-            if head.checked_add(1) != Some(input.height) {
-                return Err(NodeError::UnexpectedHeight {
-                    got: input.height,
-                    head,
-                });
-            }
-            let verifier = Verifier::new(&chain.genesis, self.node.patches)
-                .with_senders(self.node.senders.as_ref(), Stage::Block);
-            let world = self.node.world()?;
-            exec::execute_block(&world, &chain.genesis, &verifier, &chain.head, input)
+        let mut executed = match self.node.speculated(input)? {
+            Some(executed) => executed,
+            // Before (`optimistic-execution` off): executed now.
+            None => self.node.execute(input)?,
         };
         if !self.node.patches.has(Patch::RamBlockTxs) {
             // Before: the transactions and their receipts go to the store now
@@ -385,7 +487,8 @@ impl Consensus<'_> {
         Ok(result)
     }
 
-    /// Commit: persists the pending block atomically, then makes it visible.
+    /// Commit: persists the pending block atomically (with `async-commit`,
+    /// hands it to the background writer), then makes it visible.
     pub fn commit(&self) -> Result<BlockLine, NodeError> {
         let started = Instant::now();
         let pending = self
@@ -398,9 +501,12 @@ impl Consensus<'_> {
         let Pending { block, finalize } = pending;
         let valid = block.valid();
         let invalid = block.outcomes.len() - valid;
-        let batch = block.batch;
+        let batch = Arc::new(block.batch);
         let store_started = Instant::now();
-        if self.node.patches.has(Patch::RamBlockTxs) {
+        if super::background_commit(self.node.patches) {
+            self.node.store.commit_in_background(Arc::clone(&batch))?;
+        } else if self.node.patches.has(Patch::RamBlockTxs) {
+            // Before (`async-commit` off): on disk before Commit returns.
             self.node.store.commit(&batch)?;
         } else {
             self.node.store.commit_staged(&batch)?;
@@ -411,9 +517,13 @@ impl Consensus<'_> {
             self.node.world_mut()?.apply(&batch.diff);
             check.commit(&batch.diff, self.node.patches.has(Patch::LiteRecheck));
         }
-        let record = batch.block;
+        // The writer may still hold the batch: then the diff is copied.
+        let (diff, record) = match Arc::try_unwrap(batch) {
+            Ok(batch) => (batch.diff, batch.block),
+            Err(shared) => (shared.diff.clone(), shared.block.clone()),
+        };
         if let Some(snapshots) = self.node.snapshots.get() {
-            snapshots.commit(batch.diff, record.clone());
+            snapshots.commit(diff, record.clone());
         }
         let line = BlockLine {
             height: record.number,

@@ -28,10 +28,10 @@ use crate::records::BlockRecord;
 use crate::senders::SenderCache;
 use crate::snapshot::Snapshots;
 use crate::state::WorldState;
-use crate::store::{Store, StoreConfig, StoreError, CAPPED_CACHE_SIZE};
+use crate::store::{PersistPause, Store, StoreConfig, StoreError, CAPPED_CACHE_SIZE};
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
-pub use consensus::{Consensus, ConsensusNode};
+pub use consensus::{Consensus, ConsensusNode, ProposedBlock};
 
 /// How many events the feed holds for its slowest reader; a reader further
 /// behind misses events and is told so ([`tokio::sync::broadcast`]'s
@@ -90,10 +90,40 @@ struct Pending {
     finalize: Duration,
 }
 
+/// `optimistic-execution`: an accepted proposal being executed ahead of
+/// its FinalizeBlock.
+struct Speculation {
+    height: u64,
+    hash: B256,
+    thread: std::thread::JoinHandle<Result<ExecutedBlock, NodeError>>,
+}
+
 /// The chain parameters once known.
 struct Chain {
     genesis: Genesis,
     head: BlockRecord,
+}
+
+/// How a node runs: plain configuration, as `abcid`'s flags give it.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeConfig {
+    /// The tunings in force.
+    pub patches: Patches,
+    /// The bounds of `nonce-queue`.
+    pub queue: QueueConfig,
+    /// Tests: where `async-commit`'s writer stops to be killed.
+    pub persist_pause: Option<PersistPause>,
+}
+
+impl NodeConfig {
+    /// `patches`, the default queue bounds, no pause.
+    pub fn new(patches: Patches) -> Self {
+        Self {
+            patches,
+            queue: QueueConfig::default(),
+            persist_pause: None,
+        }
+    }
 }
 
 /// Shared node state.
@@ -104,6 +134,10 @@ pub struct Node {
     world: StateLock<WorldState>,
     chain: RwLock<Option<Chain>>,
     pending: Mutex<Option<Pending>>,
+    /// `optimistic-execution`: the last accepted proposal's execution.
+    speculation: Mutex<Option<Speculation>>,
+    /// `optimistic-execution`: speculations FinalizeBlock used, and dropped.
+    speculations: [std::sync::atomic::AtomicU64; 2],
     check: Mutex<CheckState>,
     /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
     senders: Option<Arc<SenderCache>>,
@@ -117,18 +151,31 @@ pub struct Node {
     pub(crate) park: park::Park,
 }
 
+/// Whether Commit hands its block to the background writer: `async-commit`,
+/// which needs `ram-block-txs` (without it FinalizeBlock has already written
+/// the block's transactions, and Commit moves them synchronously).
+fn background_commit(patches: Patches) -> bool {
+    patches.has(Patch::AsyncCommit) && patches.has(Patch::RamBlockTxs)
+}
+
 impl Node {
     /// Opens the node's state in `home`, running with `patches` (a
     /// `nonce-queue` within the default bounds).
     pub fn open(home: &Path, patches: Patches) -> Result<Self, NodeError> {
-        Self::open_with(home, patches, QueueConfig::default())
+        Self::open_with(home, NodeConfig::new(patches))
     }
 
-    /// Opens the node's state in `home`, running with `patches`; with
-    /// `nonce-queue`, future nonces are queued within `queue`.
-    pub fn open_with(home: &Path, patches: Patches, queue: QueueConfig) -> Result<Self, NodeError> {
+    /// Opens the node's state in `home`, configured by `config`.
+    pub fn open_with(home: &Path, config: NodeConfig) -> Result<Self, NodeError> {
+        let NodeConfig {
+            patches,
+            queue,
+            persist_pause,
+        } = config;
         let config = StoreConfig {
             cache_size: patches.has(Patch::RamBlockTxs).then_some(CAPPED_CACHE_SIZE),
+            background: background_commit(patches),
+            pause: persist_pause,
         };
         let store = Store::open(&home.join("state.redb"), config)?;
         let (world, chain) = match (store.genesis()?, store.head()?) {
@@ -149,6 +196,8 @@ impl Node {
             world: StateLock::new(world, patches.has(Patch::RwLock)),
             chain: RwLock::new(chain),
             pending: Mutex::new(None),
+            speculation: Mutex::new(None),
+            speculations: Default::default(),
             check: Mutex::new(CheckState::new(queue)),
             senders: patches
                 .has(Patch::SenderCache)
@@ -158,6 +207,26 @@ impl Node {
             #[cfg(test)]
             park: Default::default(),
         })
+    }
+
+    /// Waits until every committed block is on disk (`async-commit`; at
+    /// once otherwise); returns how many were not yet.
+    pub fn flush(&self) -> Result<usize, NodeError> {
+        Ok(self.store.flush()?)
+    }
+
+    /// `optimistic-execution`: how many FinalizeBlocks took the result of
+    /// the speculation on their proposal, and how many speculations were
+    /// dropped (another proposal decided, or the speculation failed).
+    pub fn speculations(&self) -> (u64, u64) {
+        let [used, dropped] = &self.speculations;
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        (load(used), load(dropped))
+    }
+
+    /// How many committed blocks are not yet on disk (`async-commit`).
+    pub fn unpersisted(&self) -> usize {
+        self.store.unpersisted()
     }
 
     /// A feed of what happens from now on: committed blocks and admitted

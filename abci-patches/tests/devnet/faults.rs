@@ -342,6 +342,148 @@ async fn sigkill_of_cometbft_loses_nothing_committed() {
     crash_and_recover(false).await;
 }
 
+/// The height in the last "state loaded" line of abcid's log: where its
+/// store's head was when it last started.
+fn loaded_height(net: &TestNet) -> u64 {
+    let log = std::fs::read_to_string(net.devnet.state.abcid_log()).unwrap();
+    let line = log
+        .lines()
+        .rfind(|l| l.contains("state loaded"))
+        .expect("abcid logged its loaded state");
+    let value = line.split("height=").nth(1).expect("a height field");
+    value.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// `async-commit`: abcid SIGKILLed while its writer is stopped at `point` of
+/// a block, with the blocks after it committed in memory only. What web3
+/// showed before the crash (blocks, receipts, app hashes) is what the chain
+/// holds after CometBFT's replay, and the chain goes on.
+async fn killed_while_persisting(point: &str) {
+    let mut net = TestNet::start().await;
+    let to = Address::repeat_byte(0x77);
+    let client = net.client();
+    assert_eq!(stream(&client, &net.root, 0, 20, to).await.len(), 20);
+    net.wait_blocks(2).await;
+    // Restart with the writer told to stop a few blocks ahead.
+    let pause = client.block_number().await.unwrap() + 6;
+    net.devnet.state.options.abcid_args =
+        vec!["--test-persist-pause".into(), format!("{point}@{pause}")];
+    net.devnet.restart().await.expect("restart with the pause");
+    let (key, web3) = (net.root, net.web3());
+    let background = tokio::spawn(async move {
+        let c = EthClient::new(&web3, Duration::from_secs(2)).unwrap();
+        stream(&c, &key, 20, 2_000, to).await
+    });
+    let log = net.devnet.state.abcid_log();
+    wait_until("the writer stops", Duration::from_secs(60), || {
+        let log = log.clone();
+        async move { std::fs::read_to_string(&log).is_ok_and(|l| l.contains("persistence paused")) }
+    })
+    .await;
+    // Blocks after the stopped one are committed in memory only, up to the
+    // bound (Commit then waits, and the chain with it).
+    let client = net.client();
+    wait_until(
+        "blocks past the stopped write",
+        Duration::from_secs(30),
+        || {
+            let c = &client;
+            async move { c.block_number().await.unwrap_or(0) >= pause + 2 }
+        },
+    )
+    .await;
+    let height = client.block_number().await.unwrap();
+    assert!(
+        height <= pause + abcid::store::MAX_UNPERSISTED as u64,
+        "{height}"
+    );
+    let history = app_hashes(&client, height).await;
+    let nonce = client.nonce(net.root_address, false).await.unwrap();
+    let mut receipts = Vec::new();
+    for h in pause..=height {
+        let block: serde_json::Value = client
+            .call(
+                "eth_getBlockByNumber",
+                serde_json::json!([format!("0x{h:x}"), false]),
+            )
+            .await
+            .unwrap();
+        let hashes: Vec<alloy_primitives::B256> =
+            serde_json::from_value(block["transactions"].clone()).unwrap();
+        receipts.extend(hashes);
+    }
+    assert!(
+        !receipts.is_empty(),
+        "transfers reached the unwritten blocks"
+    );
+    for hash in &receipts {
+        assert!(
+            client.receipt(*hash).await.unwrap().is_some(),
+            "receipt of {hash} in memory"
+        );
+    }
+
+    net.kill_abcid();
+    let accepted = background.await.unwrap();
+    net.devnet.state.options.abcid_args.clear();
+    net.devnet.restart().await.expect("restart after SIGKILL");
+    // The disk held the blocks before the stopped write (and that block
+    // itself once its transaction had committed); CometBFT replayed the rest.
+    let on_disk = if point == "committed" {
+        pause
+    } else {
+        pause - 1
+    };
+    assert_eq!(loaded_height(&net), on_disk);
+    let client = net.client();
+    assert!(client.block_number().await.unwrap() >= height);
+    assert_eq!(
+        app_hashes(&client, height).await,
+        history,
+        "history unchanged"
+    );
+    for hash in &receipts {
+        assert!(
+            client.receipt(*hash).await.unwrap().is_some(),
+            "receipt of {hash} replayed"
+        );
+    }
+    let committed = client.nonce(net.root_address, false).await.unwrap();
+    assert!(committed >= nonce && committed <= 20 + accepted.len() as u64);
+    assert_eq!(client.balance(to).await.unwrap(), U256::from(committed));
+    // The chain goes on.
+    let next = transfer(&net.root, 9000, committed, to, U256::from(1u64));
+    client
+        .send_raw(&next)
+        .await
+        .expect("a transfer after the restart");
+    wait_until(
+        "the transfer after the restart commits",
+        Duration::from_secs(30),
+        || {
+            let c = &client;
+            let me = net.root_address;
+            async move { c.nonce(me, false).await.unwrap_or(0) > committed }
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_before_a_background_write_loses_nothing_committed() {
+    killed_while_persisting("queued").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_inside_a_background_write_loses_nothing_committed() {
+    killed_while_persisting("written").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_after_a_background_write_loses_nothing_committed() {
+    killed_while_persisting("committed").await;
+}
+
 /// A devnet that cannot come up leaves nothing running: here CometBFT
 /// refuses its configuration after abcid has started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

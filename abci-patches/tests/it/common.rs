@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use abcid::app::AbciApp;
-use abcid::node::Node;
+use abcid::node::{Node, NodeConfig};
 use abcid::nonce_queue::QueueConfig;
 use abcid::patches::Patches;
 use abcid::rpc::Web3;
@@ -21,8 +21,9 @@ use tempfile::TempDir;
 use tendermint_abci::Application;
 use tendermint_proto::google::protobuf::Timestamp;
 use tendermint_proto::v0_38::abci::{
-    CheckTxType, ExecTxResult, RequestCheckTx, RequestFinalizeBlock, RequestInfo, RequestInitChain,
-    ResponseCheckTx, ResponseFinalizeBlock, ResponseInfo,
+    response_process_proposal::ProposalStatus, CheckTxType, ExecTxResult, RequestCheckTx,
+    RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestProcessProposal, ResponseCheckTx,
+    ResponseFinalizeBlock, ResponseInfo,
 };
 
 /// The test chain's EIP-155 id.
@@ -190,6 +191,14 @@ pub fn word(value: u64) -> Bytes {
     U256::from(value).to_be_bytes::<32>().to_vec().into()
 }
 
+/// The test chain's header time at `height`.
+pub fn header_time(height: u64) -> Timestamp {
+    Timestamp {
+        seconds: 1_800_000_000 + height as i64,
+        nanos: 5,
+    }
+}
+
 /// The CometBFT block hash the tests give to `height`.
 pub fn block_hash(height: u64) -> B256 {
     keccak256(height.to_be_bytes())
@@ -238,7 +247,11 @@ impl TestNode {
     /// A node running `patches`, its nonce queue within `queue`, over `dir`,
     /// without InitChain.
     pub fn open_queued(dir: TempDir, patches: Patches, queue: QueueConfig) -> Self {
-        let node = Arc::new(Node::open_with(dir.path(), patches, queue).expect("the node opens"));
+        let config = NodeConfig {
+            queue,
+            ..NodeConfig::new(patches)
+        };
+        let node = Arc::new(Node::open_with(dir.path(), config).expect("the node opens"));
         let app = AbciApp::new(node.clone(), None);
         Self {
             dir,
@@ -287,23 +300,37 @@ impl TestNode {
         self.node.head().expect("initialised").number + 1
     }
 
+    /// ABCI ProcessProposal of `txs` at `height` as the block `hash`;
+    /// whether it was accepted.
+    pub fn process(&self, height: u64, hash: B256, txs: &[Bytes]) -> bool {
+        let response = self.app.process_proposal(RequestProcessProposal {
+            txs: txs.iter().map(|t| t.0.clone()).collect(),
+            hash: hash.to_vec().into(),
+            height: height as i64,
+            time: Some(header_time(height)),
+            ..Default::default()
+        });
+        response.status == ProposalStatus::Accept as i32
+    }
+
     /// ABCI FinalizeBlock of `txs` at `height`.
     pub fn finalize(&self, height: u64, txs: &[Bytes]) -> ResponseFinalizeBlock {
         self.app.finalize_block(RequestFinalizeBlock {
             txs: txs.iter().map(|t| t.0.clone()).collect(),
             hash: block_hash(height).to_vec().into(),
             height: height as i64,
-            time: Some(Timestamp {
-                seconds: 1_800_000_000 + height as i64,
-                nanos: 5,
-            }),
+            time: Some(header_time(height)),
             ..Default::default()
         })
     }
 
-    /// FinalizeBlock then Commit of the next block.
+    /// ProcessProposal (its verdict ignored, as a decided block may be one
+    /// this node refused), FinalizeBlock, then Commit of the next block, as
+    /// CometBFT calls them.
     pub fn block(&self, txs: &[Bytes]) -> ResponseFinalizeBlock {
-        let response = self.finalize(self.next_height(), txs);
+        let height = self.next_height();
+        self.process(height, block_hash(height), txs);
+        let response = self.finalize(height, txs);
         self.app.commit();
         response
     }

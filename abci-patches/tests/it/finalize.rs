@@ -1,5 +1,6 @@
 //! FinalizeBlock's rejection paths, per-transaction results and the app hash.
 
+use abcid::patches::{Patch, Patches};
 use alloy_primitives::{Address, Bytes, B256, U256};
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::{
@@ -191,4 +192,47 @@ fn proposals_keep_the_mempool_order_without_what_breaks_the_stateless_rules() {
         .map(|r| r.code)
         .collect();
     assert_eq!(codes, vec![0, 1, 4]);
+}
+
+/// `optimistic-execution`: FinalizeBlock takes the result of the speculation
+/// on its own proposal and drops one on another proposal of the height (the
+/// round changed), and either way computes what a node without the patch
+/// computes.
+#[test]
+fn optimistic_execution_uses_its_proposal_and_drops_another() {
+    let (a, b) = (key(1), key(2));
+    let decided = [
+        Tx::transfer(0, b.address, 1).sign(&a),
+        Tx::deploy(1, store_init()).sign(&a),
+    ];
+    let other_round = [Tx::transfer(0, b.address, 7).sign(&a)];
+    let next = [Tx::call(2, a.address.create(1), word(3)).sign(&a)];
+    let run = |patches: Patches| {
+        let alloc: Vec<(Address, U256)> = (1..=2)
+            .map(|n| (key(n).address, U256::from(FUNDED)))
+            .collect();
+        let node = TestNode::with_patches(&alloc, patches);
+        let height = node.next_height();
+        // Round 0's proposal, then round 1's, which is decided.
+        assert!(node.process(height, B256::repeat_byte(0xee), &other_round));
+        assert!(node.process(height, block_hash(height), &decided));
+        let first = node.finalize(height, &decided);
+        node.app.commit();
+        // A proposal dropped before FinalizeBlock of another: nothing runs
+        // twice and nothing leaks.
+        let height = node.next_height();
+        assert!(node.process(height, B256::repeat_byte(0xef), &other_round));
+        let second = node.finalize(height, &next);
+        node.app.commit();
+        let results = |r: &tendermint_proto::v0_38::abci::ResponseFinalizeBlock| {
+            (r.app_hash.clone(), format!("{:?}", r.tx_results))
+        };
+        (results(&first), results(&second), node.node.speculations())
+    };
+    let (first, second, speculations) = run(Patches::ALL);
+    let without = run(Patches::ALL.without(Patch::OptimisticExecution));
+    assert_eq!((first, second), (without.0, without.1));
+    // Round 0's speculation was replaced, round 1's used, the last dropped.
+    assert_eq!(speculations, (1, 1));
+    assert_eq!(without.2, (0, 0));
 }

@@ -2,6 +2,9 @@
 //! receipts and the app-hash history. Each block is written in one write
 //! transaction at Commit, so a crash leaves either the whole block or none of it.
 //!
+//! With `async-commit` a writer thread does that write after Commit returns,
+//! and reads find the blocks not yet written in memory ([`background`]).
+//!
 //! Transactions are stored in one of two layouts, and read back from either
 //! (a node may be restarted with other patches):
 //! - with `ram-block-txs`, [`codec`]-encoded records keyed by (height, index)
@@ -10,7 +13,10 @@
 //!   their own ([`Store::stage_txs`]) and moved by Commit
 //!   ([`Store::commit_staged`]).
 
+mod background;
+
 use std::path::Path;
+use std::sync::Arc;
 
 use alloy_primitives::{Address, Bloom, Bytes, B256, U256};
 use redb::{
@@ -22,6 +28,8 @@ use crate::codec;
 use crate::genesis::Genesis;
 use crate::records::{BlockRecord, TxRecord};
 use crate::state::{AccountRecord, StateDiff, WorldState};
+use background::Background;
+pub use background::{PausePoint, PersistPause, MAX_UNPERSISTED};
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const ACCOUNTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("accounts");
@@ -103,12 +111,18 @@ pub const CAPPED_CACHE_SIZE: usize = 64 << 20;
 pub struct StoreConfig {
     /// Size of redb's page cache in bytes; `None` for redb's default.
     pub cache_size: Option<usize>,
+    /// Start the background writer of [`Store::commit_in_background`]
+    /// (`async-commit`).
+    pub background: bool,
+    /// Tests: where the background writer stops to be killed.
+    pub pause: Option<PersistPause>,
 }
 
 /// The redb database behind abcid.
-#[derive(Debug)]
 pub struct Store {
-    db: Database,
+    db: Arc<Database>,
+    /// `async-commit`: the writer and the blocks it has still to write.
+    background: Option<Background>,
 }
 
 /// Where Commit takes a block's transactions from, and how it writes them.
@@ -127,8 +141,12 @@ impl Store {
         if let Some(bytes) = config.cache_size {
             builder.set_cache_size(bytes);
         }
-        let db = builder.create(path).map_err(ctx("open database"))?;
-        let store = Self { db };
+        let db = Arc::new(builder.create(path).map_err(ctx("open database"))?);
+        let background = match config.background {
+            true => Some(Background::start(Arc::clone(&db), config.pause)?),
+            false => None,
+        };
+        let store = Self { db, background };
         // Create every table so that read transactions never meet a missing one.
         let tx = store.db.begin_write().map_err(ctx("begin write"))?;
         {
@@ -218,6 +236,32 @@ impl Store {
         self.write(batch, BlockTxs::Memory(&batch.txs), None)
     }
 
+    /// `async-commit`: hands `batch` to the background writer, which writes
+    /// it as [`Store::commit`] does; readable from now on. Waits while
+    /// [`MAX_UNPERSISTED`] blocks are unwritten; fails if an earlier write
+    /// failed, or if the store was opened without
+    /// [`StoreConfig::background`].
+    pub fn commit_in_background(&self, batch: Arc<BlockBatch>) -> Result<(), StoreError> {
+        match &self.background {
+            Some(background) => background.push(batch),
+            None => Err(StoreError::new(
+                "persist in the background",
+                "the store was opened without its background writer".into(),
+            )),
+        }
+    }
+
+    /// Waits until every block handed to the background writer is on disk;
+    /// returns how many were waiting (0 without the writer).
+    pub fn flush(&self) -> Result<usize, StoreError> {
+        self.background.as_ref().map_or(Ok(0), Background::flush)
+    }
+
+    /// How many committed blocks are not yet on disk (`async-commit`).
+    pub fn unpersisted(&self) -> usize {
+        self.background.as_ref().map_or(0, Background::unpersisted)
+    }
+
     /// Stages the transactions of a block being finalized, as JSON records
     /// keyed by hash, in a durable write transaction of their own; replaces
     /// any staged before. Without `ram-block-txs`, FinalizeBlock does this so
@@ -252,20 +296,18 @@ impl Store {
         txs: BlockTxs<'_>,
         genesis: Option<&Genesis>,
     ) -> Result<(), StoreError> {
-        let mut tx = self.db.begin_write().map_err(ctx("begin write"))?;
-        tx.set_durability(Durability::Immediate)
-            .map_err(ctx("set durability"))?;
-        write_state(&tx, &batch.diff)?;
-        match txs {
-            BlockTxs::Memory(txs) => write_positional(&tx, txs)?,
-            BlockTxs::Staged(hashes) => move_staged(&tx, hashes)?,
-        }
-        write_block(&tx, &batch.block, genesis)?;
-        tx.commit().map_err(ctx("commit block"))
+        prepare(&self.db, batch, txs, genesis)?
+            .commit()
+            .map_err(ctx("commit block"))
     }
 
     /// The block at `number`.
     pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, StoreError> {
+        // The queue before the disk: a block leaves the queue only once
+        // written, so one missing from both is not committed yet.
+        if let Some(block) = self.background.as_ref().and_then(|b| b.block(number)) {
+            return Ok(Some(block));
+        }
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
         let blocks = tx.open_table(BLOCKS).map_err(ctx("open blocks"))?;
         match blocks.get(number).map_err(ctx("read block"))? {
@@ -278,6 +320,9 @@ impl Store {
 
     /// The height of the block whose hash is `hash`.
     pub fn block_number(&self, hash: &B256) -> Result<Option<u64>, StoreError> {
+        if let Some(number) = self.background.as_ref().and_then(|b| b.block_number(hash)) {
+            return Ok(Some(number));
+        }
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
         let hashes = tx.open_table(BLOCK_HASHES).map_err(ctx("open hashes"))?;
         Ok(hashes
@@ -289,6 +334,11 @@ impl Store {
     /// The logs blooms of the blocks `from..=to` that have one, in height
     /// order: one read transaction over a 256-byte row per block.
     pub fn log_blooms(&self, from: u64, to: u64) -> Result<Vec<(u64, Bloom)>, StoreError> {
+        let queued = self
+            .background
+            .as_ref()
+            .map(|b| b.log_blooms(from, to))
+            .unwrap_or_default();
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
         let table = tx.open_table(LOG_BLOOMS).map_err(ctx("open blooms"))?;
         let mut out = Vec::new();
@@ -297,6 +347,10 @@ impl Store {
             let bloom = <[u8; 256]>::try_from(bloom.value()).map_err(ctx("decode bloom"))?;
             out.push((height.value(), Bloom::from(bloom)));
         }
+        // A block written between the two reads is in both.
+        out.extend(queued);
+        out.sort_by_key(|(height, _)| *height);
+        out.dedup_by_key(|(height, _)| *height);
         Ok(out)
     }
 
@@ -305,6 +359,13 @@ impl Store {
     /// from whichever layout they were written in.
     pub fn block_txs(&self, block: &BlockRecord, end: usize) -> Result<Vec<TxRecord>, StoreError> {
         let hashes = &block.tx_hashes[..end.min(block.tx_hashes.len())];
+        if let Some(txs) = self
+            .background
+            .as_ref()
+            .and_then(|b| b.block_txs(block.number, hashes.len()))
+        {
+            return Ok(txs);
+        }
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
         let positions = tx
             .open_table(TX_POSITIONS)
@@ -344,6 +405,9 @@ impl Store {
     /// The executed transaction with hash `hash`, in whichever layout it was
     /// written.
     pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, StoreError> {
+        if let Some(record) = self.background.as_ref().and_then(|b| b.tx(hash)) {
+            return Ok(Some(record));
+        }
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
         let positions = tx
             .open_table(TX_POSITIONS)
@@ -375,6 +439,9 @@ impl Store {
 
     /// The app hash recorded after `height`.
     pub fn app_hash_at(&self, height: u64) -> Result<Option<B256>, StoreError> {
+        if let Some(hash) = self.background.as_ref().and_then(|b| b.app_hash_at(height)) {
+            return Ok(Some(hash));
+        }
         let tx = self.db.begin_read().map_err(ctx("begin read"))?;
         let table = tx.open_table(APP_HASHES).map_err(ctx("open app hashes"))?;
         match table.get(height).map_err(ctx("read app hash"))? {
@@ -384,6 +451,25 @@ impl Store {
             None => Ok(None),
         }
     }
+}
+
+/// One block's write transaction, every table written, not yet committed.
+fn prepare(
+    db: &Database,
+    batch: &BlockBatch,
+    txs: BlockTxs<'_>,
+    genesis: Option<&Genesis>,
+) -> Result<WriteTransaction, StoreError> {
+    let mut tx = db.begin_write().map_err(ctx("begin write"))?;
+    tx.set_durability(Durability::Immediate)
+        .map_err(ctx("set durability"))?;
+    write_state(&tx, &batch.diff)?;
+    match txs {
+        BlockTxs::Memory(txs) => write_positional(&tx, txs)?,
+        BlockTxs::Staged(hashes) => move_staged(&tx, hashes)?,
+    }
+    write_block(&tx, &batch.block, genesis)?;
+    Ok(tx)
 }
 
 /// Accounts, storage slots and code of `diff`.
@@ -637,6 +723,7 @@ mod tests {
         {
             let capped = StoreConfig {
                 cache_size: Some(CAPPED_CACHE_SIZE),
+                ..StoreConfig::default()
             };
             let store = Store::open(&path, capped).unwrap();
             store.commit(&one).unwrap();
@@ -659,6 +746,88 @@ mod tests {
         }
         assert_eq!(store.tx(&B256::repeat_byte(0xee)).unwrap(), None);
         assert_eq!(store.head().unwrap().unwrap().height, 2);
+    }
+
+    /// Every read web3 makes of the store, over `batches`' blocks.
+    fn reads(store: &Store, batches: &[BlockBatch]) -> Vec<String> {
+        let mut out = vec![format!("{:?}", store.log_blooms(0, 99).unwrap())];
+        for batch in batches {
+            let n = batch.block.number;
+            let block = store.block(n).unwrap().unwrap();
+            out.push(format!("{block:?}"));
+            out.push(format!("{:?}", store.block_number(&block.hash).unwrap()));
+            out.push(format!("{:?}", store.app_hash_at(n).unwrap()));
+            out.push(format!("{:?}", store.block_txs(&block, 1).unwrap()));
+            out.push(format!(
+                "{:?}",
+                store.block_txs(&block, usize::MAX).unwrap()
+            ));
+            for (hash, _) in &batch.txs {
+                out.push(format!("{:?}", store.tx(hash).unwrap()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn background_commits_read_the_same_before_and_after_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb");
+        let batches: Vec<BlockBatch> = (1..=9).map(|n| block_with_txs(n, 3)).collect();
+        let background = StoreConfig {
+            background: true,
+            ..StoreConfig::default()
+        };
+        let (queued, written) = {
+            let store = Store::open(&path, background).unwrap();
+            let mut queued = Vec::new();
+            for batch in &batches {
+                store.commit_in_background(Arc::new(batch.clone())).unwrap();
+                // Readable at once, written or not.
+                assert_eq!(
+                    store.block(batch.block.number).unwrap().as_ref(),
+                    Some(&batch.block)
+                );
+                assert!(store.unpersisted() <= MAX_UNPERSISTED);
+                queued = reads(&store, &batches[..batch.block.number as usize]);
+            }
+            store.flush().unwrap();
+            assert_eq!(store.unpersisted(), 0);
+            (queued, reads(&store, &batches))
+        };
+        assert_eq!(queued, written);
+        // All on disk: a plain store reads the same, and the head is the last.
+        let store = Store::open(&path, StoreConfig::default()).unwrap();
+        assert_eq!(reads(&store, &batches), written);
+        assert_eq!(store.head().unwrap().unwrap().height, 9);
+        let e = store
+            .commit_in_background(Arc::new(block_with_txs(10, 1)))
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("without its background writer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn dropping_the_store_writes_what_is_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.redb");
+        let background = StoreConfig {
+            background: true,
+            ..StoreConfig::default()
+        };
+        {
+            let store = Store::open(&path, background).unwrap();
+            for n in 1..=4 {
+                store
+                    .commit_in_background(Arc::new(block_with_txs(n, 2)))
+                    .unwrap();
+            }
+        }
+        let store = Store::open(&path, StoreConfig::default()).unwrap();
+        assert_eq!(store.head().unwrap().unwrap().height, 4);
+        assert!(store.tx(&block_with_txs(4, 2).txs[1].0).unwrap().is_some());
     }
 
     #[test]

@@ -216,8 +216,9 @@ impl Node {
     }
 
     /// `optimistic-execution`: how many FinalizeBlocks took the result of
-    /// the speculation on their proposal, and how many speculations were
-    /// dropped (another proposal decided, or the speculation failed).
+    /// the speculation on their proposal, and how many found one they
+    /// dropped (on another proposal, or failed). A speculation replaced by a
+    /// later ProcessProposal of the same height counts in neither.
     pub fn speculations(&self) -> (u64, u64) {
         let [used, dropped] = &self.speculations;
         let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);

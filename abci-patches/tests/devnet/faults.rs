@@ -359,7 +359,7 @@ fn loaded_height(net: &TestNet) -> u64 {
 /// showed before the crash (blocks, receipts, app hashes) is what the chain
 /// holds after CometBFT's replay, and the chain goes on.
 async fn killed_while_persisting(point: &str) {
-    let mut net = TestNet::start().await;
+    let mut net = TestNet::start_with(|o| o.patches = "all,async-commit".into()).await;
     let to = Address::repeat_byte(0x77);
     let client = net.client();
     assert_eq!(stream(&client, &net.root, 0, 20, to).await.len(), 20);

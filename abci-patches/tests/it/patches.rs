@@ -288,8 +288,15 @@ fn none_and_all_compute_the_same_chain() {
 
 #[test]
 fn each_patch_alone_computes_the_same_chain() {
-    for patch in Patch::ALL {
+    for patch in Patch::ALL.into_iter().chain(Patch::OPT_IN) {
         assert_same(Patches::only(patch));
+    }
+}
+
+#[test]
+fn all_with_each_opt_in_tuning_computes_the_same_chain() {
+    for patch in Patch::OPT_IN {
+        assert_same(Patches::ALL.with(patch));
     }
 }
 

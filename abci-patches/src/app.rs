@@ -46,7 +46,7 @@ impl AbciApp {
     /// each from the end of the previous Commit to the end of its own.
     pub fn new(node: Arc<Node>, profiler: Option<Arc<BlockProfiler>>) -> Self {
         let tx_lines = !node.patches().has(Patch::QuietLogs);
-        let metrics = Arc::new(Metrics::new(node.patches()));
+        let metrics = Arc::new(Metrics::new(node.patches(), node.speculations()));
         Self {
             node: ConsensusNode::new(node),
             profiler,

@@ -70,7 +70,7 @@ struct Args {
     print_patches: bool,
     /// Tests only: `async-commit`'s writer stops at POINT (`queued`,
     /// `written`, `committed`) of block HEIGHT and waits to be SIGKILLed.
-    #[arg(long, value_name = "POINT@HEIGHT", hide = true)]
+    #[arg(long, value_name = "POINT@HEIGHT")]
     test_persist_pause: Option<PersistPause>,
     #[command(flatten)]
     rpc: RpcArgs,

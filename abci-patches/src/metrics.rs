@@ -13,13 +13,18 @@
 //! - `abcid_finalize_block_duration_seconds`: FinalizeBlock's execution
 //!   (the block log line's `finalize_ms`);
 //! - `abcid_store_commit_duration_seconds`: Commit's write of the block to
-//!   redb (the durable part of `commit_ms`);
+//!   redb (the durable part of `commit_ms`; with `async-commit`, handing
+//!   the block to the background writer);
 //! - `abcid_sender_recoveries_total`: ECDSA sender recoveries done (what
 //!   `sender-cache` saves);
 //! - `abcid_check_state_transactions`: transactions CheckTx admitted (or,
 //!   with `nonce-queue`, queued) since the last Commit, new and rechecked,
 //!   i.e. what the check state holds (CometBFT does not run CheckTx during its Commit, so the reset at
 //!   Commit and the admissions do not interleave);
+//! - `abcid_speculations_used_total`, `abcid_speculations_dropped_total`:
+//!   with `optimistic-execution`, executions of an accepted proposal that
+//!   FinalizeBlock took, and that it dropped (another proposal was decided,
+//!   or the speculation failed);
 //! - `abcid_build_info{version,patches} 1`: the version and the patches in
 //!   force, spelled as in `web3_clientVersion`.
 //!
@@ -39,6 +44,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::blocklog::BlockLine;
 use crate::mempool::CheckKind;
+use crate::node::Speculations;
 use crate::patches::Patches;
 
 /// `abcid_transactions_total`'s label.
@@ -82,8 +88,8 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// Registers every metric under the `abcid_` prefix, for a node running
-    /// `patches`.
-    pub fn new(patches: Patches) -> Self {
+    /// `patches` whose speculations `speculations` counts.
+    pub fn new(patches: Patches, speculations: Speculations) -> Self {
         let mut registry = Registry::with_prefix("abcid");
         // 10 µs to ~0.33 s.
         let check_tx = Family::<CheckType, Histogram>::new_with_constructor(|| {
@@ -141,6 +147,16 @@ impl Metrics {
             "check_state_transactions",
             "Transactions CheckTx admitted since the last Commit",
             m.check_state.clone(),
+        );
+        r.register(
+            "speculations_used",
+            "Executions of an accepted proposal that FinalizeBlock took",
+            speculations.used,
+        );
+        r.register(
+            "speculations_dropped",
+            "Executions of an accepted proposal that FinalizeBlock dropped",
+            speculations.dropped,
         );
         let info = Family::<BuildInfo, Gauge>::default();
         info.get_or_create(&BuildInfo {
@@ -205,7 +221,9 @@ mod tests {
 
     #[test]
     fn blocks_and_check_tx_reach_the_encoding() {
-        let m = Metrics::new(Patches::NONE);
+        let speculations = Speculations::default();
+        let m = Metrics::new(Patches::NONE, speculations.clone());
+        speculations.dropped.inc();
         m.check_tx(CheckKind::New, Duration::from_micros(30), true);
         m.check_tx(CheckKind::New, Duration::from_micros(30), false);
         m.check_tx(CheckKind::Recheck, Duration::from_micros(5), true);
@@ -252,6 +270,11 @@ mod tests {
             env!("CARGO_PKG_VERSION")
         );
         assert_eq!(value(&text, &info), Some("1"), "{text}");
+        assert_eq!(
+            value(&text, "abcid_speculations_dropped_total"),
+            Some("1"),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"));
     }
 }

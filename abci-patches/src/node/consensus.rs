@@ -171,9 +171,11 @@ impl Node {
         } else {
             None
         };
-        let [used, dropped] = &self.speculations;
-        let counter = if executed.is_some() { used } else { dropped };
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let counters = &self.speculations;
+        match executed {
+            Some(_) => counters.used.inc(),
+            None => counters.dropped.inc(),
+        };
         Ok(executed)
     }
 }

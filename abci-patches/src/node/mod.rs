@@ -98,6 +98,18 @@ struct Speculation {
     thread: std::thread::JoinHandle<Result<ExecutedBlock, NodeError>>,
 }
 
+/// `optimistic-execution`: how many FinalizeBlocks took the result of the
+/// speculation on their proposal, and how many found one they dropped (on
+/// another proposal, or failed). A speculation replaced by a later
+/// ProcessProposal of the same height counts in neither.
+#[derive(Debug, Clone, Default)]
+pub struct Speculations {
+    /// Speculations FinalizeBlock took.
+    pub used: prometheus_client::metrics::counter::Counter,
+    /// Speculations FinalizeBlock dropped.
+    pub dropped: prometheus_client::metrics::counter::Counter,
+}
+
 /// The chain parameters once known.
 struct Chain {
     genesis: Genesis,
@@ -137,7 +149,7 @@ pub struct Node {
     /// `optimistic-execution`: the last accepted proposal's execution.
     speculation: Mutex<Option<Speculation>>,
     /// `optimistic-execution`: speculations FinalizeBlock used, and dropped.
-    speculations: [std::sync::atomic::AtomicU64; 2],
+    speculations: Speculations,
     check: Mutex<CheckState>,
     /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
     senders: Option<Arc<SenderCache>>,
@@ -215,14 +227,9 @@ impl Node {
         Ok(self.store.flush()?)
     }
 
-    /// `optimistic-execution`: how many FinalizeBlocks took the result of
-    /// the speculation on their proposal, and how many found one they
-    /// dropped (on another proposal, or failed). A speculation replaced by a
-    /// later ProcessProposal of the same height counts in neither.
-    pub fn speculations(&self) -> (u64, u64) {
-        let [used, dropped] = &self.speculations;
-        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-        (load(used), load(dropped))
+    /// `optimistic-execution`'s counters (shared: the metrics register them).
+    pub fn speculations(&self) -> Speculations {
+        self.speculations.clone()
     }
 
     /// How many committed blocks are not yet on disk (`async-commit`).

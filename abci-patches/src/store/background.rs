@@ -231,9 +231,26 @@ impl Drop for Background {
     }
 }
 
+/// Marks the writer failed if its thread unwinds, so that Commit reports it
+/// instead of waiting for room forever.
+struct FailOnPanic<'a>(&'a Shared);
+
+impl Drop for FailOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0
+                .lock()
+                .failed
+                .get_or_insert_with(|| "the writer thread panicked".into());
+            self.0.changed.notify_all();
+        }
+    }
+}
+
 /// The writer: each queued block in height order, until stopped with an
 /// empty queue or a write fails.
 fn write_loop(db: &Database, shared: &Shared, pause: Option<PersistPause>) {
+    let _guard = FailOnPanic(shared);
     loop {
         let batch = {
             let mut queue = shared.lock();

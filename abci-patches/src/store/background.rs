@@ -195,8 +195,12 @@ impl Background {
         queue.blocks.get(&height).map(|b| b.block.app_hash)
     }
 
-    /// The blooms of the queued blocks in `from..=to`.
+    /// The blooms of the queued blocks in `from..=to` (none when `from` is
+    /// past `to`).
     pub(super) fn log_blooms(&self, from: u64, to: u64) -> Vec<(u64, Bloom)> {
+        if from > to {
+            return Vec::new();
+        }
         let queue = self.shared.lock();
         queue
             .blocks

@@ -791,6 +791,8 @@ mod tests {
                 assert!(store.unpersisted() <= MAX_UNPERSISTED);
                 queued = reads(&store, &batches[..batch.block.number as usize]);
             }
+            // A range backwards is empty, queued or written.
+            assert!(store.log_blooms(9, 1).unwrap().is_empty());
             store.flush().unwrap();
             assert_eq!(store.unpersisted(), 0);
             (queued, reads(&store, &batches))

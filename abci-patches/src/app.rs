@@ -22,10 +22,10 @@ use tendermint_proto::v0_38::types::{BlockParams, ConsensusParams};
 use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
 
 use crate::error::CODESPACE;
-use crate::exec::{BlockInput, TxOutcome};
+use crate::exec::TxOutcome;
 use crate::mempool::CheckKind;
 use crate::metrics::Metrics;
-use crate::node::{Consensus, ConsensusNode, Node, NodeError, ProposedBlock};
+use crate::node::{Consensus, ConsensusNode, Node, NodeError, OwnedBlock};
 use crate::patches::Patch;
 use crate::proposal;
 use crate::txlog;
@@ -85,15 +85,20 @@ fn proposal_fault<T: AsRef<[u8]>>(
     Ok(None)
 }
 
-/// The block of an accepted proposal, for `optimistic-execution`.
-fn proposed_block(request: RequestProcessProposal) -> ProposedBlock {
-    let time = request.time.unwrap_or_default();
-    ProposedBlock {
-        height: request.height.max(0) as u64,
-        hash: alloy_primitives::B256::try_from(request.hash.as_ref()).unwrap_or_default(),
+/// The block of a ProcessProposal or FinalizeBlock request, from its fields.
+fn owned_block(
+    height: i64,
+    hash: &[u8],
+    time: Option<tendermint_proto::google::protobuf::Timestamp>,
+    txs: Vec<prost::bytes::Bytes>,
+) -> OwnedBlock {
+    let time = time.unwrap_or_default();
+    OwnedBlock {
+        height: height.max(0) as u64,
+        hash: alloy_primitives::B256::try_from(hash).unwrap_or_default(),
         time_secs: time.seconds.max(0) as u64,
         time_nanos: time.nanos.max(0) as u32,
-        txs: request.txs.into_iter().map(Bytes).collect(),
+        txs: txs.into_iter().map(Bytes).collect(),
     }
 }
 
@@ -180,9 +185,9 @@ impl Application for AbciApp {
                 ProposalStatus::Reject
             }
             None => {
-                self.node.speculate(proposed_block(request), || {
-                    tag_current_thread(Role::DeliverTx)
-                });
+                let block = owned_block(request.height, &request.hash, request.time, request.txs);
+                self.node
+                    .speculate(block, || tag_current_thread(Role::DeliverTx));
                 ProposalStatus::Accept
             }
         };
@@ -226,19 +231,12 @@ impl Application for AbciApp {
     fn finalize_block(&self, request: RequestFinalizeBlock) -> ResponseFinalizeBlock {
         tag_current_thread(Role::DeliverTx);
         let node = self.enter("FinalizeBlock");
-        let height = request.height.max(0) as u64;
+        let block = owned_block(request.height, &request.hash, request.time, request.txs);
+        let height = block.height;
         if let Some(p) = &self.profiler {
             p.begin_block(height);
         }
-        let time = request.time.unwrap_or_default();
-        let txs: Vec<Bytes> = request.txs.into_iter().map(Bytes).collect();
-        let input = BlockInput {
-            height,
-            hash: alloy_primitives::B256::try_from(request.hash.as_ref()).unwrap_or_default(),
-            time_secs: time.seconds.max(0) as u64,
-            time_nanos: time.nanos.max(0) as u32,
-            txs: &txs,
-        };
+        let input = block.input();
         let (outcomes, app_hash) = node
             .finalize_block(&input)
             .unwrap_or_else(|e| fatal("FinalizeBlock", e));

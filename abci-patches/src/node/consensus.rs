@@ -70,7 +70,7 @@ impl ConsensusNode {
     /// (which first runs `on_start`: the profiler's tag), in place of any
     /// earlier speculation, whose result is then dropped. Does nothing
     /// without those patches, or if no thread can be started.
-    pub fn speculate(&self, block: ProposedBlock, on_start: fn()) {
+    pub fn speculate(&self, block: OwnedBlock, on_start: fn()) {
         let patches = self.0.patches;
         if !(patches.has(Patch::OptimisticExecution) && patches.has(Patch::ParallelAbci)) {
             return;
@@ -100,9 +100,10 @@ impl ConsensusNode {
     }
 }
 
-/// A proposal's block, owned, to execute on another thread.
+/// A block as ProcessProposal and FinalizeBlock receive it, owned, so that
+/// it can also be executed on another thread.
 #[derive(Debug, Clone)]
-pub struct ProposedBlock {
+pub struct OwnedBlock {
     /// Height.
     pub height: u64,
     /// CometBFT block hash.
@@ -115,8 +116,9 @@ pub struct ProposedBlock {
     pub txs: Vec<Bytes>,
 }
 
-impl ProposedBlock {
-    fn input(&self) -> BlockInput<'_> {
+impl OwnedBlock {
+    /// The block as execution reads it.
+    pub fn input(&self) -> BlockInput<'_> {
         BlockInput {
             height: self.height,
             hash: self.hash,

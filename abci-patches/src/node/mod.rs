@@ -31,7 +31,7 @@ use crate::state::WorldState;
 use crate::store::{PersistPause, Store, StoreConfig, StoreError, CAPPED_CACHE_SIZE};
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
-pub use consensus::{Consensus, ConsensusNode, ProposedBlock};
+pub use consensus::{Consensus, ConsensusNode, OwnedBlock};
 
 /// How many events the feed holds for its slowest reader; a reader further
 /// behind misses events and is told so ([`tokio::sync::broadcast`]'s

@@ -227,16 +227,21 @@ async fn stream(
     accepted
 }
 
+/// Block `height` as web3 answers it, transactions as hashes.
+async fn block_at(client: &EthClient, height: u64) -> serde_json::Value {
+    client
+        .call(
+            "eth_getBlockByNumber",
+            serde_json::json!([format!("0x{height:x}"), false]),
+        )
+        .await
+        .unwrap()
+}
+
 async fn app_hashes(client: &EthClient, upto: u64) -> Vec<alloy_primitives::B256> {
     let mut out = Vec::new();
     for h in 1..=upto {
-        let block: serde_json::Value = client
-            .call(
-                "eth_getBlockByNumber",
-                serde_json::json!([format!("0x{h:x}"), false]),
-            )
-            .await
-            .unwrap();
+        let block = block_at(client, h).await;
         out.push(block["stateRoot"].as_str().unwrap().parse().unwrap());
     }
     out
@@ -401,13 +406,7 @@ async fn killed_while_persisting(point: &str) {
     let nonce = client.nonce(net.root_address, false).await.unwrap();
     let mut receipts = Vec::new();
     for h in pause..=height {
-        let block: serde_json::Value = client
-            .call(
-                "eth_getBlockByNumber",
-                serde_json::json!([format!("0x{h:x}"), false]),
-            )
-            .await
-            .unwrap();
+        let block = block_at(&client, h).await;
         let hashes: Vec<alloy_primitives::B256> =
             serde_json::from_value(block["transactions"].clone()).unwrap();
         receipts.extend(hashes);

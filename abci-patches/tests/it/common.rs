@@ -191,6 +191,13 @@ pub fn word(value: u64) -> Bytes {
     U256::from(value).to_be_bytes::<32>().to_vec().into()
 }
 
+/// Keys 1, 2 and 3 holding [`FUNDED`] each: [`TestNode::new`]'s genesis.
+pub fn funded_keys() -> Vec<(Address, U256)> {
+    (1..=3)
+        .map(|n| (key(n).address, U256::from(FUNDED)))
+        .collect()
+}
+
 /// The test chain's header time at `height`.
 pub fn header_time(height: u64) -> Timestamp {
     Timestamp {
@@ -215,10 +222,7 @@ pub struct TestNode {
 impl TestNode {
     /// A node after InitChain with keys 1, 2 and 3 holding [`FUNDED`] each.
     pub fn new() -> Self {
-        let alloc: Vec<(Address, U256)> = (1..=3)
-            .map(|n| (key(n).address, U256::from(FUNDED)))
-            .collect();
-        Self::with_alloc(&alloc)
+        Self::with_alloc(&funded_keys())
     }
 
     /// A node after InitChain with the given allocation.

@@ -208,10 +208,7 @@ fn optimistic_execution_uses_its_proposal_and_drops_another() {
     let other_round = [Tx::transfer(0, b.address, 7).sign(&a)];
     let next = [Tx::call(2, a.address.create(1), word(3)).sign(&a)];
     let run = |patches: Patches| {
-        let alloc: Vec<(Address, U256)> = (1..=2)
-            .map(|n| (key(n).address, U256::from(FUNDED)))
-            .collect();
-        let node = TestNode::with_patches(&alloc, patches);
+        let node = TestNode::with_patches(&funded_keys(), patches);
         let height = node.next_height();
         // Round 0's proposal, then round 1's, which is decided.
         assert!(node.process(height, B256::repeat_byte(0xee), &other_round));

@@ -242,3 +242,30 @@ fn detector_names_the_sdk() {
     assert_eq!(got.software, "Cosmos SDK app on CometBFT 0.38.19");
     assert_eq!(got.main_format(), Some("sdk-console"));
 }
+
+/// Lines of `simd` on CometBFT 1.0.1 (tests/fixtures/cosmos-sdk-cometbft-v1.0.1.*):
+/// 1.0's capitalized messages through the SDK logger, console and JSON.
+#[test]
+fn cometbft_1_0_lines_through_the_sdk_logger() {
+    let cases = [
+        (
+            "11:29PM INF Finalizing commit of block hash=9559353951552D6F6ED3FC1A77332CB39566AF08F4C4BA29A3524BF78EF6B77D height=34 module=consensus num_txs=5 root=6C81C4C0083A2AADE5AD3A47C1FB50355FD1D18EAF3306B9E1A803FA26166082",
+            Event::CommitDecided { height: 34, txs: 5 },
+        ),
+        (
+            "\x1b[90m11:29PM\x1b[0m \x1b[32mINF\x1b[0m \x1b[1mCommitted state\x1b[0m \x1b[36mblock_app_hash=\x1b[0mE3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855 \x1b[36mheight=\x1b[0m1 \x1b[36mmodule=\x1b[0mstate",
+            Event::StateCommitted { height: 1, txs: None },
+        ),
+        (
+            r#"{"level":"info","module":"server","module":"state","height":75,"num_txs_res":5,"num_val_updates":0,"block_app_hash":"B5CD210913D9BE01CE2BAFB64C13B7439EC734C1330F55A3A74278952E40B427","syncing_to_height":75,"time":"2026-11-27T23:30:27Z","message":"Finalized block"}"#,
+            Event::Finalized { height: 75, txs: 5, capitalized: true },
+        ),
+        (
+            r#"{"level":"info","module":"server","tendermint_version":"1.0.1","abci":"2.1.0","block":11,"p2p":9,"commit_hash":"","time":"2026-11-27T23:30:08Z","message":"Version info"}"#,
+            Event::Version("1.0.1"),
+        ),
+    ];
+    for (l, want) in cases {
+        assert_eq!(read(l).map(|r| r.0), Ok(want), "{l}");
+    }
+}

@@ -1,4 +1,4 @@
-//! Real Cosmos SDK application logs (tests/fixtures/cosmos-evm-*; see its
+//! Real Cosmos SDK application logs (tests/fixtures/cosmos-*; see its
 //! README): console with colour codes, console without, and JSON, checked
 //! against the chain's recorded RPC ground truth, which a stand-in node
 //! serves on 127.0.0.1 ([`crate::recorded_rpc`]). The console clock has no
@@ -23,7 +23,7 @@ struct Capture {
     version: &'static str,
 }
 
-const CAPTURES: [Capture; 2] = [
+const CAPTURES: [Capture; 3] = [
     Capture {
         truth: "cosmos-evm-cometbft-v0.39.3.truth.json",
         logs: &[
@@ -62,6 +62,24 @@ const CAPTURES: [Capture; 2] = [
         ],
         // The v0.38.21 module's version constant says 0.38.19.
         version: "0.38.19",
+    },
+    Capture {
+        truth: "cosmos-sdk-cometbft-v1.0.1.truth.json",
+        logs: &[
+            (
+                "cosmos-sdk-cometbft-v1.0.1.console.log",
+                Format::SdkConsole,
+                false,
+            ),
+            (
+                "cosmos-sdk-cometbft-v1.0.1.nocolor.log",
+                Format::SdkConsole,
+                false,
+            ),
+            ("cosmos-sdk-cometbft-v1.0.1.json.log", Format::SdkJson, true),
+        ],
+        // Cosmos SDK `main` of 2024-12 on CometBFT v1.0.1 (`simd`).
+        version: "1.0.1",
     },
 ];
 
@@ -132,7 +150,14 @@ fn parse_fixture(name: &str, format: Format, want_version: &str) -> BTreeMap<u64
         .count();
     assert_eq!(foreign, not_logger, "{name}: foreign lines");
     assert_eq!(version.as_deref(), Some(want_version), "{name}");
-    let c = |needle: &str| text.lines().filter(|l| l.contains(needle)).count();
+    // CometBFT 1.0 capitalizes the three messages (`Finalizing commit of
+    // block`, …); earlier versions do not.
+    let c = |needle: &str| {
+        let upper = format!("{}{}", needle[..1].to_uppercase(), &needle[1..]);
+        text.lines()
+            .filter(|l| l.contains(needle) || l.contains(&upper))
+            .count()
+    };
     assert_eq!(
         seen.values().filter(|s| s.commit.is_some()).count(),
         c("finalizing commit of block"),
@@ -243,10 +268,9 @@ fn kitchen(ns: i64) -> [String; 2] {
 fn console_clock_agrees(name: &str, by_height: &BTreeMap<u64, &crate::recorded_rpc::Block>) {
     let text = std::fs::read_to_string(fixture(name)).expect("fixture");
     let mut checked = 0;
-    for l in text
-        .lines()
-        .filter(|l| l.contains("finalizing commit of block"))
-    {
+    for l in text.lines().filter(|l| {
+        l.contains("finalizing commit of block") || l.contains("Finalizing commit of block")
+    }) {
         let mut plain = String::new();
         let mut rest = l;
         while let Some(p) = rest.find('\x1b') {
@@ -484,9 +508,19 @@ async fn sdk_console_without_rpc_guesses_no_day() {
 
 #[tokio::test]
 async fn sdk_json_without_rpc_uses_its_dated_commit_lines() {
-    let cap = &CAPTURES[0];
+    for cap in &CAPTURES {
+        for &(name, format, _) in cap.logs {
+            if format == Format::SdkJson {
+                json_without_rpc(cap, name, format).await;
+            }
+        }
+    }
+}
+
+/// A JSON log ingested with only `--chain-id`: its dated commit lines give
+/// the commit times.
+async fn json_without_rpc(cap: &Capture, name: &str, format: Format) {
     let truth = Truth::read(cap.truth);
-    let (name, format, _) = cap.logs[2];
     let seen = parse_fixture(name, format, cap.version);
     let (lo, hi) = contiguous(name, &seen);
     let redis = Redis::start();

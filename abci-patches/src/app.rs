@@ -155,7 +155,16 @@ impl Application for AbciApp {
         let verifier = node
             .verifier()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let valid = proposal::without_invalid(&request.txs, |raw| verifier.decode(raw));
+        let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
+        // `app-mempool`: after what CometBFT's mempool hands over (nothing
+        // when its type is `nop`), the node's own pool.
+        let mut offered = request.txs;
+        let room = max_bytes.saturating_sub(offered.iter().map(|tx| tx.len() as u64).sum());
+        let pooled = node
+            .proposable(room)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        offered.extend(pooled.into_iter().map(|tx| tx.0));
+        let valid = proposal::without_invalid(&offered, |raw| verifier.decode(raw));
         let mut txs = node
             .priced_for_next_block(valid)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
@@ -164,7 +173,6 @@ impl Application for AbciApp {
                 .order_by_nonce(&txs)
                 .unwrap_or_else(|e| fatal("PrepareProposal", e));
         }
-        let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
         txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
         ResponsePrepareProposal { txs }
     }

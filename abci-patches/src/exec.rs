@@ -61,6 +61,15 @@ pub enum TxOutcome {
     },
 }
 
+impl TxOutcome {
+    /// The transaction's hash.
+    pub fn hash(&self) -> B256 {
+        match self {
+            Self::Executed { hash, .. } | Self::Rejected { hash, .. } => *hash,
+        }
+    }
+}
+
 /// A block executed but not yet committed.
 #[derive(Debug, Clone)]
 pub struct ExecutedBlock {

@@ -14,7 +14,8 @@
 //! - [`mempool`]: CheckTx's pending nonces and balances, and what recheck
 //!   keeps (`lite-recheck`); [`nonce_queue`]: future nonces waiting for their
 //!   predecessors (`nonce-queue`); [`checkexec`]: CheckTx's execution when
-//!   `check-tx-lite` is off.
+//!   `check-tx-lite` is off; [`app_pool`]: abcid's own mempool
+//!   (`app-mempool`, CometBFT's mempool off).
 //! - [`proposal`]: PrepareProposal within the block's bytes and gas;
 //!   ProcessProposal's rules; [`fee_market`]: the opt-in EIP-1559 base fee.
 //! - [`call`]: read-only calls within a gas cap and a deadline;
@@ -34,6 +35,7 @@
 
 pub mod abci_server;
 pub mod app;
+pub mod app_pool;
 pub mod blocklog;
 pub mod call;
 pub mod checkexec;

@@ -3,7 +3,8 @@
 //!
 //! # Lock order
 //!
-//! [`Rank::App`] → [`Rank::Check`] → [`Rank::Chain`] → [`Rank::World`]: a
+//! [`Rank::App`] → [`Rank::Pool`] → [`Rank::Check`] → [`Rank::Chain`] →
+//! [`Rank::World`]: a
 //! thread that holds one of these locks takes only locks ranked after it.
 //! Two threads that each hold one and want the other's would wait forever,
 //! and with `parallel-abci` on nothing else serialises them (CheckTx, Commit
@@ -149,6 +150,9 @@ impl AppLock {
 pub enum Rank {
     /// The application lock ([`AppLock`]).
     App,
+    /// `app-mempool`: the node's own pool ([`crate::app_pool`]), held
+    /// across a CheckTx so that admission order is proposal order.
+    Pool,
     /// The mempool's check state.
     Check,
     /// The genesis and the last committed block.
@@ -160,7 +164,7 @@ pub enum Rank {
 impl Rank {
     /// Every rank, in order.
     #[cfg(debug_assertions)]
-    const ALL: [Rank; 4] = [Rank::App, Rank::Check, Rank::Chain, Rank::World];
+    const ALL: [Rank; 5] = [Rank::App, Rank::Pool, Rank::Check, Rank::Chain, Rank::World];
 }
 
 /// A lock guard that knows its [`Rank`]; in debug builds its thread's held

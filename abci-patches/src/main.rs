@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 
 use abcid::abci_server::{AbciAddr, AbciServer, ABCI_CONNECTIONS};
+use abcid::app_pool::PoolLimits;
 use abcid::grpc_server::GrpcAbci;
 use abcid::node::{Node, NodeConfig};
 use abcid::nonce_queue::QueueConfig;
@@ -76,6 +77,20 @@ struct Args {
     rpc: RpcArgs,
     #[command(flatten)]
     queue: QueueArgs,
+    #[command(flatten)]
+    pool: PoolArgs,
+}
+
+/// The bounds of the `app-mempool` patch's pool (abci-patches/README.md,
+/// "Patches"), as CometBFT's `mempool.size` and `mempool.max_txs_bytes`.
+#[derive(Debug, clap::Args)]
+struct PoolArgs {
+    /// Most transactions in the pool.
+    #[arg(long, default_value_t = PoolLimits::default().max_txs)]
+    app_mempool_size: usize,
+    /// Most raw bytes in the pool, all transactions together.
+    #[arg(long, default_value_t = PoolLimits::default().max_bytes)]
+    app_mempool_max_bytes: u64,
 }
 
 /// The bounds of the `nonce-queue` patch (abci-patches/README.md, "Patches").
@@ -217,6 +232,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         patches: args.patches,
         queue: args.queue.config(),
         persist_pause: args.test_persist_pause,
+        pool: PoolLimits {
+            max_txs: args.pool.app_mempool_size,
+            max_bytes: args.pool.app_mempool_max_bytes,
+        },
     };
     let node = Arc::new(Node::open_with(&args.home, config).context("cannot open abcid's state")?);
     let (height, app_hash) = node.enter()?.info()?;

@@ -118,6 +118,20 @@ pub enum Patch {
     /// 3.4 % in one compare and an inconclusive 1.5 % in another
     /// (docs/MEASUREMENTS.md); it is for disks slower than the chain.
     AsyncCommit,
+    /// Before: `eth_sendRawTransaction` forwards the bytes to CometBFT's RPC
+    /// (`broadcast_tx_sync`); CometBFT's mempool connection runs CheckTx one
+    /// transaction at a time over the ABCI socket, keeps the transaction,
+    /// and hands it to PrepareProposal. Why: CometBFT's mempool is where an
+    /// ABCI application's transactions wait, and its gossip reaches every
+    /// validator. After: the web3 worker runs the same CheckTx itself and
+    /// keeps the transaction in abcid's own pool ([`crate::app_pool`]),
+    /// PrepareProposal proposes from it, and Commit drops what the block
+    /// included and rechecks the rest, as Cosmos EVM chains do with
+    /// CometBFT's mempool off (`mempool.type = "nop"`, which the devnet sets
+    /// with this patch). Opt-in, not in `all`: the pool is not gossiped, so
+    /// a transaction is proposed only by the validator that received it (a
+    /// node that never proposes never includes its pool's transactions).
+    AppMempool,
     /// Not a tuning but a mempool policy, so not in `all`: with it, CheckTx
     /// admits a bounded window of future nonces per sender and keeps them
     /// queued until their predecessors arrive (or a time limit passes), a
@@ -151,7 +165,7 @@ impl Patch {
 
     /// Tunings measured without a gain on the reference machine: switches
     /// outside `all`, named on their own (`all,async-commit`).
-    pub const OPT_IN: [Patch; 1] = [Patch::AsyncCommit];
+    pub const OPT_IN: [Patch; 2] = [Patch::AsyncCommit, Patch::AppMempool];
 
     /// The mempool policies: switches outside `all`, named on their own.
     pub const POLICIES: [Patch; 1] = [Patch::NonceQueue];
@@ -180,6 +194,7 @@ impl Patch {
             Patch::SnapshotReads => "snapshot-reads",
             Patch::Web3Recover => "web3-recover",
             Patch::AsyncCommit => "async-commit",
+            Patch::AppMempool => "app-mempool",
             Patch::OptimisticExecution => "optimistic-execution",
             Patch::NonceQueue => "nonce-queue",
         }

@@ -113,6 +113,9 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     for (key, value) in settings {
         set_key(&mut doc, key, value)?;
     }
+    if opts.app_mempool() {
+        set_key(&mut doc, "mempool.type", s("nop".into()))?;
+    }
     for text in &opts.set {
         let (key, value) = parse_override(text)?;
         // `cometbft init` writes every key CometBFT reads: one missing is a
@@ -207,6 +210,34 @@ mod tests {
         assert_eq!(read, ["mempool.recheck=false", "mempool.size=10000"]);
         let err = read_settings(home.path(), &["mempool.sise"]).unwrap_err();
         assert!(err.to_string().contains("no key `mempool.sise`"), "{err}");
+    }
+
+    #[test]
+    fn app_mempool_turns_cometbfts_mempool_off_unless_set_says_otherwise() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join("config")).unwrap();
+        let path = home.path().join("config").join("config.toml");
+        let mempool_type = |patches: &str, set: &[&str]| {
+            std::fs::write(&path, "[mempool]\ntype = \"flood\"\n").unwrap();
+            let opts = DevnetOptions {
+                patches: patches.to_string(),
+                set: set.iter().map(|s| s.to_string()).collect(),
+                ..DevnetOptions::default()
+                    .with_ports(Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap())
+            };
+            write_config(home.path(), &opts).unwrap();
+            read_settings(home.path(), &["mempool.type"]).unwrap()[0].clone()
+        };
+        assert_eq!(mempool_type("all", &[]), "mempool.type=\"flood\"");
+        assert_eq!(mempool_type("all,app-mempool", &[]), "mempool.type=\"nop\"");
+        assert_eq!(
+            mempool_type("all,app-mempool,-app-mempool", &[]),
+            "mempool.type=\"flood\""
+        );
+        assert_eq!(
+            mempool_type("app-mempool", &["mempool.type=flood"]),
+            "mempool.type=\"flood\""
+        );
     }
 
     #[test]

@@ -247,6 +247,23 @@ impl DevnetOptions {
             .is_some_and(|(_, value)| value.as_str() == Some("grpc"))
     }
 
+    /// Whether abcid's patches name `app-mempool` (the last mention counts:
+    /// `all,app-mempool,-app-mempool` does not). Its pool takes CometBFT's
+    /// mempool bounds, and CometBFT's mempool is off (`mempool.type =
+    /// "nop"`, unless `--set mempool.type=…` says otherwise).
+    pub fn app_mempool(&self) -> bool {
+        self.patches
+            .split(',')
+            .map(str::trim)
+            .rev()
+            .find_map(|item| match item {
+                "app-mempool" => Some(true),
+                "-app-mempool" | "none" => Some(false),
+                _ => None,
+            })
+            .unwrap_or(false)
+    }
+
     /// Whether CometBFT reaches abcid over TCP: asked for, or gRPC (whose
     /// client in CometBFT 0.38 dials TCP only).
     fn abci_over_tcp(&self) -> bool {
@@ -604,6 +621,12 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
             .arg(o.dir.join("flamegraphs"))
             .arg("--chain-name")
             .arg(format!("feth-devnet-{}", o.chain_id));
+    }
+    if o.app_mempool() {
+        cmd.arg("--app-mempool-size")
+            .arg(o.mempool_size.to_string())
+            .arg("--app-mempool-max-bytes")
+            .arg(o.mempool_max_txs_bytes.to_string());
     }
     cmd.args(&o.abcid_args);
     let pid = process::spawn_logged(cmd, &state.abcid_log())?;

@@ -516,6 +516,8 @@ impl Consensus<'_> {
             self.node.store.commit_staged(&batch)?;
         }
         let store = store_started.elapsed();
+        // `app-mempool`: held until the pool is rechecked below.
+        let mut pool = self.node.pool()?;
         {
             let mut check = self.node.check()?;
             self.node.world_mut()?.apply(&batch.diff);
@@ -546,6 +548,13 @@ impl Consensus<'_> {
                 chain.head = record.clone();
             }
         }
+        if let Some(pool) = pool.as_mut() {
+            let dropped = self.recheck_pool(pool, &block.outcomes)?;
+            if dropped > 0 {
+                tracing::debug!(height = record.number, dropped, "pool recheck");
+            }
+        }
+        drop(pool);
         // No receiver is not an error: nobody is listening.
         let _ = self.node.events.send(NodeEvent::Block(Arc::new(record)));
         Ok(line)

@@ -5,6 +5,7 @@
 mod consensus;
 #[cfg(test)]
 mod park;
+mod pool;
 mod reads;
 
 use std::path::Path;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use alloy_consensus::Transaction as _;
 use alloy_primitives::B256;
 
+use crate::app_pool::{AppPool, PoolLimits};
 pub use crate::call::{CallFailure, CallLimits, CallOutcome, CallRequest};
 use crate::error::TxError;
 use crate::exec::ExecutedBlock;
@@ -32,6 +34,7 @@ use crate::store::{PersistPause, Store, StoreConfig, StoreError, CAPPED_CACHE_SI
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 pub use consensus::{Consensus, ConsensusNode, OwnedBlock};
+pub use pool::Refused;
 
 /// How many events the feed holds for its slowest reader; a reader further
 /// behind misses events and is told so ([`tokio::sync::broadcast`]'s
@@ -125,6 +128,8 @@ pub struct NodeConfig {
     pub queue: QueueConfig,
     /// Tests: where `async-commit`'s writer stops to be killed.
     pub persist_pause: Option<PersistPause>,
+    /// The bounds of `app-mempool`'s pool.
+    pub pool: PoolLimits,
 }
 
 impl NodeConfig {
@@ -134,6 +139,7 @@ impl NodeConfig {
             patches,
             queue: QueueConfig::default(),
             persist_pause: None,
+            pool: PoolLimits::default(),
         }
     }
 }
@@ -151,6 +157,8 @@ pub struct Node {
     /// `optimistic-execution`: speculations FinalizeBlock used, and dropped.
     speculations: Speculations,
     check: Mutex<CheckState>,
+    /// `app-mempool` on: the transactions admitted over web3.
+    pool: Option<Mutex<AppPool>>,
     /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
     senders: Option<Arc<SenderCache>>,
     /// Committed blocks and admitted transactions, as they happen.
@@ -183,6 +191,7 @@ impl Node {
             patches,
             queue,
             persist_pause,
+            pool,
         } = config;
         let config = StoreConfig {
             cache_size: patches.has(Patch::RamBlockTxs).then_some(CAPPED_CACHE_SIZE),
@@ -211,6 +220,9 @@ impl Node {
             speculation: Mutex::new(None),
             speculations: Default::default(),
             check: Mutex::new(CheckState::new(queue)),
+            pool: patches
+                .has(Patch::AppMempool)
+                .then(|| Mutex::new(AppPool::new(pool))),
             senders: patches
                 .has(Patch::SenderCache)
                 .then(|| Arc::new(SenderCache::default())),

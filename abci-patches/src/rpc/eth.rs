@@ -1,15 +1,14 @@
 //! The `eth_*`, `net_*` and `web3_*` methods.
 
 use alloy_eips::{BlockId, BlockNumberOrTag};
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256, U64};
+use alloy_primitives::{Address, B256, U256, U64};
 use alloy_rpc_types_eth::{FeeHistory, TransactionRequest};
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::RpcModule;
 
 use super::blocks::resolve_number;
 use super::calls::{call_error, estimate_gas};
-use super::comet::BroadcastError;
-use super::error::{internal, server_error, RpcResult, SERVER_ERROR, UNSUPPORTED};
+use super::error::{internal, server_error, RpcResult, UNSUPPORTED};
 use super::Web3;
 use crate::patches::Patches;
 
@@ -100,19 +99,6 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
             estimate_gas(w, scope, request).map(U64::from)
         })
         .await
-    })?;
-    m.register_async_method("eth_sendRawTransaction", |p, w, _| async move {
-        let raw: Bytes = p.one()?;
-        w.node.recover_ahead(&raw);
-        w.comet.broadcast_tx_sync(&raw).await.map_err(|e| match e {
-            BroadcastError::Rejected { code, log } => ErrorObjectOwned::owned(
-                SERVER_ERROR,
-                log,
-                Some(serde_json::json!({ "abci_code": code })),
-            ),
-            other => server_error(other.to_string()),
-        })?;
-        RpcResult::Ok(keccak256(&raw))
     })?;
     // Prague with no blob transactions: the excess blob gas stays zero, so
     // the blob base fee is the minimum, 1 wei (EIP-4844, EIP-7691).

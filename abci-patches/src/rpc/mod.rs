@@ -9,8 +9,9 @@
 //!   [`blocks`]: blocks, receipts and transactions by block.
 //! - [`logs`]: `eth_getLogs` and the log queries filters and subscriptions
 //!   share; [`filters`]: polled filters; [`pubsub`]: WebSocket subscriptions.
-//! - [`txpool`]: CometBFT's mempool as `txpool_*`; [`comet`]: the CometBFT
-//!   RPC client.
+//! - [`submit`]: `eth_sendRawTransaction`, forwarded to CometBFT or, with
+//!   `app-mempool`, admitted into the node's pool; [`txpool`]: that mempool
+//!   as `txpool_*`; [`comet`]: the CometBFT RPC client.
 //!
 //! Every request's work is bounded ([`RpcConfig`]): log queries by blocks and
 //! results, batches by size and EVM executions, calls by gas and time,
@@ -29,6 +30,7 @@ pub mod fuzz;
 pub mod logs;
 mod peer;
 mod pubsub;
+mod submit;
 mod txpool;
 
 use std::net::SocketAddr;
@@ -218,8 +220,10 @@ impl Web3 {
 
 /// Every web3 method, over `web3`.
 fn methods(web3: Arc<Web3>) -> anyhow::Result<RpcModule<Web3>> {
+    let patches = web3.node.patches();
     let mut m = RpcModule::from_arc(web3);
     eth::register(&mut m)?;
+    submit::register(&mut m, patches)?;
     blocks::register(&mut m)?;
     logs::register(&mut m)?;
     filters::register(&mut m)?;

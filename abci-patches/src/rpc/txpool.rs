@@ -1,5 +1,6 @@
-//! `txpool_status` and `txpool_content`, read from CometBFT's mempool (the
-//! pool abcid's transactions wait in). abcid admits no nonce gaps, so every
+//! `txpool_status` and `txpool_content`, read from the pool abcid's
+//! transactions wait in: CometBFT's mempool, or with `app-mempool` the
+//! node's own pool. abcid admits no nonce gaps, so every
 //! transaction is `pending` and `queued` is always empty. CometBFT's RPC
 //! lists at most 100 mempool transactions, so `txpool_content` shows the
 //! first 100 while `txpool_status` counts them all.
@@ -12,6 +13,7 @@ use alloy_rpc_types_eth::Transaction;
 use jsonrpsee::RpcModule;
 use serde::Serialize;
 
+use super::comet::Mempool;
 use super::error::{internal, server_error, RpcResult};
 use super::Web3;
 
@@ -39,14 +41,14 @@ struct Content {
 /// Registers `txpool_status` and `txpool_content`.
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     m.register_async_method("txpool_status", |_, w, _| async move {
-        let pool = w.comet.mempool(0).await.map_err(server_error)?;
+        let pool = mempool(&w, 0).await?;
         RpcResult::Ok(Status {
             pending: U64::from(pool.total),
             queued: U64::ZERO,
         })
     })?;
     m.register_async_method("txpool_content", |_, w, _| async move {
-        let pool = w.comet.mempool(CONTENT_LIMIT).await.map_err(server_error)?;
+        let pool = mempool(&w, CONTENT_LIMIT).await?;
         let mut pending = BySender::new();
         for raw in &pool.txs {
             // A transaction CheckTx admitted verifies; one that no longer
@@ -72,4 +74,16 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         })
     })?;
     Ok(())
+}
+
+/// The pool's size and its first `limit` transactions: the node's own
+/// (`app-mempool`), else CometBFT's.
+async fn mempool(w: &Web3, limit: u32) -> RpcResult<Mempool> {
+    if let Some((total, txs)) = w.node.pooled(limit as usize).map_err(internal)? {
+        return Ok(Mempool {
+            total: total as u64,
+            txs: txs.into_iter().map(Vec::from).collect(),
+        });
+    }
+    w.comet.mempool(limit).await.map_err(server_error)
 }

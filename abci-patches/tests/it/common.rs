@@ -22,8 +22,8 @@ use tendermint_abci::Application;
 use tendermint_proto::google::protobuf::Timestamp;
 use tendermint_proto::v0_38::abci::{
     response_process_proposal::ProposalStatus, CheckTxType, ExecTxResult, RequestCheckTx,
-    RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestProcessProposal, ResponseCheckTx,
-    ResponseFinalizeBlock, ResponseInfo,
+    RequestFinalizeBlock, RequestInfo, RequestInitChain, RequestPrepareProposal,
+    RequestProcessProposal, ResponseCheckTx, ResponseFinalizeBlock, ResponseInfo,
 };
 
 /// The test chain's EIP-155 id.
@@ -251,18 +251,45 @@ impl TestNode {
     /// A node running `patches`, its nonce queue within `queue`, over `dir`,
     /// without InitChain.
     pub fn open_queued(dir: TempDir, patches: Patches, queue: QueueConfig) -> Self {
-        let config = NodeConfig {
-            queue,
-            ..NodeConfig::new(patches)
-        };
+        Self::open_config(
+            dir,
+            NodeConfig {
+                queue,
+                ..NodeConfig::new(patches)
+            },
+        )
+    }
+
+    /// A node configured by `config` after InitChain with `alloc`.
+    pub fn with_config(alloc: &[(Address, U256)], config: NodeConfig) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let node = Self::open_config(dir, config);
+        node.init_chain(&app_state(alloc));
+        node
+    }
+
+    /// A node configured by `config` over `dir`, without InitChain.
+    pub fn open_config(dir: TempDir, config: NodeConfig) -> Self {
         let node = Arc::new(Node::open_with(dir.path(), config).expect("the node opens"));
         let app = AbciApp::new(node.clone(), None);
         Self {
             dir,
             node,
             app,
-            patches,
+            patches: config.patches,
         }
+    }
+
+    /// ABCI PrepareProposal of the next height, as CometBFT with its mempool
+    /// off (`mempool.type = "nop"`) asks: no transactions offered.
+    pub fn propose(&self, max_tx_bytes: i64) -> Vec<Bytes> {
+        let response = self.app.prepare_proposal(RequestPrepareProposal {
+            max_tx_bytes,
+            height: self.next_height() as i64,
+            time: Some(header_time(self.next_height())),
+            ..Default::default()
+        });
+        response.txs.into_iter().map(Bytes).collect()
     }
 
     /// Closes the node and opens it again from the same directory.

@@ -3,6 +3,7 @@
 
 mod abci_grpc;
 mod abci_socket;
+mod app_mempool;
 mod common;
 mod exec;
 mod filters;

@@ -4,6 +4,8 @@
 //! knee of the chain.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use feth::blocks;
@@ -216,4 +218,89 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
         stderr.contains("no knee: the agent could not offer"),
         "{stderr}"
     );
+}
+
+/// Issue 26: a node whose transactions wait in an application-side mempool
+/// (abcid's `app-mempool`, CometBFT's `mempool.type = "nop"`), as Cosmos EVM
+/// chains run theirs. CometBFT's `/num_unconfirmed_txs` says 0 throughout
+/// while the node's `txpool_status` counts what waits; a saturation step
+/// reads the mempool from the latter and counts the chain's blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_side_mempool_is_read_from_txpool_status() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let net = TestNet::start_with(|o| {
+        o.timeout_commit = "1s".into();
+        o.patches = "all,app-mempool".into();
+    })
+    .await;
+    let state = &net.devnet.state;
+    assert_eq!(
+        state.cometbft_settings(&["mempool.type"]).unwrap(),
+        ["mempool.type=\"nop\""]
+    );
+    // Funding goes through the node's pool too.
+    let (keys, _dir) = funded(&net, 200, 43).await;
+    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys);
+    cfg.warmup = Duration::from_secs(1);
+    cfg.drain = Duration::from_secs(30);
+    let mut probe = EvmProbe::connect(cfg).await.unwrap();
+    let search = SearchConfig {
+        start_tps: 100.0,
+        max_tps: 200.0,
+        step_secs: 4.0,
+        max_steps: 1,
+        ..SearchConfig::default()
+    };
+    let rpc = Rpc::new(&state.rpc_url(), 10, 2).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watch = tokio::spawn(watch_mempools(rpc.clone(), net.client(), stop.clone()));
+    let r = find_knee(&mut probe, &search, |_| {}).await.unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let (comet_max, txpool_max, polls) = watch.await.unwrap();
+    eprintln!("app-side mempool: CometBFT's count at most {comet_max}, txpool_status's at most {txpool_max}, {polls} polls");
+    assert_eq!(comet_max, 0, "CometBFT's mempool is off");
+    assert!(
+        txpool_max > 0,
+        "txpool_status never counted a waiting transaction"
+    );
+    let (m, _) = &r.steps[0];
+    assert!(
+        m.mempool_start.is_some() && m.mempool_end.is_some(),
+        "{m:?}"
+    );
+    assert_eq!(m.invalid, Some(0), "{m:?}");
+    assert_eq!(m.valid, txs_in(&rpc, m.first_height, m.last_height).await);
+    assert!(m.valid > 0, "{m:?}");
+    let drained = pending(&net.client()).await;
+    assert_eq!(drained, 0, "the step drained the pool");
+}
+
+/// `txpool_status`'s pending plus queued.
+async fn pending(client: &feth::eth::EthClient) -> u64 {
+    let status: serde_json::Value = client
+        .call("txpool_status", serde_json::json!([]))
+        .await
+        .unwrap();
+    let count = |key: &str| {
+        u64::from_str_radix(status[key].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    };
+    count("pending") + count("queued")
+}
+
+/// Polls CometBFT's mempool count and the node's `txpool_status` every
+/// 20 ms until `stop` (or two minutes): the largest of each, and the polls.
+async fn watch_mempools(
+    rpc: Rpc,
+    client: feth::eth::EthClient,
+    stop: Arc<AtomicBool>,
+) -> (u64, u64, u32) {
+    let (mut comet, mut txpool, mut polls) = (0, 0, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        comet = comet.max(rpc.mempool().await.unwrap().txs);
+        txpool = txpool.max(pending(&client).await);
+        polls += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (comet, txpool, polls)
 }

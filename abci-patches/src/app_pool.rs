@@ -1,0 +1,269 @@
+//! `app-mempool`: the node's own pool of admitted transactions, for a
+//! CometBFT whose mempool is off (`mempool.type = "nop"`).
+//!
+//! Without the patch, `eth_sendRawTransaction` forwards the bytes to
+//! CometBFT's RPC (`broadcast_tx_sync`), whose mempool connection runs
+//! CheckTx one transaction at a time over the ABCI socket, and
+//! PrepareProposal proposes what CometBFT's mempool hands it. With it, the
+//! web3 worker runs the same CheckTx itself and keeps the transaction here,
+//! in admission order; PrepareProposal proposes from here; Commit drops what
+//! the block included and rechecks the rest, as CometBFT's recheck does.
+//! The verdicts are CheckTx's either way; what goes is the HTTP hop, the
+//! ABCI round trip and CometBFT's mempool bookkeeping per transaction.
+//!
+//! Admission order is the proposal order, and each sender's transactions are
+//! admitted in nonce order (CheckTx refuses a gap), so every prefix of the
+//! pool is a valid proposal order. The pool is bounded by transactions and
+//! bytes, as CometBFT's mempool is (`mempool.size`, `mempool.max_txs_bytes`).
+
+use std::collections::{HashSet, VecDeque};
+
+use alloy_primitives::{Bytes, B256};
+
+/// The pool's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolLimits {
+    /// Most transactions held.
+    pub max_txs: usize,
+    /// Most raw bytes held, all transactions together.
+    pub max_bytes: u64,
+}
+
+impl Default for PoolLimits {
+    /// The devnet's CometBFT mempool bounds: 10,000 transactions, 1 GiB.
+    fn default() -> Self {
+        Self {
+            max_txs: 10_000,
+            max_bytes: 1 << 30,
+        }
+    }
+}
+
+/// Why the pool did not take a transaction before CheckTx ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PoolError {
+    /// The same bytes are in the pool already.
+    #[error("already known")]
+    Known,
+    /// Taking it would pass a bound.
+    #[error("txpool is full: {txs} transactions of {max_txs} at most, {bytes} bytes of {max_bytes} at most")]
+    Full {
+        /// Transactions held.
+        txs: usize,
+        /// The bound on transactions.
+        max_txs: usize,
+        /// Bytes held.
+        bytes: u64,
+        /// The bound on bytes.
+        max_bytes: u64,
+    },
+}
+
+/// One admitted transaction.
+#[derive(Debug, Clone)]
+struct Pooled {
+    hash: B256,
+    raw: Bytes,
+}
+
+/// Admitted transactions in admission order, within [`PoolLimits`].
+#[derive(Debug)]
+pub struct AppPool {
+    txs: VecDeque<Pooled>,
+    known: HashSet<B256>,
+    bytes: u64,
+    limits: PoolLimits,
+}
+
+impl AppPool {
+    /// An empty pool within `limits`.
+    pub fn new(limits: PoolLimits) -> Self {
+        Self {
+            txs: VecDeque::new(),
+            known: HashSet::new(),
+            bytes: 0,
+            limits,
+        }
+    }
+
+    /// Transactions held.
+    pub fn len(&self) -> usize {
+        self.txs.len()
+    }
+
+    /// Whether the pool holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.txs.is_empty()
+    }
+
+    /// Whether a transaction of `len` bytes with `hash` may be admitted:
+    /// asked before CheckTx, so that a refused one reserves nothing.
+    pub fn room_for(&self, hash: &B256, len: usize) -> Result<(), PoolError> {
+        if self.known.contains(hash) {
+            return Err(PoolError::Known);
+        }
+        let bytes = self.bytes.saturating_add(len as u64);
+        if self.txs.len() >= self.limits.max_txs || bytes > self.limits.max_bytes {
+            return Err(PoolError::Full {
+                txs: self.txs.len(),
+                max_txs: self.limits.max_txs,
+                bytes: self.bytes,
+                max_bytes: self.limits.max_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends a transaction CheckTx admitted (after [`Self::room_for`]).
+    pub fn push(&mut self, hash: B256, raw: Bytes) {
+        if self.known.insert(hash) {
+            self.bytes = self.bytes.saturating_add(raw.len() as u64);
+            self.txs.push_back(Pooled { hash, raw });
+        }
+    }
+
+    /// The first transactions whose bytes add up to at most `max_bytes`
+    /// (PrepareProposal then applies the gas limit).
+    pub fn first_bytes(&self, max_bytes: u64) -> Vec<Bytes> {
+        let mut total = 0u64;
+        self.txs
+            .iter()
+            .take_while(|tx| {
+                total = total.saturating_add(tx.raw.len() as u64);
+                total <= max_bytes
+            })
+            .map(|tx| tx.raw.clone())
+            .collect()
+    }
+
+    /// The first `n` transactions (for `txpool_content`).
+    pub fn first(&self, n: usize) -> Vec<Bytes> {
+        self.txs.iter().take(n).map(|tx| tx.raw.clone()).collect()
+    }
+
+    /// After a block: drops the transactions it `included`, then keeps each
+    /// of the others, in order, only if `recheck` admits it again. Returns
+    /// how many the recheck dropped; stops at the first error of `recheck`,
+    /// keeping the unchecked rest.
+    pub fn after_block<E>(
+        &mut self,
+        included: &HashSet<B256>,
+        mut recheck: impl FnMut(&[u8]) -> Result<bool, E>,
+    ) -> Result<usize, E> {
+        let mut kept = VecDeque::with_capacity(self.txs.len());
+        let mut dropped = 0;
+        let mut outcome = Ok(());
+        while let Some(tx) = self.txs.pop_front() {
+            let keep = match outcome {
+                Err(_) => true,
+                Ok(()) if included.contains(&tx.hash) => false,
+                Ok(()) => match recheck(&tx.raw) {
+                    Ok(admitted) => {
+                        dropped += usize::from(!admitted);
+                        admitted
+                    }
+                    Err(e) => {
+                        outcome = Err(e);
+                        true
+                    }
+                },
+            };
+            if keep {
+                kept.push_back(tx);
+            } else {
+                self.known.remove(&tx.hash);
+                self.bytes = self.bytes.saturating_sub(tx.raw.len() as u64);
+            }
+        }
+        self.txs = kept;
+        outcome.map(|()| dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx(n: u8, len: usize) -> (B256, Bytes) {
+        (B256::repeat_byte(n), Bytes::from(vec![n; len]))
+    }
+
+    fn pool(max_txs: usize, max_bytes: u64) -> AppPool {
+        AppPool::new(PoolLimits { max_txs, max_bytes })
+    }
+
+    #[test]
+    fn refuses_a_known_hash_and_what_passes_either_bound() {
+        let mut p = pool(2, 100);
+        let (h1, r1) = tx(1, 60);
+        p.room_for(&h1, r1.len()).unwrap();
+        p.push(h1, r1);
+        assert_eq!(p.room_for(&h1, 60), Err(PoolError::Known));
+        let (h2, _) = tx(2, 41);
+        assert!(matches!(
+            p.room_for(&h2, 41),
+            Err(PoolError::Full { bytes: 60, .. })
+        ));
+        p.room_for(&h2, 40).unwrap();
+        p.push(h2, Bytes::from(vec![2; 40]));
+        let (h3, _) = tx(3, 0);
+        let full = p.room_for(&h3, 0).unwrap_err();
+        assert!(full.to_string().contains("2 transactions of 2"), "{full}");
+    }
+
+    #[test]
+    fn proposes_a_prefix_in_admission_order_within_the_bytes() {
+        let mut p = pool(10, 1_000);
+        for n in 1..=4 {
+            let (h, r) = tx(n, 10);
+            p.push(h, r);
+        }
+        let first = p.first_bytes(35);
+        assert_eq!(first.len(), 3);
+        assert_eq!(first[0][0], 1);
+        assert_eq!(first[2][0], 3);
+        assert!(p.first_bytes(9).is_empty());
+        assert_eq!(p.first(2).len(), 2);
+    }
+
+    #[test]
+    fn after_a_block_drops_the_included_and_what_recheck_refuses() {
+        let mut p = pool(10, 1_000);
+        for n in 1..=4 {
+            let (h, r) = tx(n, 10);
+            p.push(h, r);
+        }
+        let included: HashSet<B256> = [B256::repeat_byte(1)].into();
+        let mut rechecked = Vec::new();
+        let dropped = p
+            .after_block(&included, |raw| {
+                rechecked.push(raw[0]);
+                Ok::<_, ()>(raw[0] != 3)
+            })
+            .unwrap();
+        assert_eq!(dropped, 1);
+        assert_eq!(rechecked, [2, 3, 4]);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.first(5).iter().map(|r| r[0]).collect::<Vec<_>>(), [2, 4]);
+        // What left is forgotten: it may come again, and its bytes are free.
+        p.room_for(&B256::repeat_byte(3), 10).unwrap();
+        assert_eq!(p.bytes, 20);
+    }
+
+    #[test]
+    fn a_failed_recheck_keeps_the_unchecked_rest() {
+        let mut p = pool(10, 1_000);
+        for n in 1..=3 {
+            let (h, r) = tx(n, 10);
+            p.push(h, r);
+        }
+        let err = p
+            .after_block(&HashSet::new(), |raw| match raw[0] {
+                2 => Err("poisoned"),
+                _ => Ok(false),
+            })
+            .unwrap_err();
+        assert_eq!(err, "poisoned");
+        assert_eq!(p.first(5).iter().map(|r| r[0]).collect::<Vec<_>>(), [2, 3]);
+    }
+}

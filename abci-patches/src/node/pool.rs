@@ -1,0 +1,104 @@
+//! `app-mempool` ([`crate::app_pool`]): transactions received over web3
+//! admitted by CheckTx into the node's own pool, proposed from it, and
+//! rechecked after every block.
+//!
+//! Lock order: the pool ([`Rank::Pool`]) is held across a CheckTx, so that
+//! admission order is pool order; Commit holds it from before the check
+//! state is reset until the pool is rechecked, so that no submission sees
+//! a ledger the pool's transactions are not in yet.
+
+use std::collections::HashSet;
+use std::sync::MutexGuard;
+
+use alloy_primitives::{keccak256, Bytes, B256};
+
+use super::{Consensus, Node, NodeError};
+use crate::app_pool::{AppPool, PoolError};
+use crate::error::TxError;
+use crate::exec::TxOutcome;
+use crate::locks::{Poisoned, Rank, Ranked};
+use crate::mempool::CheckKind;
+
+/// The pool, locked; `None` without `app-mempool`.
+pub(super) type PoolGuard<'a> = Option<Ranked<MutexGuard<'a, AppPool>>>;
+
+/// Why a transaction submitted to the pool was not admitted.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// The pool would not take it (already there, or full).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// CheckTx refused it.
+    #[error(transparent)]
+    Tx(#[from] TxError),
+}
+
+impl Node {
+    /// The pool, locked ([`Rank::Pool`]); `None` without `app-mempool`.
+    pub(super) fn pool(&self) -> Result<PoolGuard<'_>, NodeError> {
+        let Some(pool) = self.pool.as_ref() else {
+            return Ok(None);
+        };
+        Ok(Some(Ranked::take(Rank::Pool, || {
+            pool.lock().map_err(|_| Poisoned)
+        })?))
+    }
+
+    /// `app-mempool`: CheckTx of `raw`, received over web3, and on admission
+    /// its place at the end of the pool; its hash when admitted. `Ok(None)`
+    /// without the patch: the caller forwards the bytes to CometBFT.
+    pub fn submit(&self, raw: &Bytes) -> Result<Option<Result<B256, Refused>>, NodeError> {
+        if self.pool.is_none() {
+            return Ok(None);
+        }
+        // Outside the locks, as without the patch (`web3-recover`).
+        self.recover_ahead(raw);
+        let node = self.enter()?;
+        let Some(mut pool) = self.pool()? else {
+            return Ok(None);
+        };
+        let hash = keccak256(raw);
+        if let Err(e) = pool.room_for(&hash, raw.len()) {
+            return Ok(Some(Err(e.into())));
+        }
+        Ok(Some(match node.check_tx(raw, CheckKind::New)? {
+            Ok(_) => {
+                pool.push(hash, raw.clone());
+                Ok(hash)
+            }
+            Err(e) => Err(e.into()),
+        }))
+    }
+
+    /// `app-mempool`: how many transactions the pool holds, and the first
+    /// `n` of them; `None` without the patch.
+    pub fn pooled(&self, n: usize) -> Result<Option<(usize, Vec<Bytes>)>, NodeError> {
+        Ok(self.pool()?.map(|pool| (pool.len(), pool.first(n))))
+    }
+}
+
+impl Consensus<'_> {
+    /// `app-mempool`: the pool's first transactions whose bytes fit in
+    /// `max_bytes`, for PrepareProposal; none without the patch.
+    pub fn proposable(&self, max_bytes: u64) -> Result<Vec<Bytes>, NodeError> {
+        Ok(self
+            .node
+            .pool()?
+            .map(|pool| pool.first_bytes(max_bytes))
+            .unwrap_or_default())
+    }
+
+    /// `app-mempool`, at the end of Commit: drops from `pool` what the block
+    /// included, and rechecks the rest in order (what no longer passes is
+    /// dropped). Returns how many the recheck dropped.
+    pub(super) fn recheck_pool(
+        &self,
+        pool: &mut AppPool,
+        outcomes: &[TxOutcome],
+    ) -> Result<usize, NodeError> {
+        let included: HashSet<B256> = outcomes.iter().map(TxOutcome::hash).collect();
+        pool.after_block(&included, |raw| {
+            Ok(self.check_tx(raw, CheckKind::Recheck)?.is_ok())
+        })
+    }
+}

@@ -1,0 +1,127 @@
+//! `app-mempool`: `eth_sendRawTransaction` admitted by CheckTx into the
+//! node's own pool (CometBFT is not reachable here: nothing is forwarded),
+//! proposed by PrepareProposal with nothing offered by CometBFT, and
+//! rechecked at Commit.
+
+use abcid::app_pool::PoolLimits;
+use abcid::node::NodeConfig;
+use abcid::patches::{Patch, Patches};
+use abcid::rpc::Web3;
+use alloy_primitives::Bytes;
+use jsonrpsee::RpcModule;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+fn web3(node: &TestNode) -> RpcModule<Web3> {
+    abcid::rpc::module(node.node.clone(), &closed_port_url(), Default::default()).expect("module")
+}
+
+async fn send(rpc: &RpcModule<Web3>, raw: &Bytes) -> Result<Value, Value> {
+    call(rpc, "eth_sendRawTransaction", json!([raw])).await
+}
+
+async fn pending(rpc: &RpcModule<Web3>) -> Value {
+    let status = call(rpc, "txpool_status", json!([])).await.expect("status");
+    assert_eq!(status["queued"], "0x0");
+    status["pending"].clone()
+}
+
+#[tokio::test]
+async fn admits_over_web3_proposes_in_order_and_empties_on_commit() {
+    for patches in [
+        Patches::ALL.with(Patch::AppMempool),
+        Patches::only(Patch::AppMempool),
+    ] {
+        let node = TestNode::with_patches(&funded_keys(), patches);
+        let rpc = web3(&node);
+        let (a, b) = (key(1), key(2));
+        let txs = [
+            Tx::transfer(0, b.address, 1).sign(&a),
+            Tx::transfer(0, a.address, 1).sign(&b),
+            Tx::transfer(1, b.address, 1).sign(&a),
+        ];
+        for raw in &txs {
+            let hash = send(&rpc, raw).await.expect("admitted");
+            assert_eq!(hash, json!(tx_hash(raw)), "{patches}");
+        }
+        let again = send(&rpc, &txs[0]).await.expect_err("a duplicate");
+        assert_eq!(again["message"], "already known");
+        let gap = send(&rpc, &Tx::transfer(5, b.address, 1).sign(&a))
+            .await
+            .expect_err("a nonce gap");
+        assert_eq!(gap["message"], "nonce too high: next nonce 2, tx nonce 5");
+        assert_eq!(gap["data"]["abci_code"], 5);
+        assert_eq!(pending(&rpc).await, "0x3", "{patches}");
+        let content = call(&rpc, "txpool_content", json!([])).await.unwrap();
+        let of_a = &content["pending"][a.address.to_checksum(None)];
+        assert_eq!(of_a.as_object().map(|m| m.len()), Some(2), "{content}");
+
+        // Room for two transfers' bytes: the first two, in admission order.
+        let two = (txs[0].len() + txs[1].len()) as i64;
+        assert_eq!(node.propose(two), txs[..2].to_vec());
+        let proposal = node.propose(1 << 20);
+        assert_eq!(proposal, txs.to_vec());
+        let results = node.block(&proposal);
+        assert!(results.tx_results.iter().all(|r| r.code == 0));
+        assert_eq!(pending(&rpc).await, "0x0", "{patches}");
+        assert_eq!((node.nonce(a.address), node.nonce(b.address)), (2, 1));
+        assert!(node.propose(1 << 20).is_empty());
+        // The ledger follows the committed state: the next nonce is admitted.
+        send(&rpc, &Tx::transfer(2, b.address, 1).sign(&a))
+            .await
+            .expect("admitted after the block");
+    }
+}
+
+#[tokio::test]
+async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
+    let node = TestNode::with_patches(&funded_keys(), Patches::ALL.with(Patch::AppMempool));
+    let rpc = web3(&node);
+    let (a, b, c) = (key(1), key(2), key(3));
+    let pooled = Tx::transfer(0, b.address, 1).sign(&a);
+    let other = Tx::transfer(0, c.address, 7).sign(&a);
+    let untouched = Tx::transfer(0, a.address, 1).sign(&b);
+    send(&rpc, &pooled).await.expect("admitted");
+    send(&rpc, &untouched).await.expect("admitted");
+    // A block proposed by another validator spends a's nonce 0 otherwise.
+    assert!(node.block(std::slice::from_ref(&other)).tx_results[0].code == 0);
+    assert_eq!(pending(&rpc).await, "0x1");
+    assert_eq!(node.propose(1 << 20), vec![untouched]);
+    let next = Tx::transfer(1, b.address, 1).sign(&a);
+    send(&rpc, &next).await.expect("a's next nonce is 1 now");
+}
+
+#[tokio::test]
+async fn a_full_pool_refuses_and_reserves_nothing() {
+    let config = NodeConfig {
+        pool: PoolLimits {
+            max_txs: 2,
+            max_bytes: 1 << 20,
+        },
+        ..NodeConfig::new(Patches::ALL.with(Patch::AppMempool))
+    };
+    let node = TestNode::with_config(&funded_keys(), config);
+    let rpc = web3(&node);
+    let (a, b, c) = (key(1), key(2), key(3));
+    send(&rpc, &Tx::transfer(0, b.address, 1).sign(&a))
+        .await
+        .unwrap();
+    send(&rpc, &Tx::transfer(0, a.address, 1).sign(&b))
+        .await
+        .unwrap();
+    let late = Tx::transfer(0, a.address, 1).sign(&c);
+    let full = send(&rpc, &late).await.expect_err("the pool is full");
+    assert!(
+        full["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("txpool is full")),
+        "{full}"
+    );
+    let proposal = node.propose(1 << 20);
+    node.block(&proposal);
+    // Refused before CheckTx: c's nonce 0 was never reserved.
+    send(&rpc, &late)
+        .await
+        .expect("admitted once there is room");
+}

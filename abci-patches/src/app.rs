@@ -159,9 +159,15 @@ impl Application for AbciApp {
         // `app-mempool`: after what CometBFT's mempool hands over (nothing
         // when its type is `nop`), the node's own pool.
         let mut offered = request.txs;
-        let room = max_bytes.saturating_sub(offered.iter().map(|tx| tx.len() as u64).sum());
+        let (bytes, gas) = offered.iter().fold((0u64, 0u64), |(bytes, gas), tx| {
+            let tx_gas = proposal::gas_wanted(tx).unwrap_or(0);
+            (
+                bytes.saturating_add(tx.len() as u64),
+                gas.saturating_add(tx_gas),
+            )
+        });
         let pooled = node
-            .proposable(room)
+            .proposable(max_bytes.saturating_sub(bytes), max_gas.saturating_sub(gas))
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         offered.extend(pooled.into_iter().map(|tx| tx.0));
         let valid = proposal::without_invalid(&offered, |raw| verifier.decode(raw));

@@ -64,6 +64,8 @@ pub enum PoolError {
 struct Pooled {
     hash: B256,
     raw: Bytes,
+    /// Its gas limit, as CheckTx read it.
+    gas: u64,
 }
 
 /// Admitted transactions in admission order, within [`PoolLimits`].
@@ -114,23 +116,25 @@ impl AppPool {
         Ok(())
     }
 
-    /// Appends a transaction CheckTx admitted (after [`Self::room_for`]).
-    pub fn push(&mut self, hash: B256, raw: Bytes) {
+    /// Appends a transaction CheckTx admitted (after [`Self::room_for`])
+    /// with its gas limit.
+    pub fn push(&mut self, hash: B256, raw: Bytes, gas: u64) {
         if self.known.insert(hash) {
             self.bytes = self.bytes.saturating_add(raw.len() as u64);
-            self.txs.push_back(Pooled { hash, raw });
+            self.txs.push_back(Pooled { hash, raw, gas });
         }
     }
 
-    /// The first transactions whose bytes add up to at most `max_bytes`
-    /// (PrepareProposal then applies the gas limit).
-    pub fn first_bytes(&self, max_bytes: u64) -> Vec<Bytes> {
-        let mut total = 0u64;
+    /// The first transactions whose bytes add up to at most `max_bytes` and
+    /// whose gas limits to at most `max_gas`, as CometBFT's mempool reaps.
+    pub fn reap(&self, max_bytes: u64, max_gas: u64) -> Vec<Bytes> {
+        let (mut bytes, mut gas) = (0u64, 0u64);
         self.txs
             .iter()
             .take_while(|tx| {
-                total = total.saturating_add(tx.raw.len() as u64);
-                total <= max_bytes
+                bytes = bytes.saturating_add(tx.raw.len() as u64);
+                gas = gas.saturating_add(tx.gas);
+                bytes <= max_bytes && gas <= max_gas
             })
             .map(|tx| tx.raw.clone())
             .collect()
@@ -188,6 +192,16 @@ mod tests {
         (B256::repeat_byte(n), Bytes::from(vec![n; len]))
     }
 
+    /// A pool holding transactions 1..=n of 10 bytes and 21,000 gas each.
+    fn holding(n: u8) -> AppPool {
+        let mut p = pool(10, 1_000);
+        for n in 1..=n {
+            let (h, r) = tx(n, 10);
+            p.push(h, r, 21_000);
+        }
+        p
+    }
+
     fn pool(max_txs: usize, max_bytes: u64) -> AppPool {
         AppPool::new(PoolLimits { max_txs, max_bytes })
     }
@@ -197,7 +211,7 @@ mod tests {
         let mut p = pool(2, 100);
         let (h1, r1) = tx(1, 60);
         p.room_for(&h1, r1.len()).unwrap();
-        p.push(h1, r1);
+        p.push(h1, r1, 21_000);
         assert_eq!(p.room_for(&h1, 60), Err(PoolError::Known));
         let (h2, _) = tx(2, 41);
         assert!(matches!(
@@ -205,34 +219,26 @@ mod tests {
             Err(PoolError::Full { bytes: 60, .. })
         ));
         p.room_for(&h2, 40).unwrap();
-        p.push(h2, Bytes::from(vec![2; 40]));
+        p.push(h2, Bytes::from(vec![2; 40]), 21_000);
         let (h3, _) = tx(3, 0);
         let full = p.room_for(&h3, 0).unwrap_err();
         assert!(full.to_string().contains("2 transactions of 2"), "{full}");
     }
 
     #[test]
-    fn proposes_a_prefix_in_admission_order_within_the_bytes() {
-        let mut p = pool(10, 1_000);
-        for n in 1..=4 {
-            let (h, r) = tx(n, 10);
-            p.push(h, r);
-        }
-        let first = p.first_bytes(35);
-        assert_eq!(first.len(), 3);
-        assert_eq!(first[0][0], 1);
-        assert_eq!(first[2][0], 3);
-        assert!(p.first_bytes(9).is_empty());
+    fn reaps_a_prefix_in_admission_order_within_the_bytes_and_the_gas() {
+        let p = holding(4);
+        let first = p.reap(35, u64::MAX);
+        assert_eq!(first.iter().map(|r| r[0]).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(p.reap(9, u64::MAX).is_empty());
+        assert_eq!(p.reap(1_000, 2 * 21_000 + 20_999).len(), 2);
+        assert_eq!(p.reap(1_000, 4 * 21_000).len(), 4);
         assert_eq!(p.first(2).len(), 2);
     }
 
     #[test]
     fn after_a_block_drops_the_included_and_what_recheck_refuses() {
-        let mut p = pool(10, 1_000);
-        for n in 1..=4 {
-            let (h, r) = tx(n, 10);
-            p.push(h, r);
-        }
+        let mut p = holding(4);
         let included: HashSet<B256> = [B256::repeat_byte(1)].into();
         let mut rechecked = Vec::new();
         let dropped = p
@@ -252,11 +258,7 @@ mod tests {
 
     #[test]
     fn a_failed_recheck_keeps_the_unchecked_rest() {
-        let mut p = pool(10, 1_000);
-        for n in 1..=3 {
-            let (h, r) = tx(n, 10);
-            p.push(h, r);
-        }
+        let mut p = holding(3);
         let err = p
             .after_block(&HashSet::new(), |raw| match raw[0] {
                 2 => Err("poisoned"),

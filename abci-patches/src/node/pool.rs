@@ -62,8 +62,8 @@ impl Node {
             return Ok(Some(Err(e.into())));
         }
         Ok(Some(match node.check_tx(raw, CheckKind::New)? {
-            Ok(_) => {
-                pool.push(hash, raw.clone());
+            Ok(admitted) => {
+                pool.push(hash, raw.clone(), admitted.gas_limit);
                 Ok(hash)
             }
             Err(e) => Err(e.into()),
@@ -78,13 +78,14 @@ impl Node {
 }
 
 impl Consensus<'_> {
-    /// `app-mempool`: the pool's first transactions whose bytes fit in
-    /// `max_bytes`, for PrepareProposal; none without the patch.
-    pub fn proposable(&self, max_bytes: u64) -> Result<Vec<Bytes>, NodeError> {
+    /// `app-mempool`: the pool's first transactions within `max_bytes` and
+    /// `max_gas` ([`AppPool::reap`]), for PrepareProposal; none without the
+    /// patch.
+    pub fn proposable(&self, max_bytes: u64, max_gas: u64) -> Result<Vec<Bytes>, NodeError> {
         Ok(self
             .node
             .pool()?
-            .map(|pool| pool.first_bytes(max_bytes))
+            .map(|pool| pool.reap(max_bytes, max_gas))
             .unwrap_or_default())
     }
 

@@ -157,17 +157,11 @@ impl Application for AbciApp {
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
         // `app-mempool`: after what CometBFT's mempool hands over (nothing
-        // when its type is `nop`), the node's own pool.
+        // when its type is `nop`), the node's own pool; the prefix that fits
+        // is taken below.
         let mut offered = request.txs;
-        let (bytes, gas) = offered.iter().fold((0u64, 0u64), |(bytes, gas), tx| {
-            let tx_gas = proposal::gas_wanted(tx).unwrap_or(0);
-            (
-                bytes.saturating_add(tx.len() as u64),
-                gas.saturating_add(tx_gas),
-            )
-        });
         let pooled = node
-            .proposable(max_bytes.saturating_sub(bytes), max_gas.saturating_sub(gas))
+            .proposable(max_bytes, max_gas)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         offered.extend(pooled.into_iter().map(|tx| tx.0));
         let valid = proposal::without_invalid(&offered, |raw| verifier.decode(raw));

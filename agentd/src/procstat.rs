@@ -1,5 +1,6 @@
 //! CPU time of processes and threads, read from `/proc`: what the node and
-//! the agent spend per transaction.
+//! the agent spend per transaction, and what the whole machine spent (to
+//! tell a busy machine from a slow chain).
 
 use std::time::Duration;
 
@@ -80,6 +81,58 @@ pub fn threads_cpu(pid: u32, prefix: &str) -> Result<Duration> {
     Ok(total)
 }
 
+/// The whole machine's CPU time so far, summed over its cores (`/proc/stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineCpu {
+    /// Time the cores ran anything: user (guests included), nice, system,
+    /// interrupts.
+    pub busy: Duration,
+    /// Time the hypervisor gave to others while this machine wanted to run.
+    pub steal: Duration,
+    /// Cores counted (the `cpuN` lines).
+    pub cores: usize,
+}
+
+/// The machine's CPU time so far.
+pub fn machine_cpu() -> Result<MachineCpu> {
+    let path = "/proc/stat";
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    machine_cpu_of(&text, hz).with_context(|| format!("cannot parse {path}"))
+}
+
+/// [`MachineCpu`] of a `/proc/stat` text whose times are in `hz` ticks a
+/// second.
+fn machine_cpu_of(text: &str, hz: u64) -> Result<MachineCpu> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))
+        .context("no `cpu` line")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .context("a CPU time is not a number")?;
+    // user nice system idle iowait irq softirq steal (guest is in user).
+    anyhow::ensure!(ticks.len() >= 8, "the `cpu` line has too few fields");
+    let busy = [0, 1, 2, 5, 6].iter().map(|&i| ticks[i]).sum::<u64>();
+    let cores = text
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    let time = |t: u64| Duration::from_nanos(t.saturating_mul(1_000_000_000) / hz.max(1));
+    Ok(MachineCpu {
+        busy: time(busy),
+        steal: time(ticks[7]),
+        cores: cores.max(1),
+    })
+}
+
 /// The time on the CPU of a `/proc/.../schedstat` line (its first field, ns).
 fn cpu_of_schedstat(line: &str) -> Option<Duration> {
     line.split_whitespace()
@@ -126,6 +179,32 @@ mod tests {
         // This very thread has run: a read of its own schedstat is not zero.
         let me = threads_cpu(std::process::id(), "").unwrap();
         assert!(me > Duration::ZERO);
+    }
+
+    #[test]
+    fn the_machine_line_gives_busy_and_stolen_time_over_its_cores() {
+        let text = "cpu  100 5 40 9000 30 2 3 7 11 0\ncpu0 50 2 20 4500 15 1 2 4 6 0\n\
+                    cpu1 50 3 20 4500 15 1 1 3 5 0\nintr 123\nctxt 99\n";
+        let m = machine_cpu_of(text, 100).unwrap();
+        // user + nice + system + irq + softirq = 150 ticks; idle and iowait are not busy.
+        assert_eq!(m.busy, Duration::from_millis(1_500));
+        assert_eq!(m.steal, Duration::from_millis(70));
+        assert_eq!(m.cores, 2);
+        assert!(machine_cpu_of("cpu 1 2 3\n", 100).is_err());
+        assert!(machine_cpu_of("intr 5\n", 100).is_err());
+        // This machine: its busy time grows while this thread works.
+        let before = machine_cpu().unwrap();
+        let start = process_cpu();
+        let mut x = 0u64;
+        while process_cpu() - start < Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let after = machine_cpu().unwrap();
+        assert!(
+            after.busy >= before.busy + Duration::from_millis(30),
+            "{before:?} {after:?}"
+        );
+        assert!(after.cores >= 1);
     }
 
     #[test]

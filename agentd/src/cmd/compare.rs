@@ -229,6 +229,12 @@ pub struct StepsArgs {
     /// With --network: the step's name in the report.
     #[arg(long, default_value = "node", requires = "network")]
     name: String,
+    /// With --network: the PIDs of the node's processes, when it runs on
+    /// this machine (`--node-pid 4242,4243`): its CPU per committed
+    /// transaction, and other processes' load told apart from its own.
+    /// Without them both are "not measured".
+    #[arg(long, value_name = "PID", value_delimiter = ',', requires = "network")]
+    node_pid: Vec<u32>,
 }
 
 /// How the rounds are made.
@@ -253,6 +259,10 @@ pub struct RunArgs {
     /// Changes smaller than this, percent, are "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0)]
     floor: f64,
+    /// A window that loses more than this share of the machine, percent, to
+    /// other processes and steal makes every verdict inconclusive.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    max_busy: f64,
     /// Add rounds until every step's intervals (TPS and CPU per transaction,
     /// against the previous step) are within ±PCT, or --budget is spent.
     #[arg(long, value_name = "PCT")]
@@ -263,11 +273,12 @@ pub struct RunArgs {
     /// Funded senders per devnet (with --network: the first N of --keys).
     #[arg(long, default_value_t = 500)]
     senders: usize,
-    /// CometBFT `timeout_commit` of every devnet (and of the kvstore reference).
-    #[arg(long, default_value = "500ms")]
+    /// CometBFT `timeout_commit` of every devnet (and of the kvstore
+    /// reference); a node given by --network keeps its own.
+    #[arg(long, default_value = "500ms", conflicts_with = "network")]
     timeout_commit: String,
-    /// Block gas limit of every devnet.
-    #[arg(long, default_value_t = crate::devnet::DEFAULT_BLOCK_GAS_LIMIT)]
+    /// Block gas limit of every devnet; a node given by --network keeps its own.
+    #[arg(long, default_value_t = crate::devnet::DEFAULT_BLOCK_GAS_LIMIT, conflicts_with = "network")]
     block_gas_limit: u64,
     /// Blocks profiled per step in the first round (0: none).
     #[arg(long, default_value_t = 3)]
@@ -305,6 +316,16 @@ fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
     })
 }
 
+/// `--node-pid`'s processes, each checked to be running on this machine.
+fn node_pids(pids: &[u32]) -> Result<Vec<u32>> {
+    for pid in pids {
+        crate::procstat::pid_cpu(*pid).with_context(|| {
+            format!("--node-pid {pid}: no such process on this machine; give the PIDs of the node's own processes (e.g. `pgrep -f evmd`)")
+        })?;
+    }
+    Ok(pids.to_vec())
+}
+
 /// The search's defaults in a comparison: short steps, the doubling alone.
 fn compare_search_defaults() -> SearchConfig {
     SearchConfig {
@@ -334,6 +355,12 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             r.floor
         );
     }
+    if !(r.max_busy > 0.0 && r.max_busy < 100.0) {
+        bail!(
+            "--max-busy must be a percentage above 0 and below 100, got {}",
+            r.max_busy
+        );
+    }
     if let Some(rate) = r.rate.filter(|v| !(*v > 0.0 && v.is_finite())) {
         bail!("--rate must be a positive number of tx/s, got {rate}");
     }
@@ -354,6 +381,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             web3: web3.clone(),
             comet_rpc: args.steps.comet_rpc.clone(),
             keys: load_senders(keys, Some(r.senders))?,
+            node_pids: node_pids(&args.steps.node_pid)?,
         }),
         _ => None,
     };
@@ -363,8 +391,8 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         scenario: scenario.clone(),
         settings: Settings {
             kind,
-            block_gas_limit: r.block_gas_limit,
-            timeout_commit: r.timeout_commit.clone(),
+            block_gas_limit: live.is_none().then_some(r.block_gas_limit),
+            timeout_commit: live.is_none().then(|| r.timeout_commit.clone()),
             seconds: r.seconds,
             warmup_secs: warmup.as_secs_f64(),
             rounds: 0,
@@ -377,6 +405,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             floor: r.floor / 100.0,
             search,
             until_resolved,
+            max_lost: r.max_busy / 100.0,
         },
         rate: r.rate,
         max_rounds: rounds,

@@ -14,6 +14,7 @@ use std::fmt::Debug;
 
 use anyhow::{anyhow, bail, Result};
 
+use super::conditions::NodeConditions;
 use super::report::CompareReport;
 use super::step::Metric;
 use super::verdict::{GateVerdict, Pairing};
@@ -55,14 +56,24 @@ pub fn gate(
     let cand_step = pick(candidate, cfg.step.as_deref(), "candidate")?;
     let names = candidate.step_names();
     if names.len() >= 2 && names[0] != cand_step {
-        return paired(candidate, names[0], cand_step, cfg, baseline.is_some());
+        let verdict = paired(candidate, names[0], cand_step, cfg, baseline.is_some())?;
+        return Ok(busy_or(verdict, &[candidate]));
     }
     let Some(baseline) = baseline else {
         bail!(
             "the candidate report has no pairing for step {cand_step:?} (one step): give a --baseline report to compare it with"
         );
     };
-    unpaired(baseline, candidate, cand_step, cfg)
+    let verdict = unpaired(baseline, candidate, cand_step, cfg)?;
+    Ok(busy_or(verdict, &[baseline, candidate]))
+}
+
+/// `verdict`, or inconclusive when one of `reports` was measured on a busy machine.
+fn busy_or(verdict: GateVerdict, reports: &[&CompareReport]) -> GateVerdict {
+    match reports.iter().find(|r| r.machine.is_busy()) {
+        Some(busy) => verdict.on_busy_machine(&busy.machine.describe()),
+        None => verdict,
+    }
 }
 
 /// The step named `step`, or the last one.
@@ -125,6 +136,10 @@ fn unpaired(
     if base_step != cand_step {
         differences.push(difference("step", base_step, cand_step));
     }
+    differences.extend(node_differences(
+        conditions(baseline, base_step),
+        conditions(candidate, cand_step),
+    ));
     if !differences.is_empty() && !cfg.force {
         bail!(
             "the reports were not measured alike, so their figures cannot be compared:\n  - {}\ncompare anyway with --force",
@@ -196,6 +211,27 @@ fn differences(baseline: &CompareReport, candidate: &CompareReport) -> Vec<Strin
     .collect()
 }
 
+/// What `step`'s node ran under, as its setup read it.
+fn conditions<'a>(report: &'a CompareReport, step: &str) -> Option<&'a NodeConditions> {
+    let setup = report.setups.iter().find(|s| s.step == step)?;
+    setup.conditions.as_ref()
+}
+
+/// Every condition the two steps' nodes differ in (none when either report
+/// predates the reading).
+fn node_differences(a: Option<&NodeConditions>, b: Option<&NodeConditions>) -> Vec<String> {
+    let (Some(a), Some(b)) = (a, b) else {
+        return Vec::new();
+    };
+    a.comparable()
+        .into_iter()
+        .zip(b.comparable())
+        .filter_map(|((name, a), (_, b))| {
+            (a != b).then(|| format!("node {name}: baseline {a}, candidate {b}"))
+        })
+        .collect()
+}
+
 /// `Some(difference)` when `a` and `b` differ.
 fn check<T: PartialEq + Debug>(name: &str, a: &T, b: &T) -> Option<String> {
     (a != b).then(|| difference(name, a, b))
@@ -209,11 +245,31 @@ fn difference<T: Debug + ?Sized>(name: &str, a: &T, b: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::{gate, GateConfig};
+    use crate::compare::conditions::NodeConditions;
     use crate::compare::report::{CompareReport, Kind};
-    use crate::compare::step::Metric;
+    use crate::compare::step::{Metric, StepSetup};
+    use crate::compare::summary::Rounds;
     use crate::compare::testing::report;
     use crate::compare::verdict::Pairing;
-    use crate::stats::GateAnswer;
+    use crate::saturate::MachineShare;
+    use crate::stats::{Change, GateAnswer};
+
+    fn setup(step: &str, gas: i64) -> StepSetup {
+        StepSetup {
+            step: step.into(),
+            search: "kept up at 400 tx/s, behind at 800".into(),
+            knee_tps: Some(400.0),
+            behind_tps: Some(800.0),
+            overload_tps: 1600.0,
+            lower_bound: None,
+            conditions: Some(NodeConditions {
+                client: "evmd/0.7.0".into(),
+                cometbft: Some("0.39.3".into()),
+                block_max_gas: Some(gas),
+                ..NodeConditions::default()
+            }),
+        }
+    }
 
     fn cfg() -> GateConfig {
         GateConfig {
@@ -299,6 +355,67 @@ mod tests {
             .warnings
             .iter()
             .any(|w| w.contains("compared although cores")));
+    }
+
+    #[test]
+    fn a_busy_machine_makes_any_verdict_inconclusive() {
+        let a = [1000.0, 1040.0, 960.0, 1010.0, 990.0, 1000.0];
+        let slower: Vec<f64> = a.iter().map(|x| x * 0.8).collect();
+        let mut hogged = builds(&a, &slower);
+        hogged.runs[2].measure.machine = Some(MachineShare {
+            outside: Some(0.5),
+            steal: 0.0,
+        });
+        let hogged = CompareReport::assemble(
+            hogged.environment.clone(),
+            hogged.settings.clone(),
+            Rounds {
+                setups: hogged.setups.clone(),
+                runs: hogged.runs.clone(),
+                ladder: vec!["a".into(), "b".into()],
+                stopped: None,
+            },
+            None,
+            1.0,
+        )
+        .unwrap();
+        assert!(hogged.machine.is_busy());
+        assert_eq!(
+            hogged.steps[1].figure(Metric::Tps).unwrap().change,
+            Change::MachineBusy
+        );
+        // Without the busy window the same figures are a regression.
+        assert_eq!(
+            gate(None, &builds(&a, &slower), &cfg()).unwrap().outcome,
+            GateAnswer::Regression
+        );
+        let v = gate(None, &hogged, &cfg()).unwrap();
+        assert_eq!(v.outcome, GateAnswer::Inconclusive, "{}", v.explanation);
+        assert!(v.explanation.contains("busy machine"), "{}", v.explanation);
+        assert!(
+            v.explanation.contains("b round 2 saturation: 50 %"),
+            "{}",
+            v.explanation
+        );
+    }
+
+    #[test]
+    fn nodes_that_ran_under_other_conditions_are_refused() {
+        let one = |t: &[f64], gas: i64| {
+            let mut r = report(Kind::Live, &[("node", t)], None);
+            r.setups = vec![setup("node", gas)];
+            r
+        };
+        let t = [1000.0, 1010.0, 990.0, 1000.0, 1000.0];
+        let err = format!(
+            "{:#}",
+            gate(Some(&one(&t, 10_000_000)), &one(&t, 30_000_000), &cfg()).unwrap_err()
+        );
+        assert!(
+            err.contains("node block_max_gas: baseline Some(10000000), candidate Some(30000000)"),
+            "{err}"
+        );
+        assert!(gate(Some(&one(&t, 10_000_000)), &one(&t, 10_000_000), &cfg()).is_ok());
     }
 
     #[test]

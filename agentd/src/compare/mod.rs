@@ -8,7 +8,9 @@
 //!   two windows each (saturation, fixed rate), with [`etl`] (a run's logs
 //!   through the etl) and [`profile`] (profiled blocks, differential
 //!   flamegraphs).
-//! - [`report`]: the data model (machine, conditions, steps).
+//! - [`report`]: the data model (machine, conditions, steps);
+//!   [`conditions`]: what each step's node ran under, read from it;
+//!   [`machine`]: whether other processes took the machine meanwhile.
 //! - [`step`]: one step's setup, runs and summary.
 //! - [`summary`]: per-step levels and paired log-ratios with Holm's verdicts
 //!   ([`crate::stats`]).
@@ -16,9 +18,11 @@
 //! - [`gate`](mod@gate): the regression gate's three answers;
 //!   [`verdict`]: what it decided, and why.
 
+pub mod conditions;
 pub mod etl;
 pub mod gate;
 pub mod ladder;
+pub mod machine;
 pub mod profile;
 pub mod render;
 pub mod report;

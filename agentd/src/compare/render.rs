@@ -223,7 +223,57 @@ fn footer(report: &CompareReport) -> Vec<String> {
     lines.push(reference_line(report));
     lines.push(retries_line(report));
     lines.extend(reads_line(report));
+    lines.push(report.machine.describe());
+    lines.extend(cpu_unmeasured(report));
     lines.extend(conditions(report));
+    lines.extend(node_lines(report));
+    lines
+}
+
+/// Why node CPU per transaction is missing, when no step has it.
+fn cpu_unmeasured(report: &CompareReport) -> Option<String> {
+    let measured = report.steps.iter().any(|s| {
+        s.figure(Metric::CpuPerTx)
+            .is_some_and(|f| f.level.is_some())
+    });
+    let why = match report.settings.kind {
+        Kind::Live => "a node given by URL: give --node-pid PID when it runs on this machine",
+        _ => "no fixed-rate window was kept up",
+    };
+    (!measured).then(|| format!("node CPU per transaction: not measured ({why})"))
+}
+
+/// What each step's node ran under, read from it: one line when every step's
+/// node says the same, else one per step; then what could not be read.
+fn node_lines(report: &CompareReport) -> Vec<String> {
+    let described: Vec<(&str, String)> = report
+        .setups
+        .iter()
+        .filter_map(|setup| {
+            let c = setup.conditions.as_ref()?;
+            let block_ms = report
+                .steps
+                .iter()
+                .find(|s| s.step == setup.step)
+                .map(|s| s.block_time_p50_ms);
+            Some((setup.step.as_str(), c.describe(block_ms)))
+        })
+        .collect();
+    let mut lines: Vec<String> = match described.first() {
+        None => vec!["node: its conditions were not read".to_string()],
+        Some((_, first)) if described.iter().all(|(_, d)| d == first) => {
+            vec![format!("node (every step, read from it): {first}")]
+        }
+        Some(_) => described
+            .iter()
+            .map(|(step, d)| format!("node of step {step} (read from it): {d}"))
+            .collect(),
+    };
+    for setup in &report.setups {
+        for why in setup.conditions.iter().flat_map(|c| &c.unread) {
+            lines.push(format!("note: step {}: not read: {why}", setup.step));
+        }
+    }
     lines
 }
 
@@ -363,13 +413,11 @@ fn conditions(report: &CompareReport) -> Vec<String> {
     let clocks: Vec<&str> = clocks.into_iter().map(clock_words).collect();
     vec![
         format!(
-            "machine: {}, {} cores, {:.1} GiB, host {}, kernel {}; feth {}, CometBFT {}",
-            e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version, e.cometbft_version
+            "machine: {}, {} cores, {:.1} GiB, host {}, kernel {}; feth {}",
+            e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version
         ),
         format!(
-            "conditions: {kind}, gas limit {}, timeout_commit {}, {} rounds interleaved, per run {} s saturated at {} tx/s offered ({:.2} × the highest rate a step fell behind at, raised by the pilot while a step kept up) and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
-            s.block_gas_limit,
-            s.timeout_commit,
+            "conditions: {kind}, {} rounds interleaved, per run {} s saturated at {} tx/s offered ({:.2} × the highest rate a step fell behind at, raised by the pilot while a step kept up) and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
             s.rounds,
             s.seconds,
             report.setups.first().map_or("?".to_string(), |x| tps(x.overload_tps)),
@@ -463,6 +511,77 @@ mod tests {
             "machine: Test CPU @ 2.0GHz, 2 cores",
             "6 rounds interleaved",
             "clock: CometBFT header times",
+        ] {
+            assert!(text.contains(part), "{part:?} not in\n{text}");
+        }
+    }
+
+    #[test]
+    fn each_steps_node_is_described_as_read_and_what_was_not_read_is_named() {
+        use crate::compare::conditions::NodeConditions;
+        use crate::compare::report::Kind;
+        use crate::compare::step::StepSetup;
+        use crate::compare::testing::report;
+        let node = |gas: i64, timeout: Option<&str>| NodeConditions {
+            client: "evmd/0.7.0".into(),
+            cometbft: Some("0.39.3".into()),
+            block_max_gas: Some(gas),
+            block_max_bytes: Some(-1),
+            timeout_commit: timeout.map(str::to_string),
+            ..NodeConditions::default()
+        };
+        let setup = |step: &str, c: NodeConditions| StepSetup {
+            step: step.into(),
+            search: String::new(),
+            knee_tps: None,
+            behind_tps: None,
+            overload_tps: 800.0,
+            lower_bound: None,
+            conditions: Some(c),
+        };
+        let t = [100.0, 101.0, 99.0, 100.0, 100.0];
+        let mut live = report(Kind::Live, &[("node", &t)], None);
+        for run in &mut live.runs {
+            run.fixed.as_mut().unwrap().measure.node_cpu_us_per_tx = None;
+        }
+        live = crate::compare::CompareReport::assemble(
+            live.environment.clone(),
+            live.settings.clone(),
+            crate::compare::summary::Rounds {
+                setups: vec![setup("node", node(10_000_000, None))],
+                runs: live.runs.clone(),
+                ladder: vec!["node".into()],
+                stopped: None,
+            },
+            None,
+            1.0,
+        )
+        .unwrap();
+        let text = table(&live);
+        for part in [
+            "node (every step, read from it): evmd/0.7.0; CometBFT 0.39.3",
+            "block gas 10000000, bytes no limit (/consensus_params)",
+            "blocks every 510 ms (median, measured)",
+            "node CPU per transaction: not measured (a node given by URL: give --node-pid",
+            "machine: quiet",
+        ] {
+            assert!(text.contains(part), "{part:?} not in\n{text}");
+        }
+        assert!(
+            !text.contains("150000000"),
+            "a devnet default stated as a fact:\n{text}"
+        );
+        // Two steps whose nodes differ: a line each, and the unread named.
+        let mut two = ladder();
+        let mut b = node(30_000_000, Some("1s"));
+        b.unread.push("/abci_info: refused".into());
+        two.setups = vec![setup("none", node(10_000_000, Some("1s"))), setup("all", b)];
+        let text = table(&two);
+        for part in [
+            "node of step none (read from it): evmd/0.7.0",
+            "node of step all (read from it): evmd/0.7.0; CometBFT 0.39.3; app ?; block gas 30000000",
+            "timeout_commit 1s (config.toml)",
+            "note: step all: not read: /abci_info: refused",
         ] {
             assert!(text.contains(part), "{part:?} not in\n{text}");
         }

@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::machine::{MachineLoad, DEFAULT_MAX_LOST};
 use super::step::{StepRun, StepSetup, StepSummary};
 use crate::saturate::{SearchConfig, StepMeasure};
 
@@ -33,6 +34,10 @@ pub struct CompareReport {
     pub reference: Option<ReferenceRun>,
     /// Why the rounds stopped, with `--until-resolved`.
     pub stopped: Option<String>,
+    /// How much of the machine the windows lost to other processes and
+    /// steal; a busy machine makes every verdict inconclusive.
+    #[serde(default)]
+    pub machine: MachineLoad,
     /// Wall time of the whole comparison, seconds.
     pub wall_secs: f64,
 }
@@ -80,7 +85,8 @@ pub struct Environment {
     pub kernel: String,
     /// Version of feth.
     pub feth_version: String,
-    /// Version of CometBFT the devnets ran.
+    /// Version of CometBFT feth's own devnets run (the pinned one); each
+    /// step's node says its own in its setup's conditions.
     pub cometbft_version: String,
 }
 
@@ -141,10 +147,12 @@ pub enum Kind {
 pub struct Settings {
     /// What the steps differ by.
     pub kind: Kind,
-    /// Block gas limit of every devnet.
-    pub block_gas_limit: u64,
-    /// CometBFT `timeout_commit` of every devnet (e.g. `500ms`).
-    pub timeout_commit: String,
+    /// Block gas limit feth gave its devnets; `None` for a live node, whose
+    /// own is read into each step's conditions.
+    pub block_gas_limit: Option<u64>,
+    /// CometBFT `timeout_commit` feth gave its devnets (e.g. `500ms`);
+    /// `None` for a live node.
+    pub timeout_commit: Option<String>,
     /// Measured seconds per window (each run measures two windows).
     pub seconds: f64,
     /// Load before each measured window, seconds.
@@ -169,6 +177,14 @@ pub struct Settings {
     /// `--until-resolved`: the half-width (share) every step's intervals
     /// were driven to, and the budget in seconds.
     pub until_resolved: Option<(f64, f64)>,
+    /// A window that lost more than this share of the machine to other
+    /// processes and steal makes the comparison inconclusive (0.1: 10 %).
+    #[serde(default = "default_max_lost")]
+    pub max_lost: f64,
+}
+
+fn default_max_lost() -> f64 {
+    DEFAULT_MAX_LOST
 }
 
 /// CometBFT's kvstore application measured under the same conditions.

@@ -74,6 +74,9 @@ pub struct LiveNode {
     pub comet_rpc: Option<String>,
     /// Funded senders.
     pub keys: KeySet,
+    /// PIDs of its processes on this machine, for its CPU per transaction
+    /// and to tell other processes' load from its own (none: not measured).
+    pub node_pids: Vec<u32>,
 }
 
 /// Everything a comparison needs; [`Settings`] is what the report records.
@@ -189,6 +192,7 @@ async fn set_up(
             Some(l) => {
                 let probe = EvmProbeConfig {
                     comet_rpc: l.comet_rpc.clone(),
+                    node_pids: l.node_pids.clone(),
                     warmup: cfg.warmup,
                     scenario: cfg.scenario.clone(),
                     ..EvmProbeConfig::new(vec![l.web3.clone()], l.keys.clone())
@@ -202,9 +206,10 @@ async fn set_up(
             }
         }
         .with_context(|| format!("setting up step {}", step.name))?;
-        let setup = search(&cfg.settings.search, step, &mut node.probe, bar)
+        let mut setup = search(&cfg.settings.search, step, &mut node.probe, bar)
             .await
             .with_context(|| format!("searching step {}'s knee", step.name))?;
+        setup.conditions = Some(node.conditions().await);
         progress::println(bar, format!("step {}: {}", step.name, setup.search));
         node.pause()?;
         nodes.push(node);
@@ -263,6 +268,7 @@ async fn search(
         behind_tps,
         overload_tps: base,
         lower_bound,
+        conditions: None,
     })
 }
 
@@ -566,7 +572,9 @@ async fn reference(
 ) -> Result<ReferenceRun> {
     bar.set_message("reference: CometBFT kvstore");
     let mut kv = KvReferenceConfig::new(dir);
-    kv.node.timeout_commit = settings.timeout_commit.clone();
+    if let Some(t) = &settings.timeout_commit {
+        kv.node.timeout_commit = t.clone();
+    }
     kv.warmup = cfg.warmup;
     let mut probe = KvProbe::start(kv)
         .await
@@ -642,7 +650,18 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
         .fixed
         .as_ref()
         .and_then(|f| f.measure.node_cpu_us_per_tx)
-        .map_or_else(|| "?".to_string(), |c| format!("{c:.0}"));
+        .map_or_else(
+            || "node CPU not measured".to_string(),
+            |c| format!("node {c:.0} µs/tx at the fixed rate"),
+        );
+    let lost = [Some(&run.measure), run.fixed.as_ref().map(|f| &f.measure)]
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.machine.as_ref()?.lost())
+        .reduce(f64::max)
+        .map_or_else(String::new, |l| {
+            format!("  machine lost {:.0} %", l * 100.0)
+        });
     let bound = if run.lower_bound.is_some() {
         " (lower bound)"
     } else {
@@ -651,7 +670,7 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
     progress::println(
         bar,
         format!(
-            "round {} {:<20} {:>8.1} committed tx/s{bound}  block p50 {:>5.0} ms  node {cpu} µs/tx at the fixed rate",
+            "round {} {:<20} {:>8.1} committed tx/s{bound}  block p50 {:>5.0} ms  {cpu}{lost}",
             run.round + 1,
             run.step,
             m.committed_tps,

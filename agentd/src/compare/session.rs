@@ -12,6 +12,7 @@ use std::time::Duration;
 use alloy_primitives::{B256, U256};
 use anyhow::{Context, Result};
 
+use super::conditions::{NodeConditions, CONFIG_KEYS};
 use super::ladder::Step;
 use super::report::Settings;
 use crate::accounts::KeySet;
@@ -46,8 +47,12 @@ impl StepNode {
     ) -> Result<Self> {
         let net = Devnet::start_private(dir, |o| {
             o.patches = step.patches.clone();
-            o.timeout_commit = settings.timeout_commit.clone();
-            o.block_gas_limit = settings.block_gas_limit;
+            if let Some(t) = &settings.timeout_commit {
+                o.timeout_commit = t.clone();
+            }
+            if let Some(gas) = settings.block_gas_limit {
+                o.block_gas_limit = gas;
+            }
             o.abcid = step.abcid.clone();
             o.set.extend(step.comet.iter().cloned());
         })
@@ -101,6 +106,23 @@ impl StepNode {
             comet: Vec::new(),
             paused: false,
         })
+    }
+
+    /// What the node runs under, read from it (for a devnet, its
+    /// `config.toml` too).
+    pub async fn conditions(&self) -> NodeConditions {
+        let web3 = self.probe.web3_url();
+        let config = match &self.net {
+            Some(net) => net.state.cometbft_settings(&CONFIG_KEYS),
+            None => Ok(Vec::new()),
+        };
+        let (config, unread) = match config {
+            Ok(c) => (c, None),
+            Err(e) => (Vec::new(), Some(format!("config.toml: {e:#}"))),
+        };
+        let mut c = NodeConditions::read(web3, self.probe.comet_rpc(), &config).await;
+        c.unread.extend(unread);
+        c
     }
 
     /// Stops the node's processes where they are (SIGSTOP); a live node is

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::conditions::NodeConditions;
 use super::etl::EtlFigures;
 use crate::saturate::{Clock, StepMeasure, WindowExtras};
 use crate::stats::decide::Better;
@@ -28,6 +29,9 @@ pub struct StepSetup {
     /// overload came from the highest rate kept up, and the pilot and the
     /// rounds raise it until the step falls behind.
     pub lower_bound: Option<String>,
+    /// What the step's node ran under, read from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<NodeConditions>,
 }
 
 /// One run: one step measured in one round.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
 
+use super::machine::MachineLoad;
 use super::report::{CompareReport, Environment, ReferenceRun, Settings, SCHEMA};
 use super::step::{Figure, Level, Metric, StepRun, StepSetup, StepSummary};
 
@@ -51,7 +52,11 @@ impl CompareReport {
             ladder,
             stopped,
         } = rounds;
-        let steps = summarise(&runs, &ladder, &setups, reference.as_ref(), settings.floor)?;
+        let mut steps = summarise(&runs, &ladder, &setups, reference.as_ref(), settings.floor)?;
+        let machine = MachineLoad::of(&runs, settings.max_lost);
+        if machine.is_busy() {
+            busy_verdicts(&mut steps);
+        }
         Ok(Self {
             schema: SCHEMA,
             environment,
@@ -61,8 +66,18 @@ impl CompareReport {
             steps,
             reference,
             stopped,
+            machine,
             wall_secs,
         })
+    }
+}
+
+/// Every verdict but the first step's, measured on a busy machine: not
+/// evidence about the chain.
+fn busy_verdicts(steps: &mut [StepSummary]) {
+    for figure in steps.iter_mut().skip(1).flat_map(|s| s.figures.iter_mut()) {
+        figure.change = Change::MachineBusy;
+        figure.change_vs_first = Change::MachineBusy;
     }
 }
 

@@ -3,7 +3,7 @@
 use super::report::{CompareReport, Environment, Kind, ReferenceRun, Settings};
 use super::step::{FixedWindow, StepRun};
 use super::summary::Rounds;
-use crate::saturate::{Clock, SearchConfig, StepMeasure, WindowExtras};
+use crate::saturate::{Clock, MachineShare, SearchConfig, StepMeasure, WindowExtras};
 
 /// A measure committing `tps` with plausible other figures.
 pub fn measure(tps: f64) -> StepMeasure {
@@ -29,6 +29,10 @@ pub fn measure(tps: f64) -> StepMeasure {
         invalid: Some(0),
         gas_per_sec: Some(tps * 21_000.0),
         reads: None,
+        machine: Some(MachineShare {
+            outside: Some(0.01),
+            steal: 0.0,
+        }),
     }
 }
 
@@ -87,8 +91,8 @@ pub fn environment() -> Environment {
 pub fn settings(kind: Kind, rounds: usize) -> Settings {
     Settings {
         kind,
-        block_gas_limit: 150_000_000,
-        timeout_commit: "500ms".to_string(),
+        block_gas_limit: Some(150_000_000),
+        timeout_commit: Some("500ms".to_string()),
         seconds: 10.0,
         warmup_secs: 3.0,
         rounds,
@@ -99,6 +103,7 @@ pub fn settings(kind: Kind, rounds: usize) -> Settings {
         floor: 0.02,
         search: SearchConfig::default(),
         until_resolved: None,
+        max_lost: 0.10,
     }
 }
 

@@ -124,6 +124,21 @@ impl GateVerdict {
         }
     }
 
+    /// The same decision measured on a busy machine: inconclusive whatever
+    /// the figures said, with why (`load` is the report's busy-machine line).
+    pub fn on_busy_machine(mut self, load: &str) -> Self {
+        self.outcome = GateAnswer::Inconclusive;
+        self.rounds_needed = None;
+        self.explanation = format!(
+            "INCONCLUSIVE: step {} against {} ({}): measured on a busy machine. {load}. The figures alone said: {}",
+            self.candidate_step,
+            self.baseline_step,
+            self.metric.label(),
+            self.explanation
+        );
+        self
+    }
+
     fn advice(&self) -> String {
         if self.oriented.rounds < MIN_ROUNDS {
             return format!("a verdict needs at least {MIN_ROUNDS} rounds; run more (--rounds)");

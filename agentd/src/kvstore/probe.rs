@@ -198,6 +198,7 @@ impl KvProbe {
             invalid: Some(blocks.invalid),
             gas_per_sec: None,
             reads: None,
+            machine: None,
         })
     }
 

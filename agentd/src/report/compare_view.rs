@@ -55,10 +55,21 @@ fn ratio(r: Option<LogRatio>) -> String {
 
 fn conditions(c: &CompareReport) -> String {
     let (s, e) = (&c.settings, &c.environment);
-    pairs(&[
-        ("steps differ by", format!("{:?}", s.kind).to_lowercase()),
-        ("block gas limit", s.block_gas_limit.to_string()),
-        ("timeout_commit", s.timeout_commit.clone()),
+    let mut rows = vec![("steps differ by", format!("{:?}", s.kind).to_lowercase())];
+    for setup in &c.setups {
+        let block_ms = c
+            .steps
+            .iter()
+            .find(|x| x.step == setup.step)
+            .map(|x| x.block_time_p50_ms);
+        if let Some(node) = &setup.conditions {
+            rows.push((
+                "node (read from it)",
+                format!("{}: {}", setup.step, node.describe(block_ms)),
+            ));
+        }
+    }
+    rows.extend([
         ("seconds per window", s.seconds.to_string()),
         ("rounds", s.rounds.to_string()),
         ("senders", s.senders.to_string()),
@@ -71,12 +82,11 @@ fn conditions(c: &CompareReport) -> String {
         ("CPU", format!("{} ({} cores)", e.cpu_model, e.cores)),
         ("memory", format!("{:.1} GiB", e.memory_gib)),
         ("host, kernel", format!("{}, {}", e.host, e.kernel)),
-        (
-            "feth, CometBFT",
-            format!("{}, {}", e.feth_version, e.cometbft_version),
-        ),
+        ("feth", e.feth_version.clone()),
+        ("machine load", c.machine.describe()),
         ("wall time", format!("{:.0} s", c.wall_secs)),
-    ])
+    ]);
+    pairs(&rows)
 }
 
 fn ladder_table(c: &CompareReport) -> String {

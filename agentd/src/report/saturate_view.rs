@@ -181,6 +181,7 @@ mod tests {
             invalid: Some(0),
             gas_per_sec: Some(2_100_000.0),
             reads: None,
+            machine: None,
         }
     }
 

@@ -38,7 +38,7 @@ use feth_etl::rpc::Rpc;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::probe::{Clock, Probe, StepMeasure, WindowExtras};
+use super::probe::{Clock, MachineShare, Probe, StepMeasure, WindowExtras};
 use crate::accounts::KeySet;
 use crate::blocks::{self, BlockWindow};
 use crate::eth::EthClient;
@@ -132,6 +132,8 @@ struct Mark {
     slots_full: Duration,
     cpu: Duration,
     node_cpu: Option<Duration>,
+    /// The whole machine's CPU (`None` where `/proc/stat` cannot be read).
+    machine: Option<procstat::MachineCpu>,
     mempool: Option<u64>,
     /// Schedule lag (total, the agent's own) of every first submission so far.
     lag: (LogHist, LogHist),
@@ -189,6 +191,11 @@ impl EvmProbe {
     /// Which clock, read where, and how that was decided.
     pub fn clock_source(&self) -> &str {
         &self.clock_source
+    }
+
+    /// The web3 endpoint blocks are read from (the first).
+    pub fn web3_url(&self) -> &str {
+        self.cfg.endpoints.first().map_or("", String::as_str)
     }
 
     /// The CometBFT RPC in use, if any.
@@ -253,6 +260,7 @@ impl EvmProbe {
             slots_full: s.slots_full,
             cpu: procstat::process_cpu(),
             node_cpu: self.node_cpu()?,
+            machine: procstat::machine_cpu().ok(),
             mempool: None,
             lag: (s.lag_total, s.lag_own),
             latency: s.to_block_time,
@@ -412,8 +420,26 @@ impl EvmProbe {
             invalid: blocks.invalid,
             gas_per_sec,
             reads: None,
+            machine: machine_share(open, close, wall),
         }
     }
+}
+
+/// What the rest of the machine took between two marks `wall` seconds
+/// apart: its busy time less the node's and the agent's, over all its cores.
+fn machine_share(open: &Mark, close: &Mark, wall: f64) -> Option<MachineShare> {
+    let (a, b) = (open.machine?, close.machine?);
+    let capacity = wall * b.cores as f64;
+    let share = |d: Duration| (d.as_secs_f64() / capacity).clamp(0.0, 1.0);
+    let busy = b.busy.saturating_sub(a.busy);
+    let outside = open.node_cpu.zip(close.node_cpu).map(|(n0, n1)| {
+        let ours = n1.saturating_sub(n0) + close.cpu.saturating_sub(open.cpu);
+        share(busy.saturating_sub(ours))
+    });
+    Some(MachineShare {
+        outside,
+        steal: share(b.steal.saturating_sub(a.steal)),
+    })
 }
 
 impl Probe for EvmProbe {

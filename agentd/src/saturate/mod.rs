@@ -9,5 +9,5 @@ pub mod probe;
 pub mod search;
 
 pub use evm::{EvmProbe, EvmProbeConfig};
-pub use probe::{Clock, Probe, StepMeasure, WindowExtras};
+pub use probe::{Clock, MachineShare, Probe, StepMeasure, WindowExtras};
 pub use search::{find_knee, judge, Outcome, SearchConfig, SearchEvent, SearchReport, Verdict};

@@ -79,6 +79,31 @@ pub struct StepMeasure {
     /// the step's whole load, warm-up included; each answer checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads: Option<ReadsReport>,
+    /// What the rest of the machine took over the window; `None` where the
+    /// machine's CPU could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineShare>,
+}
+
+/// The share of the machine (all its cores over a window, 0–1) that went
+/// neither to the node nor to the agent: a window measured on a busy
+/// machine measures the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MachineShare {
+    /// CPU of every other process; `None` when the node's processes are not
+    /// known (a node given by URL without `--node-pid`), so that its CPU
+    /// cannot be told from theirs.
+    pub outside: Option<f64>,
+    /// Time the hypervisor gave to other machines (steal).
+    pub steal: f64,
+}
+
+impl MachineShare {
+    /// The share lost to others: other processes and steal; `None` when the
+    /// other processes could not be told from the node.
+    pub fn lost(&self) -> Option<f64> {
+        self.outside.map(|o| o + self.steal)
+    }
 }
 
 /// What a comparison reads of a step besides its [`StepMeasure`].

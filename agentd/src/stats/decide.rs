@@ -45,6 +45,9 @@ pub enum Change {
     Inconclusive,
     /// Fewer rounds than a verdict needs.
     TooFewRounds,
+    /// Measured while other processes (or the hypervisor) took more of the
+    /// machine than a comparison allows: the figures may be the machine's.
+    MachineBusy,
 }
 
 impl Change {
@@ -57,6 +60,7 @@ impl Change {
             Change::NoChange => "no change",
             Change::Inconclusive => "inconclusive",
             Change::TooFewRounds => "too few rounds",
+            Change::MachineBusy => "inconclusive: busy machine",
         }
     }
 }

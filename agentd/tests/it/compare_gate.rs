@@ -35,6 +35,7 @@ fn measure(tps: f64) -> StepMeasure {
         invalid: Some(0),
         gas_per_sec: Some(tps * 21_000.0),
         reads: None,
+        machine: None,
     }
 }
 
@@ -76,8 +77,8 @@ fn builds(a: &[f64], b: &[f64], cores: usize) -> CompareReport {
     }
     let settings = Settings {
         kind: Kind::Builds,
-        block_gas_limit: 150_000_000,
-        timeout_commit: "500ms".to_string(),
+        block_gas_limit: Some(150_000_000),
+        timeout_commit: Some("500ms".to_string()),
         seconds: 10.0,
         warmup_secs: 3.0,
         rounds: a.len(),
@@ -88,6 +89,7 @@ fn builds(a: &[f64], b: &[f64], cores: usize) -> CompareReport {
         floor: 0.02,
         search: SearchConfig::default(),
         until_resolved: None,
+        max_lost: 0.10,
     };
     let environment = Environment {
         cores,

@@ -67,6 +67,20 @@ fn an_a_a_comparison_finds_no_change() {
         &order[..4],
         [("all", 0), ("all#2", 0), ("all#2", 1), ("all", 1)]
     );
+    // Nothing else ran: the machine was quiet in every window, and each
+    // step's node was asked what it ran under (its config.toml for what RPC
+    // does not say).
+    assert!(!r.machine.is_busy(), "{:?}", r.machine);
+    assert_eq!(r.machine.windows, 10);
+    for setup in &r.setups {
+        let node = setup.conditions.as_ref().expect("conditions read");
+        assert_eq!(node.block_max_gas, Some(150_000_000), "{node:?}");
+        assert!(
+            node.timeout_commit.is_some() && node.mempool.is_some(),
+            "{node:?}"
+        );
+        assert!(node.unread.is_empty(), "{node:?}");
+    }
     // One overload for both steps, and a fixed rate both sustain.
     assert_eq!(r.setups[0].overload_tps, r.setups[1].overload_tps);
     for run in &r.runs {
@@ -109,6 +123,8 @@ fn an_a_a_comparison_finds_no_change() {
         "all#2: committed tx/s ±",
         "5 rounds interleaved",
         "node reads retried after a reset, refusal or timeout: all ",
+        "machine: quiet",
+        "node (every step, read from it): abcid",
     ] {
         assert!(text.contains(part), "{part:?} not in\n{text}");
     }

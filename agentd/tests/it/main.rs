@@ -7,6 +7,7 @@ mod bench_profiler;
 mod bench_stages;
 mod common;
 mod compare_gate;
+mod compare_live;
 mod compare_run;
 mod deploy_manifests;
 mod devnet_network;

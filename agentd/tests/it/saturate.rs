@@ -15,7 +15,7 @@ use feth::saturate::{
 };
 use feth_etl::rpc::Rpc;
 
-use crate::common::{funded, TestNet};
+use crate::common::{funded, Hog, TestNet};
 
 /// The two tests load the machine's two CPUs in ways that would skew each
 /// other: one at a time.
@@ -113,35 +113,6 @@ async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
     assert!(web3.times_ns.iter().all(|t| t % 1_000_000_000 == 0));
     // Each step drained the chain before the next; the last one too.
     assert_eq!(rpc.mempool().await.unwrap().txs, 0);
-}
-
-/// A busy loop pinned to one CPU, killed by PID when dropped.
-struct Hog(std::process::Child);
-
-impl Hog {
-    fn on_cpu(cpu: usize) -> Self {
-        let child = std::process::Command::new("taskset")
-            // The loop ends with the test process (its parent), even
-            // when that is killed and cannot drop it.
-            .args([
-                "-c",
-                &cpu.to_string(),
-                "sh",
-                "-c",
-                "while kill -0 $PPID; do :; done",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("taskset runs");
-        Self(child)
-    }
-}
-
-impl Drop for Hog {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Pins every thread of process `pid` to `cpu`.

@@ -52,10 +52,35 @@ pub enum RpcError {
 pub struct Status {
     /// Chain id.
     pub network: String,
+    /// The node's CometBFT (or Tendermint) version (`node_info.version`).
+    pub version: String,
     /// Latest height.
     pub latest_height: u64,
     /// Earliest height still stored (pruning).
     pub earliest_height: u64,
+    /// Whether the node is still catching up with its peers.
+    pub catching_up: bool,
+}
+
+/// `/consensus_params`: the block limits in force at the latest height.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockParams {
+    /// `block.max_gas`: gas a block may hold; -1 for no limit.
+    pub max_gas: i64,
+    /// `block.max_bytes`: bytes a block may hold; -1 for no limit (CometBFT 1.0).
+    pub max_bytes: i64,
+}
+
+/// `/abci_info`: what the application says of itself (each part empty when
+/// it says nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbciInfo {
+    /// Free text (`data`), e.g. the application's name.
+    pub data: String,
+    /// Its software version (`version`).
+    pub version: String,
+    /// Its protocol version (`app_version`).
+    pub app_version: u64,
 }
 
 /// `/num_unconfirmed_txs`: what waits in the node's mempool.
@@ -99,12 +124,65 @@ struct StatusResult {
 #[derive(Deserialize)]
 struct NodeInfo {
     network: String,
+    #[serde(default)]
+    version: String,
 }
 #[derive(Deserialize)]
 struct SyncInfo {
     latest_block_height: Num,
     #[serde(default)]
     earliest_block_height: Option<Num>,
+    #[serde(default)]
+    catching_up: bool,
+}
+
+#[derive(Deserialize)]
+struct ConsensusParamsResult {
+    consensus_params: ConsensusParams,
+}
+#[derive(Deserialize)]
+struct ConsensusParams {
+    block: BlockLimits,
+}
+#[derive(Deserialize)]
+struct BlockLimits {
+    max_bytes: SignedNum,
+    max_gas: SignedNum,
+}
+
+#[derive(Deserialize)]
+struct AbciInfoResult {
+    response: AbciInfoResponse,
+}
+#[derive(Deserialize)]
+struct AbciInfoResponse {
+    #[serde(default)]
+    data: String,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    app_version: Option<Num>,
+}
+
+/// A signed number as CometBFT writes one (`"-1"`), or a bare number.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum SignedNum {
+    Str(#[serde(deserialize_with = "de_i64_str")] i64),
+    Int(i64),
+}
+
+impl SignedNum {
+    fn get(self) -> i64 {
+        match self {
+            SignedNum::Str(v) | SignedNum::Int(v) => v,
+        }
+    }
+}
+
+fn de_i64_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse().map_err(serde::de::Error::custom)
 }
 
 /// Heights and counts come as JSON strings ("12"); accept numbers too.
@@ -256,8 +334,29 @@ impl Rpc {
         let latest = s.sync_info.latest_block_height.get();
         Ok(Status {
             network: s.node_info.network,
+            version: s.node_info.version,
             latest_height: latest,
             earliest_height: s.sync_info.earliest_block_height.map_or(1, Num::get),
+            catching_up: s.sync_info.catching_up,
+        })
+    }
+
+    /// The block's gas and byte limits in force now (`/consensus_params`).
+    pub async fn block_params(&self) -> Result<BlockParams, RpcError> {
+        let p: ConsensusParamsResult = self.get_json("consensus_params").await?;
+        Ok(BlockParams {
+            max_gas: p.consensus_params.block.max_gas.get(),
+            max_bytes: p.consensus_params.block.max_bytes.get(),
+        })
+    }
+
+    /// What the application says of itself (`/abci_info`).
+    pub async fn abci_info(&self) -> Result<AbciInfo, RpcError> {
+        let i: AbciInfoResult = self.get_json("abci_info").await?;
+        Ok(AbciInfo {
+            data: i.response.data,
+            version: i.response.version,
+            app_version: i.response.app_version.map_or(0, Num::get),
         })
     }
 

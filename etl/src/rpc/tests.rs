@@ -2,7 +2,8 @@
 //! CometBFT: `/blockchain` (newest first, one height pruned),
 //! `/block_results` JSON-RPC batches (at most [`BATCH_LIMIT`] per batch,
 //! a batch of one answered with a bare object, one height failing), and
-//! `/num_unconfirmed_txs` ([`WAITING`] transactions).
+//! `/num_unconfirmed_txs` ([`WAITING`] transactions), and `/status`,
+//! `/consensus_params` and `/abci_info` as CometBFT v0.38 writes them.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{Mempool, Rpc};
+use super::{AbciInfo, BlockParams, Mempool, Rpc};
 use crate::store::{BlockFacts, TimeSource};
 
 /// Requests per batch the fake node accepts.
@@ -126,6 +127,8 @@ async fn serve(mut conn: TcpStream) {
         // CometBFT's shape: `n_txs` is how many are listed (none here), `total` the size.
         json!({"jsonrpc": "2.0", "id": -1, "result": {"n_txs": "0",
             "total": WAITING.to_string(), "total_bytes": "123456", "txs": null}})
+    } else if let Some(result) = node_facts(target) {
+        json!({"jsonrpc": "2.0", "id": -1, "result": result})
     } else {
         let batch: Vec<Value> = serde_json::from_slice(&buf[head_end..]).expect("batch body");
         block_results(&batch)
@@ -136,6 +139,29 @@ async fn serve(mut conn: TcpStream) {
         body.len()
     );
     conn.write_all(reply.as_bytes()).await.expect("write");
+}
+
+/// `/status`, `/consensus_params` and `/abci_info` in CometBFT v0.38.17's
+/// words (as a devnet's node answers, trimmed of what is not read).
+fn node_facts(target: &str) -> Option<Value> {
+    Some(match target {
+        "/status" => json!({
+            "node_info": {"protocol_version": {"p2p": "8", "block": "11", "app": "1"},
+                "network": "feth-devnet", "version": "0.38.17", "moniker": "node0",
+                "other": {"tx_index": "on", "rpc_address": "tcp://127.0.0.1:26657"}},
+            "sync_info": {"latest_block_height": "42", "earliest_block_height": "1",
+                "latest_block_time": header_time(42), "catching_up": true},
+            "validator_info": {"voting_power": "10"}}),
+        "/consensus_params" => json!({"block_height": "42", "consensus_params": {
+            "block": {"max_bytes": "22020096", "max_gas": "10000000"},
+            "evidence": {"max_age_num_blocks": "100000", "max_bytes": "1048576"},
+            "validator": {"pub_key_types": ["ed25519"]}, "version": {"app": "0"},
+            "abci": {"vote_extensions_enable_height": "0"}}}),
+        // An application that leaves `data` empty: the field is omitted.
+        "/abci_info" => json!({"response": {"version": "0.1.0", "app_version": "1",
+            "last_block_height": "42", "last_block_app_hash": "q83vEg=="}}),
+        _ => return None,
+    })
 }
 
 async fn fake_node() -> String {
@@ -205,6 +231,35 @@ async fn mempool_reads_the_waiting_total_not_the_listed_count() {
         Mempool {
             txs: WAITING,
             bytes: 123_456
+        }
+    );
+}
+
+#[tokio::test]
+async fn status_params_and_abci_info_are_read_as_cometbft_writes_them() {
+    let rpc = Rpc::new(&fake_node().await, 5, 3).expect("client");
+    let status = rpc.status().await.expect("status");
+    assert_eq!(
+        (
+            status.version.as_str(),
+            status.latest_height,
+            status.catching_up
+        ),
+        ("0.38.17", 42, true)
+    );
+    assert_eq!(
+        rpc.block_params().await.expect("consensus params"),
+        BlockParams {
+            max_gas: 10_000_000,
+            max_bytes: 22_020_096
+        }
+    );
+    assert_eq!(
+        rpc.abci_info().await.expect("abci info"),
+        AbciInfo {
+            data: String::new(),
+            version: "0.1.0".into(),
+            app_version: 1
         }
     );
 }

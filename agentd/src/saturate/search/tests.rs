@@ -53,6 +53,7 @@ impl Model {
             invalid: Some(0),
             gas_per_sec: Some(committed * 21_000.0),
             reads: None,
+            machine: None,
         }
     }
 }

@@ -2,8 +2,9 @@
 //! that more than noise?
 //!
 //! - [`ladder`]: the steps.
-//! - [`session`]: a step's node kept alive (paused between its windows)
-//!   across the rounds.
+//! - [`node`]: the seam between the round loop and a step's node;
+//!   [`session`]: feth's devnet or a live node behind it, kept alive
+//!   (paused between its windows) across the rounds.
 //! - [`run`]: setting each step up once, then short interleaved rounds of
 //!   two windows each (saturation, fixed rate), with [`etl`] (a run's logs
 //!   through the etl) and [`profile`] (profiled blocks, differential
@@ -23,6 +24,7 @@ pub mod etl;
 pub mod gate;
 pub mod ladder;
 pub mod machine;
+pub mod node;
 pub mod profile;
 pub mod render;
 pub mod report;

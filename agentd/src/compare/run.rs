@@ -34,11 +34,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::etl;
 use super::ladder::Step;
+use super::node::{AfterRun, MeasuredNode};
 use super::profile;
 use super::report::{CompareReport, Environment, ReferenceRun, Settings};
-use super::session::StepNode;
+use super::session::{file_name, StepNode};
 use super::step::Metric;
 use super::step::{FixedWindow, StepRun, StepSetup};
 use super::summary::{summarise, Rounds};
@@ -49,13 +49,10 @@ use crate::load::scenario::Scenario;
 use crate::node_profile;
 use crate::progress;
 use crate::saturate::{
-    find_knee, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, SearchReport,
-    Verdict,
+    find_knee, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent, SearchReport, Verdict,
 };
 use crate::stats::MIN_ROUNDS;
 
-/// Seconds of load under the profiled blocks.
-const PROFILE_SECS: f64 = 5.0;
 /// The fixed rate, as a share of the lowest capacity the pilot measured.
 pub const FIXED_SHARE: f64 = 0.6;
 /// Times the pilot, and again the rounds, may double the overload.
@@ -115,48 +112,15 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let (work, _) = devnet::scratch_dir()?;
     let out = cfg.out.join(format!("compare-{}", unix_seconds()));
     let bar = progress_bar(cfg.progress);
-    let (mut nodes, mut setups) = set_up(cfg, work.path(), &bar).await?;
-    let capacity = pilot(cfg, &mut nodes, &mut setups, &bar).await?;
-    let mut settings = cfg.settings.clone();
-    settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
-    let mut runs: Vec<StepRun> = Vec::new();
-    let (mut rounds, mut saturated, mut raised) = (0, 0, 0);
-    let stopped = loop {
-        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, started) {
-            break why;
-        }
-        let first = runs.len();
-        for i in round_order(cfg.steps.len(), rounds) {
-            let step = &cfg.steps[i];
-            bar.set_message(format!("round {}, step {}", rounds + 1, step.name));
-            let run = one_run(
-                cfg,
-                &settings,
-                &setups[i],
-                &mut nodes[i],
-                step,
-                rounds,
-                &out,
-                &bar,
-            )
-            .await
-            .with_context(|| format!("step {} (round {})", step.name, rounds + 1))?;
-            report_line(&bar, &run);
-            runs.push(run);
-        }
-        rounds += 1;
-        // A round in which a step kept up with the overload does not count:
-        // the overload is doubled and the round run again (its fixed-rate
-        // windows still count).
-        let kept_up = runs[first..].iter().any(|r| r.lower_bound.is_some());
-        if kept_up && raised < PILOT_DOUBLINGS {
-            raised += 1;
-            raise_overload(&mut setups, &bar);
-        } else {
-            saturated += 1;
-        }
-    };
-    settings.rounds = rounds;
+    let start = async |k: usize, step: &Step| start_node(cfg, work.path(), k, step).await;
+    let measured = measure(cfg, start, &out, &bar, started).await?;
+    let Measured {
+        nodes,
+        setups,
+        mut runs,
+        settings,
+        stopped,
+    } = measured;
     drop(nodes);
     let reference = match cfg.reference {
         true => Some(reference(cfg, &settings, &work.path().join("kvstore"), &bar).await?),
@@ -179,34 +143,114 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     )
 }
 
-/// Every step's node, started, funded and searched once, then paused.
-async fn set_up(
+/// Step `k`'s node: a devnet of its own in `work`, or the live node.
+async fn start_node(cfg: &CompareConfig, work: &Path, k: usize, step: &Step) -> Result<StepNode> {
+    match &cfg.live {
+        Some(l) => {
+            let probe = EvmProbeConfig {
+                comet_rpc: l.comet_rpc.clone(),
+                node_pids: l.node_pids.clone(),
+                warmup: cfg.warmup,
+                scenario: cfg.scenario.clone(),
+                ..EvmProbeConfig::new(vec![l.web3.clone()], l.keys.clone())
+            };
+            StepNode::live(probe).await
+        }
+        None => {
+            let dir = work.join(format!("step-{k}"));
+            let scenario = cfg.scenario.clone();
+            StepNode::start(step, &cfg.settings, cfg.warmup, scenario, &dir).await
+        }
+    }
+}
+
+/// What the rounds measured, with the nodes still alive.
+pub(crate) struct Measured<N> {
+    /// Every step's node, paused.
+    pub nodes: Vec<N>,
+    /// Every step's setup.
+    pub setups: Vec<StepSetup>,
+    /// Every run, in the order it ran.
+    pub runs: Vec<StepRun>,
+    /// The settings, with the fixed rate and the rounds filled in.
+    pub settings: Settings,
+    /// Why the rounds stopped, with `until_resolved`.
+    pub stopped: Option<String>,
+}
+
+/// The comparison over any nodes: each started by `start` and set up, the
+/// pilot, then the rounds until [`stop_reason`] says so.
+pub(crate) async fn measure<N: MeasuredNode>(
     cfg: &CompareConfig,
-    work: &Path,
+    start: impl AsyncFnMut(usize, &Step) -> Result<N>,
+    out: &Path,
     bar: &ProgressBar,
-) -> Result<(Vec<StepNode>, Vec<StepSetup>)> {
+    started: Instant,
+) -> Result<Measured<N>> {
+    let (mut nodes, mut setups) = set_up(cfg, start, bar).await?;
+    let capacity = pilot(cfg, &mut nodes, &mut setups, bar).await?;
+    let mut settings = cfg.settings.clone();
+    settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
+    let mut runs: Vec<StepRun> = Vec::new();
+    let (mut rounds, mut saturated, mut raised) = (0, 0, 0);
+    let stopped = loop {
+        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, started) {
+            break why;
+        }
+        let first = runs.len();
+        for i in round_order(cfg.steps.len(), rounds) {
+            let step = &cfg.steps[i];
+            bar.set_message(format!("round {}, step {}", rounds + 1, step.name));
+            let at = Run {
+                cfg,
+                settings: &settings,
+                setup: &setups[i],
+                step,
+                round: rounds,
+                out,
+                bar,
+            };
+            let run = one_run(&at, &mut nodes[i])
+                .await
+                .with_context(|| format!("step {} (round {})", step.name, rounds + 1))?;
+            report_line(bar, &run);
+            runs.push(run);
+        }
+        rounds += 1;
+        // A round in which a step kept up with the overload does not count:
+        // the overload is doubled and the round run again (its fixed-rate
+        // windows still count).
+        let kept_up = runs[first..].iter().any(|r| r.lower_bound.is_some());
+        if kept_up && raised < PILOT_DOUBLINGS {
+            raised += 1;
+            raise_overload(&mut setups, bar);
+        } else {
+            saturated += 1;
+        }
+    };
+    settings.rounds = rounds;
+    Ok(Measured {
+        nodes,
+        setups,
+        runs,
+        settings,
+        stopped,
+    })
+}
+
+/// Every step's node, started, searched once and read, then paused.
+async fn set_up<N: MeasuredNode>(
+    cfg: &CompareConfig,
+    mut start: impl AsyncFnMut(usize, &Step) -> Result<N>,
+    bar: &ProgressBar,
+) -> Result<(Vec<N>, Vec<StepSetup>)> {
     let (mut nodes, mut setups) = (Vec::new(), Vec::new());
     for (k, step) in cfg.steps.iter().enumerate() {
         bar.set_message(format!("setting up step {}", step.name));
-        let mut node = match &cfg.live {
-            Some(l) => {
-                let probe = EvmProbeConfig {
-                    comet_rpc: l.comet_rpc.clone(),
-                    node_pids: l.node_pids.clone(),
-                    warmup: cfg.warmup,
-                    scenario: cfg.scenario.clone(),
-                    ..EvmProbeConfig::new(vec![l.web3.clone()], l.keys.clone())
-                };
-                StepNode::live(probe).await
-            }
-            None => {
-                let dir = work.join(format!("step-{k}"));
-                let scenario = cfg.scenario.clone();
-                StepNode::start(step, &cfg.settings, cfg.warmup, scenario, &dir).await
-            }
-        }
-        .with_context(|| format!("setting up step {}", step.name))?;
-        let mut setup = search(&cfg.settings.search, step, &mut node.probe, bar)
+        let mut node = start(k, step)
+            .await
+            .with_context(|| format!("setting up step {}", step.name))?;
+        let mut setup = search(&cfg.settings.search, step, &mut node, bar)
             .await
             .with_context(|| format!("searching step {}'s knee", step.name))?;
         setup.conditions = Some(node.conditions().await);
@@ -231,7 +275,7 @@ async fn set_up(
 async fn search(
     search: &SearchConfig,
     step: &Step,
-    probe: &mut EvmProbe,
+    probe: &mut impl Probe,
     bar: &ProgressBar,
 ) -> Result<StepSetup> {
     let report = find_knee(probe, search, |event| {
@@ -278,9 +322,9 @@ async fn search(
 /// saturates even where a short search step misjudged a step's knee. Gives
 /// each step's committed TPS in the last pilot window: its capacity, a
 /// measurement, from which the fixed rate is chosen.
-async fn pilot(
+async fn pilot<N: MeasuredNode>(
     cfg: &CompareConfig,
-    nodes: &mut [StepNode],
+    nodes: &mut [N],
     setups: &mut [StepSetup],
     bar: &ProgressBar,
 ) -> Result<Vec<f64>> {
@@ -291,7 +335,7 @@ async fn pilot(
         for (node, step) in nodes.iter_mut().zip(&cfg.steps) {
             bar.set_message(format!("pilot: step {} at {rate:.0} tx/s", step.name));
             node.resume()?;
-            let m = node.probe.step(rate, cfg.settings.seconds).await;
+            let m = node.step(rate, cfg.settings.seconds).await;
             node.pause()?;
             committed.push(
                 m.with_context(|| format!("pilot window of step {}", step.name))?
@@ -408,25 +452,25 @@ fn widest_half_width(steps: &[super::step::StepSummary]) -> Option<f64> {
     Some(widest)
 }
 
-/// One step in one round: resume, the two windows, profile (first round), pause.
-#[allow(clippy::too_many_arguments)]
-async fn one_run(
-    cfg: &CompareConfig,
-    settings: &Settings,
-    setup: &StepSetup,
-    node: &mut StepNode,
-    step: &Step,
+/// Where a run stands: the comparison, the step and its round.
+struct Run<'a> {
+    cfg: &'a CompareConfig,
+    settings: &'a Settings,
+    setup: &'a StepSetup,
+    step: &'a Step,
     round: usize,
-    out: &Path,
-    bar: &ProgressBar,
-) -> Result<StepRun> {
+    out: &'a Path,
+    bar: &'a ProgressBar,
+}
+
+/// One step in one round: resume, the two windows, what the node records
+/// after them (the etl; profiles in the first round), pause.
+async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun> {
     node.resume()?;
-    let retried_before = node.probe.rpc_retries();
-    let (measure, extras) = node
-        .probe
-        .step_with_extras(setup.overload_tps, settings.seconds)
-        .await?;
-    let tolerance = settings.search.tolerance;
+    let retried_before = node.rpc_retries();
+    let overload = at.setup.overload_tps;
+    let (measure, extras) = node.window(overload, at.settings.seconds).await?;
+    let tolerance = at.settings.search.tolerance;
     // Whatever the search found, a window that fell behind the overload
     // measured the step's capacity; one that kept up is a lower bound.
     let lower_bound =
@@ -436,41 +480,41 @@ async fn one_run(
                 measure.committed_tps, measure.offered_tps
             )
         });
-    let (fixed, fixed_extras) = node
-        .probe
-        .step_with_extras(settings.fixed_rate, settings.seconds)
-        .await?;
+    let rate = at.settings.fixed_rate;
+    let (fixed, fixed_extras) = node.window(rate, at.settings.seconds).await?;
     let off_rate = (fixed.committed_tps < (1.0 - tolerance) * fixed.offered_tps).then(|| {
         format!(
             "committed {:.0} of {:.0} tx/s: behind the fixed rate",
             fixed.committed_tps, fixed.offered_tps
         )
     });
-    let (etl, profiles) = match &node.net {
-        Some(net) => {
-            let etl =
-                etl::window(&net.state, measure.first_height + 1, measure.last_height).await?;
-            let profiles = match round == 0 && cfg.profile_blocks > 0 {
-                true => profiled(cfg, node, step, setup.overload_tps, out, bar).await?,
-                false => Profiles::default(),
-            };
-            (Some(etl), profiles)
-        }
-        None => (None, Profiles::default()),
+    let profile_blocks = match at.round {
+        0 => at.cfg.profile_blocks,
+        _ => 0,
     };
-    let rpc_retries = node.probe.rpc_retries().saturating_sub(retried_before);
+    let records = node
+        .after_run(AfterRun {
+            step: at.step,
+            window: &measure,
+            profile_blocks,
+            rate: overload,
+            out: at.out,
+            bar: at.bar,
+        })
+        .await?;
+    let rpc_retries = node.rpc_retries().saturating_sub(retried_before);
     node.pause()?;
     let mut measure = measure;
-    if let Some(e) = &etl {
+    if let Some(e) = &records.etl {
         measure.valid = e.valid;
         measure.invalid = Some(e.invalid);
     }
     Ok(StepRun {
-        step: step.name.clone(),
-        patches: step.patches.clone(),
-        comet: node.comet.clone(),
-        node: node.version.clone(),
-        round,
+        step: at.step.name.clone(),
+        patches: at.step.patches.clone(),
+        comet: node.comet().to_vec(),
+        node: node.version().to_string(),
+        round: at.round,
         measure,
         extras,
         lower_bound,
@@ -479,81 +523,13 @@ async fn one_run(
             extras: fixed_extras,
             off_rate,
         }),
-        etl,
-        flamegraph: profiles.abcid,
+        etl: records.etl,
+        flamegraph: records.abcid,
         diff_flamegraph: None,
-        cometbft_profile: profiles.cometbft,
-        node_profile: profiles.node,
+        cometbft_profile: records.cometbft,
+        node_profile: records.node,
         node_diff_flamegraph: None,
         rpc_retries,
-    })
-}
-
-/// The folders of a step's profiles; each is `None` when not taken.
-#[derive(Debug, Default)]
-struct Profiles {
-    /// abcid's block profiles.
-    abcid: Option<PathBuf>,
-    /// CometBFT's capture.
-    cometbft: Option<PathBuf>,
-    /// The whole node's profile, of both.
-    node: Option<PathBuf>,
-}
-
-/// Profiles a few blocks of the step under `rate`: abcid's block profiles
-/// (under `<out>/<step>/`), CometBFT's own CPU over the same load (under
-/// `<out>/cometbft/<step>/`) and the whole node's profile of both (in
-/// `<out>/node/<step>/`). What could not be taken is left out with a
-/// warning; the comparison goes on.
-async fn profiled(
-    cfg: &CompareConfig,
-    node: &mut StepNode,
-    step: &Step,
-    rate: f64,
-    out: &Path,
-    bar: &ProgressBar,
-) -> Result<Profiles> {
-    let Some(net) = &node.net else {
-        return Ok(Profiles::default());
-    };
-    let state = net.state.clone();
-    let folder = file_name(&step.name);
-    let (abcid_dir, comet_dir) = (out.join(&folder), out.join("cometbft").join(&folder));
-    let load = node.probe.step(rate, PROFILE_SECS);
-    let abcid = profile::capture(&state, cfg.profile_blocks, &abcid_dir, load);
-    let comet = profile::capture_cometbft(&state, &comet_dir);
-    let (abcid, comet) = tokio::join!(abcid, comet);
-    let warn = |what: &str, why: String| {
-        progress::println(
-            bar,
-            format!("warning: step {}: no {what}: {why}", step.name),
-        );
-    };
-    let abcid = match abcid? {
-        profile::Captured::Profiles(dir) => Some(dir),
-        profile::Captured::Nothing(why) => {
-            warn("flamegraph", why);
-            None
-        }
-    };
-    let (cometbft, window) = comet
-        .map_err(|e| warn("CometBFT profile", format!("{e:#}")))
-        .ok()
-        .unzip();
-    let node = match (&abcid, window) {
-        (Some(abcid), Some(window)) => {
-            let title = format!("step {}: the whole node, abcid and CometBFT", step.name);
-            let dir = out.join("node").join(&folder);
-            profile::whole_node(abcid, window, &dir, &title)
-                .map_err(|e| warn("whole-node profile", format!("{e:#}")))
-                .ok()
-        }
-        _ => None,
-    };
-    Ok(Profiles {
-        abcid,
-        cometbft,
-        node,
     })
 }
 
@@ -626,11 +602,6 @@ fn diff_flamegraphs(runs: &mut [StepRun], steps: &[Step], out: &Path) -> Result<
     Ok(())
 }
 
-/// A step name as a file name (`+rwlock` → `plus-rwlock`).
-fn file_name(step: &str) -> String {
-    step.replace('+', "plus-").replace(['/', ' ', '#'], "_")
-}
-
 fn progress_bar(visible: bool) -> ProgressBar {
     if !visible {
         return ProgressBar::hidden();
@@ -683,11 +654,195 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{fixed_rate, round_order, stop_reason, CompareConfig};
-    use crate::compare::ladder::ladder;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use anyhow::Result;
+    use indicatif::ProgressBar;
+
+    use super::{fixed_rate, measure, round_order, stop_reason, CompareConfig, Measured};
+    use crate::compare::conditions::NodeConditions;
+    use crate::compare::ladder::{ladder, Step};
+    use crate::compare::node::MeasuredNode;
     use crate::compare::report::Kind;
     use crate::compare::step::StepRun;
-    use crate::compare::testing::{run, settings};
+    use crate::compare::testing::{extras, run, settings};
+    use crate::saturate::{Probe, StepMeasure, WindowExtras};
+
+    /// A model node: it commits what it is offered up to its capacity, which
+    /// becomes `later` after `windows_before` windows (a step whose short
+    /// search misjudged its knee). Every window checks that this node, and
+    /// no other, is running.
+    struct Model {
+        name: String,
+        capacity: f64,
+        later: f64,
+        windows_before: usize,
+        windows: usize,
+        paused: bool,
+        running: Arc<AtomicUsize>,
+        log: Arc<Mutex<Vec<(String, f64)>>>,
+    }
+
+    impl Model {
+        fn committed(&mut self, rate: f64) -> StepMeasure {
+            assert!(!self.paused, "{} measured while paused", self.name);
+            assert_eq!(
+                self.running.load(Ordering::SeqCst),
+                1,
+                "{}: another node runs",
+                self.name
+            );
+            self.windows += 1;
+            let cap = match self.windows > self.windows_before {
+                true => self.later,
+                false => self.capacity,
+            };
+            self.log.lock().unwrap().push((self.name.clone(), rate));
+            StepMeasure {
+                offered_tps: rate,
+                sent_tps: rate,
+                ..crate::compare::testing::measure(rate.min(cap))
+            }
+        }
+    }
+
+    impl Probe for Model {
+        async fn step(&mut self, rate: f64, _seconds: f64) -> Result<StepMeasure> {
+            Ok(self.committed(rate))
+        }
+    }
+
+    impl MeasuredNode for Model {
+        async fn window(&mut self, rate: f64, _: f64) -> Result<(StepMeasure, WindowExtras)> {
+            let m = self.committed(rate);
+            let e = extras(m.committed_tps);
+            Ok((m, e))
+        }
+        fn pause(&mut self) -> Result<()> {
+            assert!(!self.paused, "{} paused twice", self.name);
+            self.paused = true;
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn resume(&mut self) -> Result<()> {
+            assert!(self.paused, "{} resumed twice", self.name);
+            self.paused = false;
+            self.running.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn version(&self) -> &str {
+            "model/1"
+        }
+        fn comet(&self) -> &[String] {
+            &[]
+        }
+        async fn conditions(&self) -> NodeConditions {
+            NodeConditions {
+                client: "model/1".into(),
+                ..NodeConditions::default()
+            }
+        }
+    }
+
+    /// Runs `cfg`'s comparison on models of `(capacity, later, windows_before)`.
+    async fn on_models(
+        cfg: &CompareConfig,
+        models: &[(f64, f64, usize)],
+    ) -> (Measured<Model>, Vec<(String, f64)>) {
+        let running = Arc::new(AtomicUsize::new(0));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let start = async |k: usize, step: &Step| {
+            running.fetch_add(1, Ordering::SeqCst);
+            let (capacity, later, windows_before) = models[k];
+            Ok(Model {
+                name: step.name.clone(),
+                capacity,
+                later,
+                windows_before,
+                windows: 0,
+                paused: false,
+                running: running.clone(),
+                log: log.clone(),
+            })
+        };
+        let bar = ProgressBar::hidden();
+        let measured = measure(cfg, start, "out".as_ref(), &bar, Instant::now())
+            .await
+            .unwrap();
+        assert_eq!(running.load(Ordering::SeqCst), 0, "a node left running");
+        let log = log.lock().unwrap().clone();
+        (measured, log)
+    }
+
+    #[tokio::test]
+    async fn rounds_interleave_on_one_overload_with_only_the_measured_node_running() {
+        let cfg = config(None, 5);
+        let (m, log) = on_models(&cfg, &[(1000.0, 1000.0, 0), (1500.0, 1500.0, 0)]).await;
+        assert!(m.nodes.iter().all(|n| n.paused));
+        assert_eq!(m.settings.rounds, 5);
+        let order: Vec<(&str, usize)> = m.runs.iter().map(|r| (r.step.as_str(), r.round)).collect();
+        assert_eq!(
+            &order[..4],
+            [("none", 0), ("all", 0), ("all", 1), ("none", 1)]
+        );
+        // One overload, above what either commits; the fixed rate is 0.6 ×
+        // the lower capacity the pilot measured.
+        let overload = m.setups[0].overload_tps;
+        assert!(m.setups.iter().all(|s| s.overload_tps == overload) && overload > 1500.0);
+        assert!(
+            (m.settings.fixed_rate - 600.0).abs() < 1e-9,
+            "{}",
+            m.settings.fixed_rate
+        );
+        for r in &m.runs {
+            assert_eq!(
+                (r.measure.offered_tps, r.lower_bound.as_deref()),
+                (overload, None)
+            );
+        }
+        // Every window of the rounds ran at the overload or the fixed rate.
+        let rounds_windows = log.iter().rev().take(20);
+        assert!(rounds_windows
+            .into_iter()
+            .all(|(_, r)| *r == overload || *r == 600.0));
+        assert!(m.setups.iter().all(|s| s.conditions.is_some()));
+    }
+
+    #[tokio::test]
+    async fn a_misjudged_knee_doubles_the_pilots_overload() {
+        let cfg = config(None, 5);
+        // Step `all` commits four times its searched capacity from the pilot on.
+        let searched = |m: &Measured<Model>| m.setups[1].knee_tps.unwrap();
+        let (m, _) = on_models(&cfg, &[(1000.0, 1000.0, 0), (1000.0, 4000.0, 6)]).await;
+        let knee = searched(&m);
+        assert!(knee < 1100.0, "the search saw the old capacity: {knee}");
+        let overload = m.setups[0].overload_tps;
+        assert!(
+            overload > 4000.0,
+            "the pilot raised the overload above 4,000: {overload}"
+        );
+        assert!(m.runs.iter().all(|r| r.lower_bound.is_none()));
+    }
+
+    #[tokio::test]
+    async fn a_round_a_step_kept_up_in_is_run_again_at_a_doubled_overload() {
+        let cfg = config(None, 5);
+        // `all` gains capacity after the pilot: its first round keeps up.
+        let (m, _) = on_models(&cfg, &[(1000.0, 1000.0, 0), (1000.0, 1e6, 7)]).await;
+        let kept_up = m.runs.iter().filter(|r| r.lower_bound.is_some()).count();
+        assert!(kept_up >= 1, "{:?}", m.runs);
+        // The rounds that kept up do not count: 5 saturated rounds were run
+        // besides them, up to the four doublings allowed.
+        assert!(
+            m.settings.rounds > 5 && m.settings.rounds <= 5 + 4,
+            "{}",
+            m.settings.rounds
+        );
+        let first = m.runs.first().unwrap().measure.offered_tps;
+        let last = m.runs.last().unwrap().measure.offered_tps;
+        assert!(last >= 2.0 * first, "{first} → {last}");
+    }
 
     fn config(until: Option<(f64, f64)>, max_rounds: usize) -> CompareConfig {
         let mut settings = settings(Kind::Patches, 0);

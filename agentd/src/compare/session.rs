@@ -14,12 +14,18 @@ use anyhow::{Context, Result};
 
 use super::conditions::{NodeConditions, CONFIG_KEYS};
 use super::ladder::Step;
+use super::node::{AfterRun, MeasuredNode, RunRecords};
 use super::report::Settings;
+use super::{etl, profile};
 use crate::accounts::KeySet;
 use crate::devnet::Devnet;
 use crate::eth::EthClient;
 use crate::load::scenario::Scenario;
-use crate::saturate::{EvmProbe, EvmProbeConfig};
+use crate::progress;
+use crate::saturate::{EvmProbe, EvmProbeConfig, Probe, StepMeasure, WindowExtras};
+
+/// Seconds of load under the profiled blocks.
+const PROFILE_SECS: f64 = 5.0;
 
 /// A step's devnet with its probe.
 pub struct StepNode {
@@ -108,38 +114,6 @@ impl StepNode {
         })
     }
 
-    /// What the node runs under, read from it (for a devnet, its
-    /// `config.toml` too).
-    pub async fn conditions(&self) -> NodeConditions {
-        let web3 = self.probe.web3_url();
-        let config = match &self.net {
-            Some(net) => net.state.cometbft_settings(&CONFIG_KEYS),
-            None => Ok(Vec::new()),
-        };
-        let (config, unread) = match config {
-            Ok(c) => (c, None),
-            Err(e) => (Vec::new(), Some(format!("config.toml: {e:#}"))),
-        };
-        let mut c = NodeConditions::read(web3, self.probe.comet_rpc(), &config).await;
-        c.unread.extend(unread);
-        c
-    }
-
-    /// Stops the node's processes where they are (SIGSTOP); a live node is
-    /// left alone.
-    pub fn pause(&mut self) -> Result<()> {
-        self.signal(libc::SIGSTOP)?;
-        self.paused = true;
-        Ok(())
-    }
-
-    /// Lets them go on (SIGCONT).
-    pub fn resume(&mut self) -> Result<()> {
-        self.signal(libc::SIGCONT)?;
-        self.paused = false;
-        Ok(())
-    }
-
     fn signal(&self, sig: libc::c_int) -> Result<()> {
         let Some(net) = &self.net else {
             return Ok(());
@@ -157,6 +131,136 @@ impl StepNode {
         }
         Ok(())
     }
+}
+
+impl Probe for StepNode {
+    async fn step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
+        self.probe.step(rate, seconds).await
+    }
+
+    fn rpc_retries(&self) -> u64 {
+        self.probe.rpc_retries()
+    }
+}
+
+impl MeasuredNode for StepNode {
+    async fn window(&mut self, rate: f64, seconds: f64) -> Result<(StepMeasure, WindowExtras)> {
+        self.probe.step_with_extras(rate, seconds).await
+    }
+
+    /// Stops the devnet's processes where they are (SIGSTOP); a live node
+    /// is left alone.
+    fn pause(&mut self) -> Result<()> {
+        self.signal(libc::SIGSTOP)?;
+        self.paused = true;
+        Ok(())
+    }
+
+    /// Lets them go on (SIGCONT).
+    fn resume(&mut self) -> Result<()> {
+        self.signal(libc::SIGCONT)?;
+        self.paused = false;
+        Ok(())
+    }
+
+    fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn comet(&self) -> &[String] {
+        &self.comet
+    }
+
+    /// Read from the node; for a devnet, its `config.toml` too.
+    async fn conditions(&self) -> NodeConditions {
+        let config = match &self.net {
+            Some(net) => net.state.cometbft_settings(&CONFIG_KEYS),
+            None => Ok(Vec::new()),
+        };
+        let (config, unread) = match config {
+            Ok(c) => (c, None),
+            Err(e) => (Vec::new(), Some(format!("config.toml: {e:#}"))),
+        };
+        let web3 = self.probe.web3_url();
+        let mut c = NodeConditions::read(web3, self.probe.comet_rpc(), &config).await;
+        c.unread.extend(unread);
+        c
+    }
+
+    /// A devnet's logs through the etl, and its profiles when asked; a
+    /// live node's logs are not feth's to read.
+    async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
+        let Some(net) = &self.net else {
+            return Ok(RunRecords::default());
+        };
+        let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
+        let etl = etl::window(&net.state, first, last).await?;
+        let records = match ctx.profile_blocks > 0 {
+            true => self.profiled(&ctx).await?,
+            false => RunRecords::default(),
+        };
+        Ok(RunRecords {
+            etl: Some(etl),
+            ..records
+        })
+    }
+}
+
+impl StepNode {
+    /// Profiles a few blocks of the step under the overload: abcid's block
+    /// profiles (under `<out>/<step>/`), CometBFT's own CPU over the same
+    /// load (under `<out>/cometbft/<step>/`) and the whole node's profile
+    /// of both (in `<out>/node/<step>/`). What could not be taken is left
+    /// out with a warning; the comparison goes on.
+    async fn profiled(&mut self, ctx: &AfterRun<'_>) -> Result<RunRecords> {
+        let Some(net) = &self.net else {
+            return Ok(RunRecords::default());
+        };
+        let state = net.state.clone();
+        let folder = file_name(&ctx.step.name);
+        let abcid_dir = ctx.out.join(&folder);
+        let comet_dir = ctx.out.join("cometbft").join(&folder);
+        let load = self.probe.step(ctx.rate, PROFILE_SECS);
+        let abcid = profile::capture(&state, ctx.profile_blocks, &abcid_dir, load);
+        let comet = profile::capture_cometbft(&state, &comet_dir);
+        let (abcid, comet) = tokio::join!(abcid, comet);
+        let warn = |what: &str, why: String| {
+            let step = &ctx.step.name;
+            progress::println(ctx.bar, format!("warning: step {step}: no {what}: {why}"));
+        };
+        let abcid = match abcid? {
+            profile::Captured::Profiles(dir) => Some(dir),
+            profile::Captured::Nothing(why) => {
+                warn("flamegraph", why);
+                None
+            }
+        };
+        let (cometbft, window) = comet
+            .map_err(|e| warn("CometBFT profile", format!("{e:#}")))
+            .ok()
+            .unzip();
+        let node = match (&abcid, window) {
+            (Some(abcid), Some(window)) => {
+                let title = format!("step {}: the whole node, abcid and CometBFT", ctx.step.name);
+                let dir = ctx.out.join("node").join(&folder);
+                profile::whole_node(abcid, window, &dir, &title)
+                    .map_err(|e| warn("whole-node profile", format!("{e:#}")))
+                    .ok()
+            }
+            _ => None,
+        };
+        Ok(RunRecords {
+            etl: None,
+            abcid,
+            cometbft,
+            node,
+        })
+    }
+}
+
+/// A step name as a file name (`+rwlock` → `plus-rwlock`).
+pub fn file_name(step: &str) -> String {
+    step.replace('+', "plus-").replace(['/', ' ', '#'], "_")
 }
 
 impl Drop for StepNode {

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::step::StepRun;
+use crate::saturate::evm::larger_count;
 use crate::saturate::{MachineShare, StepMeasure};
 
 /// The share of the machine a window may lose to others before the
@@ -50,12 +51,12 @@ impl MachineLoad {
     fn add(&mut self, run: &StepRun, window: &str, m: &StepMeasure) {
         self.windows += 1;
         let steal = m.machine.map(|s| s.steal);
-        self.worst_steal = max(self.worst_steal, steal);
+        self.worst_steal = larger_count(self.worst_steal, steal);
         let Some(lost) = m.machine.as_ref().and_then(MachineShare::lost) else {
             self.unmeasured += 1;
             return;
         };
-        self.worst_lost = max(self.worst_lost, Some(lost));
+        self.worst_lost = larger_count(self.worst_lost, Some(lost));
         if lost > self.max_lost {
             self.busy.push(format!(
                 "{} round {} {window}: {:.0} %",
@@ -97,13 +98,6 @@ impl MachineLoad {
             ));
         }
         line
-    }
-}
-
-fn max(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
     }
 }
 

@@ -466,10 +466,11 @@ async fn prepare_on(client: &EthClient, keys: &KeySet, scenario: &Scenario) -> R
         .with_context(|| format!("deploying the contracts of the scenario {}", scenario.name))
 }
 
-/// The larger of two mempool counts, of those known.
-fn larger_count(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+/// The larger of two figures, of those known (two mempool counts, two
+/// windows' shares of the machine).
+pub(crate) fn larger_count<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
+        (Some(a), Some(b)) => Some(if b > a { b } else { a }),
         (a, b) => a.or(b),
     }
 }
@@ -486,6 +487,6 @@ mod tests {
         assert_eq!(larger_count(Some(300), Some(0)), Some(300));
         assert_eq!(larger_count(None, Some(7)), Some(7));
         assert_eq!(larger_count(Some(7), None), Some(7));
-        assert_eq!(larger_count(None, None), None);
+        assert_eq!(larger_count::<u64>(None, None), None);
     }
 }

@@ -31,10 +31,10 @@ test: export CARGO_INCREMENTAL = 0
 test: setup-test lint
 	$(CARGO) bench --workspace --no-run --profile dev
 	$(CARGO) test --workspace --no-fail-fast -- --include-ignored --test-threads 1
-	$(MAKE) fuzz FUZZ_SECONDS=20
+	$(MAKE) fuzz FUZZ_SECONDS=10
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECONDS each (`make test` runs
-# them for 20 s). cargo-fuzz is installed (pinned) when missing. Its flags
+# them for 10 s). cargo-fuzz is installed (pinned) when missing. Its flags
 # (-Z, sanitizer coverage) are nightly-only: RUSTC_BOOTSTRAP=1 lets the
 # stable compiler take them, so no nightly toolchain is needed. No
 # sanitizer: the targets look for panics and disagreements in safe Rust.

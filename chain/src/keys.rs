@@ -16,7 +16,7 @@ pub fn address_of(key: &SecretKey) -> Address {
 }
 
 /// Parses a hex private key (`0x` optional, surrounding white space ignored).
-pub(crate) fn parse_key(text: &str) -> Result<SecretKey> {
+pub fn parse_key(text: &str) -> Result<SecretKey> {
     let text = text.trim();
     let hex_part = text.strip_prefix("0x").unwrap_or(text);
     let bytes: [u8; 32] = hex::decode(hex_part)

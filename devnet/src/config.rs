@@ -27,7 +27,7 @@ pub(crate) fn set_key(doc: &mut toml::Table, dotted: &str, value: toml::Value) -
 }
 
 /// The value of the dotted key `dotted` (`mempool.size`) in `doc`.
-fn get_key<'a>(doc: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
+pub(crate) fn get_key<'a>(doc: &'a toml::Table, dotted: &str) -> Option<&'a toml::Value> {
     let mut parts = dotted.split('.');
     let mut value = parts.next().and_then(|first| doc.get(first));
     for part in parts {

@@ -14,6 +14,7 @@ pub mod links;
 pub mod network;
 mod ports;
 pub mod process;
+pub mod recipe;
 #[cfg(feature = "test-utils")]
 pub mod testnet;
 pub mod tools;

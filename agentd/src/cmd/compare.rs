@@ -21,6 +21,7 @@ use crate::compare::{
     self, render, CompareReport, GateConfig, GateVerdict, Kind, Metric, Settings,
 };
 use crate::devnet;
+use crate::devnet::recipe::{LoadKind, Recipe};
 use crate::load::scenario::Scenario;
 use crate::saturate::SearchConfig;
 use crate::stats::GateAnswer;
@@ -203,7 +204,24 @@ pub struct StepsArgs {
     /// Each of these patches alone, against `none`: `fast-ecrecover,sender-cache`.
     #[arg(long, value_name = "LIST", conflicts_with_all = ["build_a", "network"])]
     only: Option<String>,
-    /// The baseline build of abcid: its binary, or a folder holding it.
+    /// Make every step's devnet from this chain recipe (a built-in one's
+    /// name, `abcid`, `evmd`, or a recipe file; docs/RECIPES.md) rather than
+    /// abcid's devnet. With --build-a/-b, the two builds are the chain's node
+    /// binaries; a --ladder starts from `base` (the recipe as it is) and
+    /// takes `+comet:KEY=VALUE` and `+app:KEY=VALUE` steps.
+    #[arg(long, value_name = "RECIPE", conflicts_with_all = ["network", "only"])]
+    chain: Option<String>,
+    /// With --chain and --ladder: the chain's node binary every step runs
+    /// (default: the recipe's).
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "chain",
+        conflicts_with = "build_a"
+    )]
+    binary: Option<PathBuf>,
+    /// The baseline build of abcid: its binary, or a folder holding it
+    /// (with --chain: the chain's node binary).
     #[arg(
         long,
         value_name = "BINARY_OR_DIR",
@@ -274,12 +292,14 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 500)]
     senders: usize,
     /// CometBFT `timeout_commit` of every devnet (and of the kvstore
-    /// reference); a node given by --network keeps its own.
-    #[arg(long, default_value = "500ms", conflicts_with = "network")]
-    timeout_commit: String,
-    /// Block gas limit of every devnet; a node given by --network keeps its own.
-    #[arg(long, default_value_t = crate::devnet::DEFAULT_BLOCK_GAS_LIMIT, conflicts_with = "network")]
-    block_gas_limit: u64,
+    /// reference) [default: 500ms; with --chain, the recipe's]; a node
+    /// given by --network keeps its own.
+    #[arg(long, conflicts_with = "network")]
+    timeout_commit: Option<String>,
+    /// Block gas limit of every devnet [default: 150000000; with --chain,
+    /// the recipe's]; a node given by --network keeps its own.
+    #[arg(long, conflicts_with = "network")]
+    block_gas_limit: Option<u64>,
     /// Blocks profiled per step in the first round (0: none).
     #[arg(long, default_value_t = 3)]
     profile_blocks: u32,
@@ -302,7 +322,16 @@ pub struct RunArgs {
 /// The steps and the kind of comparison the arguments ask for.
 fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
     Ok(match (&s.ladder, &s.only, &s.build_a, &s.build_b, &s.network) {
-        (Some(spec), ..) => (Kind::Patches, ladder::ladder(spec)?),
+        (Some(spec), ..) => {
+            let mut steps = ladder::ladder(spec)?;
+            for step in &mut steps {
+                step.abcid = s.binary.clone();
+            }
+            (Kind::Patches, steps)
+        }
+        (_, _, Some(a), Some(b), _) if s.chain.is_some() => {
+            (Kind::Builds, ladder::chain_builds(a.clone(), b.clone()))
+        }
         (_, Some(list), ..) => (Kind::Patches, ladder::only(list)?),
         (_, _, Some(a), Some(b), _) => (
             Kind::Builds,
@@ -314,6 +343,21 @@ fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
              --network URL --keys FILE; or gate a report with --candidate NEW.json --max-regression PCT"
         ),
     })
+}
+
+/// A devnet setting: none for a live node; the one given, else feth's
+/// devnet default, else (with --chain) the recipe's own.
+fn devnet_setting<T>(
+    live: &Option<LiveNode>,
+    chain: &Option<Recipe>,
+    given: Option<T>,
+    default: T,
+) -> Option<T> {
+    match (live, chain) {
+        (Some(_), _) => None,
+        (None, Some(_)) => given,
+        (None, None) => Some(given.unwrap_or(default)),
+    }
 }
 
 /// `--node-pid`'s processes, each checked to be running on this machine.
@@ -387,12 +431,26 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
     };
     let warmup = args.search.warmup()?;
     let scenario = r.scenario.as_deref().map(Scenario::load).transpose()?;
+    let chain = args.steps.chain.as_deref().map(Recipe::find).transpose()?;
+    if chain.as_ref().is_some_and(|r| r.spec.load != LoadKind::Evm) && scenario.is_some() {
+        bail!("--scenario is EVM traffic; a kvstore recipe's load is key=value transactions");
+    }
     Ok(CompareConfig {
         scenario: scenario.clone(),
         settings: Settings {
             kind,
-            block_gas_limit: live.is_none().then_some(r.block_gas_limit),
-            timeout_commit: live.is_none().then(|| r.timeout_commit.clone()),
+            block_gas_limit: devnet_setting(
+                &live,
+                &chain,
+                r.block_gas_limit,
+                crate::devnet::DEFAULT_BLOCK_GAS_LIMIT,
+            ),
+            timeout_commit: devnet_setting(
+                &live,
+                &chain,
+                r.timeout_commit.clone(),
+                "500ms".to_string(),
+            ),
             seconds: r.seconds,
             warmup_secs: warmup.as_secs_f64(),
             rounds: 0,
@@ -414,6 +472,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         profile_blocks: if live.is_some() { 0 } else { r.profile_blocks },
         reference: !r.no_reference && live.is_none(),
         live,
+        chain,
         out: r.out.clone(),
         progress: !r.quiet,
     })

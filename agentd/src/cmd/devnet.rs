@@ -9,6 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::devnet::links::{self, LinkShape};
 use crate::devnet::network::{self, NetworkOptions, NetworkState, NetworkStatus, PortPlan};
+use crate::devnet::recipe::{Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState};
 use crate::devnet::{self, DevnetOptions, LogFormat};
 
 /// `feth devnet …`
@@ -26,6 +27,8 @@ enum Action {
         options: Box<DevnetArgs>,
         #[command(flatten)]
         network: NetworkArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -127,6 +130,61 @@ fn parse_millis(text: &str) -> Result<u64, String> {
 
 fn parse_kbit(text: &str) -> Result<u64, String> {
     links::parse_kbit(text).map_err(|e| format!("{e:#}"))
+}
+
+/// `feth devnet up --chain`: a devnet of any chain from its recipe.
+#[derive(Debug, Clone, Args)]
+pub struct ChainArgs {
+    /// A chain recipe: a built-in one's name (`abcid`, `kvstore`, `evmd`)
+    /// or a recipe file (see docs/RECIPES.md). The devnet is a new chain
+    /// made by the recipe; `--set` edits its `config.toml`.
+    #[arg(long, value_name = "RECIPE", conflicts_with_all = [
+        "validators", "full_nodes", "patches", "abcid", "timeout_commit",
+        "block_gas_limit", "fee_market", "chain_id",
+    ])]
+    chain: Option<String>,
+    /// The chain's node binary (default: the recipe's).
+    #[arg(long, value_name = "PATH", requires = "chain")]
+    binary: Option<PathBuf>,
+    /// A recipe var, as NAME=VALUE (repeatable): `timeout_commit=500ms`.
+    #[arg(long = "var", value_name = "NAME=VALUE", requires = "chain")]
+    vars: Vec<String>,
+    /// A key of the app's own config (`app.toml`), as KEY=VALUE (repeatable).
+    #[arg(long = "app", value_name = "KEY=VALUE", requires = "chain")]
+    app: Vec<String>,
+    /// A genesis edit, as /POINTER=JSON (repeatable).
+    #[arg(long = "genesis", value_name = "/POINTER=JSON", requires = "chain")]
+    genesis: Vec<String>,
+}
+
+impl ChainArgs {
+    /// The recipe and its options, when `--chain` is given; `set` are the
+    /// `config.toml` settings, `dir` and `fresh` from the devnet's flags.
+    fn recipe(
+        self,
+        set: &[String],
+        dir: PathBuf,
+        fresh: bool,
+    ) -> Result<Option<(Recipe, RecipeOptions)>> {
+        let Some(chain) = self.chain else {
+            return Ok(None);
+        };
+        let mut overrides = Overrides::default();
+        let settings = set.iter().map(|s| format!("comet:{s}"));
+        let app = self.app.iter().map(|s| format!("app:{s}"));
+        let genesis = self.genesis.iter().map(|s| format!("genesis:{s}"));
+        for setting in settings.chain(app).chain(genesis) {
+            overrides.add(&setting)?;
+        }
+        let options = RecipeOptions {
+            dir,
+            binary: self.binary,
+            vars: self.vars,
+            overrides,
+            fresh,
+        };
+        Ok(Some((Recipe::find(&chain)?, options)))
+    }
 }
 
 /// `feth devnet up`'s settings of a devnet of several nodes.
@@ -316,8 +374,15 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
         Action::Up {
             options,
             network,
+            chain,
             json,
         } => {
+            let (dir, fresh) = (options.dir.clone(), options.fresh);
+            if let Some((recipe, opts)) = chain.recipe(&options.set, dir, fresh)? {
+                // Left running: `feth devnet down` stops it by PID.
+                let state = RecipeDevnet::up(&recipe, &opts).await?.detach();
+                return print_recipe(&state, json);
+            }
             if let Some(opts) = network.options(options.clone().options())? {
                 let state = network::up(opts).await?;
                 let status = network::status(&state.options.node.dir).await?;
@@ -345,6 +410,10 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 );
             }
         }
+        Action::Down { dir } if dir.join(devnet::recipe::STATE_FILE).is_file() => {
+            let stopped = RecipeState::load(&dir)?.down()?;
+            println!("devnet in {}: stopped {stopped} process(es)", dir.display());
+        }
         Action::Down { dir } if network::is_network(&dir) => {
             let stopped = network::down(&dir)?;
             println!(
@@ -355,6 +424,9 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
         Action::Down { dir } => {
             let stopped = devnet::down(&dir)?;
             println!("devnet in {}: stopped {stopped} process(es)", dir.display());
+        }
+        Action::Status { dir, json } if dir.join(devnet::recipe::STATE_FILE).is_file() => {
+            print_recipe(&RecipeState::load(&dir)?, json)?;
         }
         Action::Status { dir, json } if network::is_network(&dir) => {
             print_network(&network::status(&dir).await?, json)?;
@@ -409,6 +481,49 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 println!("{node}'s links: {shape}");
             }
         }
+    }
+    Ok(())
+}
+
+/// Prints a recipe devnet: its processes, where it answers, its key.
+fn print_recipe(s: &RecipeState, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(s)?);
+        return Ok(());
+    }
+    let version = s.binary_version.as_deref().unwrap_or("no version printed");
+    println!(
+        "devnet of `{}` ({}) in {}",
+        s.recipe.name,
+        s.source,
+        s.dir.display()
+    );
+    println!("  binary         {} ({version})", s.binary.display());
+    for p in &s.processes {
+        let word = if p.running() { "running" } else { "stopped" };
+        println!(
+            "  process {:<6} PID {} {word}, log {}",
+            p.name,
+            p.pid,
+            p.log.display()
+        );
+    }
+    println!("  CometBFT RPC   {}", s.urls.comet_rpc);
+    let urls = [
+        ("web3", &s.urls.web3),
+        ("Go pprof", &s.urls.pprof),
+        ("profiler", &s.urls.profiler),
+    ];
+    for (name, url) in urls {
+        if let Some(url) = url {
+            println!("  {name:<14} {url}");
+        }
+    }
+    if let Some(key) = &s.root_key {
+        println!("  root key       {} (mode 0600)", key.display());
+    }
+    if !s.settings.is_empty() {
+        println!("  settings       {}", s.settings.join(" "));
     }
     Ok(())
 }

@@ -45,11 +45,14 @@ impl NodeConditions {
     /// CometBFT RPC, when known); `config` is `KEY=VALUE` of
     /// [`CONFIG_KEYS`] from the `config.toml` of a node feth made (empty for
     /// one given by URL). Never fails: what is not read is named in `unread`.
-    pub async fn read(web3: &str, comet: Option<&str>, config: &[String]) -> Self {
+    pub async fn read(web3: Option<&str>, comet: Option<&str>, config: &[String]) -> Self {
         let mut c = Self::default();
-        match EthClient::new(web3, Duration::from_secs(10)) {
-            Ok(client) => c.read_web3(&client).await,
-            Err(e) => c.unread.push(format!("web3: {e:#}")),
+        match web3.map(|url| EthClient::new(url, Duration::from_secs(10))) {
+            Some(Ok(client)) => c.read_web3(&client).await,
+            Some(Err(e)) => c.unread.push(format!("web3: {e:#}")),
+            // A chain without web3 (CometBFT's kvstore): its client is
+            // what `/abci_info` says.
+            None => {}
         }
         match comet.map(|url| Rpc::new(url, 1, 1)) {
             Some(Ok(rpc)) => c.read_comet(&rpc).await,
@@ -65,7 +68,8 @@ impl NodeConditions {
     async fn read_web3(&mut self, client: &EthClient) {
         let version = client.call::<String>("web3_clientVersion", serde_json::json!([]));
         match version.await {
-            Ok(v) => self.client = v,
+            // Some nodes answer on several lines (evmd: `Version dev ()\nCompiled at …`).
+            Ok(v) => self.client = v.lines().next().unwrap_or_default().trim().to_string(),
             Err(e) => self.unread.push(format!("web3_clientVersion: {e:#}")),
         }
         let pool = client.call::<serde_json::Value>("txpool_status", serde_json::json!([]));
@@ -200,7 +204,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
-        let c = NodeConditions::read(&url, Some(&url), &[]).await;
+        let c = NodeConditions::read(Some(&url), Some(&url), &[]).await;
         assert_eq!((c.block_max_gas, c.cometbft.as_deref()), (None, None));
         let unread = c.unread.join("\n");
         for what in [
@@ -211,7 +215,7 @@ mod tests {
         ] {
             assert!(unread.contains(what), "{what} not in {unread}");
         }
-        let none = NodeConditions::read(&url, None, &[]).await;
+        let none = NodeConditions::read(Some(&url), None, &[]).await;
         assert!(none.unread.iter().any(|u| u.contains("give --comet-rpc")));
     }
 }

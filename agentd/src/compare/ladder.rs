@@ -14,7 +14,10 @@
 //! setting, and `-comet:KEY` drops an earlier one. Settings accumulate like
 //! patches and an absolute step starts from CometBFT's defaults again, so
 //! `all,+comet:mempool.size=8000,+comet:mempool.recheck=false` shows what
-//! each setting buys beside the code changes.
+//! each setting buys beside the code changes. On a recipe chain
+//! (`--chain`), `+app:KEY=VALUE` sets a key of the app's own config
+//! (`app.toml`) and `+genesis:/POINTER=JSON` a genesis value the same way,
+//! and the absolute step `base` is the recipe as it is.
 
 use std::path::PathBuf;
 
@@ -32,7 +35,11 @@ pub struct Step {
     /// `feth devnet up --set` takes them, over the devnet's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comet: Vec<String>,
-    /// The abcid binary, when not the default one.
+    /// A recipe chain's settings of this step besides CometBFT's:
+    /// `app:KEY=VALUE` and `genesis:/POINTER=JSON`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipe: Vec<String>,
+    /// The node binary (abcid's, or a recipe chain's), when not the default.
     pub abcid: Option<PathBuf>,
 }
 
@@ -42,6 +49,7 @@ impl Step {
             name: name.to_string(),
             patches,
             comet: Vec::new(),
+            recipe: Vec::new(),
             abcid: None,
         }
     }
@@ -49,6 +57,8 @@ impl Step {
 
 /// The prefix of a step that changes CometBFT's configuration.
 const COMET: &str = "comet:";
+/// The prefixes of a step that changes a recipe chain's app config or genesis.
+const RECIPE: [&str; 2] = ["app:", "genesis:"];
 
 /// Steps of a cumulative ladder (see the module docs).
 pub fn ladder(spec: &str) -> Result<Vec<Step>> {
@@ -58,60 +68,80 @@ pub fn ladder(spec: &str) -> Result<Vec<Step>> {
         if token.is_empty() || token == "+" || token == "-" {
             bail!("--ladder `{spec}` has an empty step; write it like `none,+parallel-abci,+rwlock,all`");
         }
-        let (patches, comet) = match token.strip_prefix(['+', '-']) {
+        let step = match token.strip_prefix(['+', '-']) {
             Some(item) => relative(&steps, spec, token, item)?,
-            None => (token.to_string(), Vec::new()),
+            None => Step::new(token, token.to_string()),
         };
         // A step named again is measured again, under its own name: `all,all`
         // is an A/A comparison, the noise floor.
-        let repeats = steps
-            .iter()
-            .filter(|s| s.patches == patches && s.comet == comet && s.name.starts_with(token))
-            .count();
-        let name = match repeats {
+        let same = |s: &&Step| {
+            (&s.patches, &s.comet, &s.recipe) == (&step.patches, &step.comet, &step.recipe)
+                && s.name.starts_with(token)
+        };
+        let name = match steps.iter().filter(same).count() {
             0 => token.to_string(),
             n => format!("{token}#{}", n + 1),
         };
-        steps.push(Step {
-            comet,
-            ..Step::new(&name, patches)
-        });
+        steps.push(Step { name, ..step });
     }
     at_least_two(steps, "--ladder")
 }
 
 /// The step before `token` (`+item` or `-item`) with a patch added or
 /// removed (`previous,+name` or `previous,-name` in abcid's spelling), or
-/// with a CometBFT setting put or dropped.
-fn relative(steps: &[Step], spec: &str, token: &str, item: &str) -> Result<(String, Vec<String>)> {
+/// with a CometBFT or app setting put or dropped.
+fn relative(steps: &[Step], spec: &str, token: &str, item: &str) -> Result<Step> {
     let Some(previous) = steps.last() else {
         bail!(
             "--ladder `{spec}` starts with a relative step `{token}`: start from `none` or `all`"
         );
     };
-    let Some(setting) = item.strip_prefix(COMET) else {
-        let patch = if token.starts_with('+') { item } else { token };
-        return Ok((
-            format!("{},{patch}", previous.patches),
-            previous.comet.clone(),
-        ));
-    };
+    let mut step = Step::new(token, previous.patches.clone());
+    step.comet = previous.comet.clone();
+    step.recipe = previous.recipe.clone();
     let adding = token.starts_with('+');
-    let key = comet_key(spec, token, setting, adding)?;
-    let mut comet: Vec<String> = previous
-        .comet
-        .iter()
-        .filter(|s| s.split_once('=').map(|(k, _)| k.trim()) != Some(key))
-        .cloned()
-        .collect();
+    let (settings, key, setting) = if let Some(setting) = item.strip_prefix(COMET) {
+        let key = comet_key(spec, token, setting, adding)?.to_string();
+        (&mut step.comet, key, setting.trim().to_string())
+    } else if let Some(kind) = RECIPE.iter().find(|k| item.starts_with(**k)) {
+        let rest = &item[kind.len()..];
+        let key = match *kind {
+            "genesis:" => genesis_key(spec, token, rest, adding)?,
+            _ => comet_key(spec, token, rest, adding)?.to_string(),
+        };
+        (
+            &mut step.recipe,
+            format!("{kind}{key}"),
+            item.trim().to_string(),
+        )
+    } else {
+        let patch = if token.starts_with('+') { item } else { token };
+        step.patches = format!("{},{patch}", previous.patches);
+        return Ok(step);
+    };
+    let before = settings.len();
+    settings.retain(|s| s.split_once('=').map(|(k, _)| k.trim()) != Some(key.as_str()));
     if adding {
-        comet.push(setting.trim().to_string());
-    } else if comet.len() == previous.comet.len() {
-        bail!(
-            "--ladder `{spec}`: `{token}` drops a CometBFT setting the step before does not have"
-        );
+        settings.push(setting);
+    } else if settings.len() == before {
+        bail!("--ladder `{spec}`: `{token}` drops a setting the step before does not have");
     }
-    Ok((previous.patches.clone(), comet))
+    Ok(step)
+}
+
+/// The pointer of `+genesis:/POINTER=JSON` or `-genesis:/POINTER`.
+fn genesis_key(spec: &str, token: &str, setting: &str, adding: bool) -> Result<String> {
+    let key = match (adding, setting.split_once('=')) {
+        (true, Some((key, value))) if !value.trim().is_empty() => key.trim(),
+        (false, None) => setting.trim(),
+        _ => bail!(
+            "--ladder `{spec}`: `{token}`: write `+genesis:/POINTER=JSON` or `-genesis:/POINTER`"
+        ),
+    };
+    if !key.starts_with('/') {
+        bail!("--ladder `{spec}`: `{token}`: `{key}` is not a JSON pointer (it starts with `/`)");
+    }
+    Ok(key.to_string())
 }
 
 /// The key of `+comet:KEY=VALUE` or `-comet:KEY`, checked for shape: a
@@ -135,7 +165,9 @@ fn comet_key<'a>(spec: &str, token: &str, setting: &'a str, adding: bool) -> Res
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     };
     if !key.split('.').all(ok) {
-        bail!("--ladder `{spec}`: `{token}`: `{key}` is not a config.toml key like `mempool.size`");
+        bail!(
+            "--ladder `{spec}`: `{token}`: `{key}` is not a dotted config key like `mempool.size`"
+        );
     }
     Ok(key)
 }
@@ -157,6 +189,15 @@ pub fn builds(a: PathBuf, b: PathBuf, patches: &str) -> Vec<Step> {
     let step = |name: &str, abcid| Step {
         abcid: Some(abcid),
         ..Step::new(name, patches.to_string())
+    };
+    vec![step("a", a), step("b", b)]
+}
+
+/// Two builds of a recipe chain's node, `a` then `b` (each binary as given).
+pub fn chain_builds(a: PathBuf, b: PathBuf) -> Vec<Step> {
+    let step = |name: &str, binary| Step {
+        abcid: Some(binary),
+        ..Step::new(name, "base".to_string())
     };
     vec![step("a", a), step("b", b)]
 }
@@ -266,8 +307,8 @@ mod tests {
         assert!(err("all,+comet:mempool.size").contains("needs KEY=VALUE"));
         assert!(err("all,+comet:mempool.size=").contains("needs KEY=VALUE"));
         assert!(err("all,-comet:mempool.size=3").contains("takes a key only"));
-        assert!(err("all,+comet:mem pool=3").contains("is not a config.toml key"));
-        assert!(err("all,+comet:.size=3").contains("is not a config.toml key"));
+        assert!(err("all,+comet:mem pool=3").contains("is not a dotted config key"));
+        assert!(err("all,+comet:.size=3").contains("is not a dotted config key"));
         assert!(err("all,-comet:mempool.size").contains("does not have"));
     }
 
@@ -291,5 +332,47 @@ mod tests {
         let steps = builds("/x/abcid".into(), "/y/abcid".into(), "all");
         assert_eq!(names_and_sets(&steps), [("a", "all"), ("b", "all")]);
         assert_eq!(steps[1].abcid.as_deref(), Some("/y/abcid".as_ref()));
+    }
+}
+
+#[cfg(test)]
+mod recipe_tests {
+    use super::*;
+
+    #[test]
+    fn app_and_genesis_steps_accumulate_and_drop_like_comet_ones() {
+        let spec = "base,+app:evm.mempool.global-slots=10240,\
+                    +genesis:/consensus/params/block/max_gas=\"30000000\",\
+                    +comet:mempool.size=8000,-app:evm.mempool.global-slots";
+        let steps = ladder(spec).unwrap();
+        let recipe: Vec<&[String]> = steps.iter().map(|s| s.recipe.as_slice()).collect();
+        assert_eq!(recipe[0], [] as [String; 0]);
+        assert_eq!(recipe[1], ["app:evm.mempool.global-slots=10240"]);
+        assert_eq!(
+            recipe[2],
+            [
+                "app:evm.mempool.global-slots=10240",
+                "genesis:/consensus/params/block/max_gas=\"30000000\""
+            ]
+        );
+        assert_eq!(steps[3].comet, ["mempool.size=8000"]);
+        assert_eq!(recipe[3], recipe[2]);
+        assert_eq!(
+            recipe[4],
+            ["genesis:/consensus/params/block/max_gas=\"30000000\""]
+        );
+        assert!(steps.iter().all(|s| s.patches == "base"));
+        // A setting put again replaces the one before.
+        let again = ladder("base,+app:a.b=1,+app:a.b=2").unwrap();
+        assert_eq!(again[2].recipe, ["app:a.b=2"]);
+    }
+
+    #[test]
+    fn malformed_app_and_genesis_steps_are_refused() {
+        let err = |spec: &str| ladder(spec).unwrap_err().to_string();
+        assert!(err("base,-app:x.y").contains("drops a setting the step before does not have"));
+        assert!(err("base,+genesis:consensus=1").contains("is not a JSON pointer"));
+        assert!(err("base,+genesis:/a").contains("write `+genesis:/POINTER=JSON`"));
+        assert!(err("base,+app:x y=1").contains("is not a dotted config key"));
     }
 }

@@ -44,6 +44,7 @@ use super::step::{FixedWindow, StepRun, StepSetup};
 use super::summary::{summarise, Rounds};
 use crate::accounts::KeySet;
 use crate::devnet;
+use crate::devnet::recipe::Recipe;
 use crate::kvstore::{KvProbe, KvReferenceConfig};
 use crate::load::scenario::Scenario;
 use crate::node_profile;
@@ -83,6 +84,8 @@ pub struct CompareConfig {
     pub steps: Vec<Step>,
     /// Measure this node rather than fresh devnets.
     pub live: Option<LiveNode>,
+    /// Make each step's devnet from this chain recipe rather than abcid's.
+    pub chain: Option<Recipe>,
     /// What the report records; `fixed_rate` is filled in once chosen and
     /// `rounds` once run.
     pub settings: Settings,
@@ -159,7 +162,13 @@ async fn start_node(cfg: &CompareConfig, work: &Path, k: usize, step: &Step) -> 
         None => {
             let dir = work.join(format!("step-{k}"));
             let scenario = cfg.scenario.clone();
-            StepNode::start(step, &cfg.settings, cfg.warmup, scenario, &dir).await
+            match &cfg.chain {
+                Some(recipe) => {
+                    let load = (cfg.warmup, scenario);
+                    StepNode::start_recipe(recipe, step, &cfg.settings, load, &dir).await
+                }
+                None => StepNode::start(step, &cfg.settings, cfg.warmup, scenario, &dir).await,
+            }
         }
     }
 }
@@ -850,6 +859,7 @@ mod tests {
         CompareConfig {
             steps: ladder("none,all").unwrap(),
             live: None,
+            chain: None,
             settings,
             rate: None,
             max_rounds,

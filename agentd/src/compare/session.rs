@@ -18,8 +18,12 @@ use super::node::{AfterRun, MeasuredNode, RunRecords};
 use super::report::Settings;
 use super::{etl, profile};
 use crate::accounts::KeySet;
+use crate::devnet::recipe::{
+    LoadKind, Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState,
+};
 use crate::devnet::Devnet;
 use crate::eth::EthClient;
+use crate::kvstore::{KvProbe, KvReferenceConfig, KvTarget};
 use crate::load::scenario::Scenario;
 use crate::progress;
 use crate::saturate::{EvmProbe, EvmProbeConfig, Probe, StepMeasure, WindowExtras};
@@ -27,12 +31,99 @@ use crate::saturate::{EvmProbe, EvmProbeConfig, Probe, StepMeasure, WindowExtras
 /// Seconds of load under the profiled blocks.
 const PROFILE_SECS: f64 = 5.0;
 
+/// A step's devnet: abcid's own, or one of a recipe chain.
+pub enum StepNet {
+    /// feth's abcid devnet (boxed, as the other).
+    Abcid(Box<Devnet>),
+    /// A devnet made by a chain recipe (boxed: it carries its recipe).
+    Recipe(Box<RecipeDevnet>),
+}
+
+impl StepNet {
+    /// The PIDs of its processes.
+    fn pids(&self) -> Vec<u32> {
+        match self {
+            Self::Abcid(net) => [net.state.cometbft_pid, net.state.abcid_pid]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Self::Recipe(net) => net.state.processes.iter().map(|p| p.pid).collect(),
+        }
+    }
+
+    /// The `KEY=VALUE` settings its `config.toml` holds for `keys`.
+    fn comet_settings(&self, keys: &[&str]) -> Result<Vec<String>> {
+        match self {
+            Self::Abcid(net) => net.state.cometbft_settings(keys),
+            Self::Recipe(net) => {
+                crate::devnet::config::read_settings(&comet_home(&net.state), keys)
+            }
+        }
+    }
+}
+
+/// The folder whose `config/config.toml` is a recipe devnet's CometBFT
+/// config (the recipe's `files.comet`, two levels up).
+fn comet_home(state: &RecipeState) -> std::path::PathBuf {
+    let file = state.home().join(&state.recipe.files.comet);
+    file.parent()
+        .and_then(Path::parent)
+        .map_or_else(|| state.home(), Path::to_path_buf)
+}
+
+/// The load on a step's node: signed EVM transactions, or the kvstore
+/// application's `key=value` ones.
+pub enum StepProbe {
+    /// Through web3.
+    Evm(EvmProbe),
+    /// Through CometBFT's `broadcast_tx_*`.
+    Kv(KvProbe),
+}
+
+impl StepProbe {
+    async fn step(&mut self, rate: f64, seconds: f64) -> Result<StepMeasure> {
+        match self {
+            Self::Evm(p) => p.step(rate, seconds).await,
+            Self::Kv(p) => p.step(rate, seconds).await,
+        }
+    }
+
+    /// A window with what a comparison reads besides (none for kvstore).
+    async fn window(&mut self, rate: f64, seconds: f64) -> Result<(StepMeasure, WindowExtras)> {
+        match self {
+            Self::Evm(p) => p.step_with_extras(rate, seconds).await,
+            Self::Kv(p) => Ok((p.step(rate, seconds).await?, WindowExtras::default())),
+        }
+    }
+
+    fn rpc_retries(&self) -> u64 {
+        match self {
+            Self::Evm(p) => p.rpc_retries(),
+            Self::Kv(p) => p.rpc_retries(),
+        }
+    }
+
+    fn web3_url(&self) -> Option<&str> {
+        match self {
+            Self::Evm(p) => Some(p.web3_url()),
+            Self::Kv(_) => None,
+        }
+    }
+
+    fn comet_rpc(&self) -> Option<&str> {
+        match self {
+            Self::Evm(p) => p.comet_rpc(),
+            Self::Kv(p) => Some(p.rpc_url()),
+        }
+    }
+}
+
 /// A step's devnet with its probe.
 pub struct StepNode {
     /// The devnet (stopped when dropped); `None` for a live node.
-    pub net: Option<Devnet>,
+    pub net: Option<StepNet>,
     /// The load on it.
-    pub probe: EvmProbe,
+    pub probe: StepProbe,
     /// What the node calls itself.
     pub version: String,
     /// The step's CometBFT settings as its `config.toml` holds them
@@ -74,7 +165,8 @@ impl StepNode {
         let version: String = client
             .call("web3_clientVersion", serde_json::json!([]))
             .await?;
-        let keys = fund(&client, &net, settings.senders, dir).await?;
+        let root = crate::keys::read_key_file(&net.state.root_key())?;
+        let keys = fund(&client, &root, settings.senders, dir).await?;
         let pids = [net.state.abcid_pid, net.state.cometbft_pid];
         let probe = EvmProbe::connect(EvmProbeConfig {
             comet_rpc: Some(net.state.rpc_url()),
@@ -84,6 +176,39 @@ impl StepNode {
             ..EvmProbeConfig::new(vec![net.state.web3_url()], keys)
         })
         .await?;
+        Ok(Self {
+            net: Some(StepNet::Abcid(Box::new(net))),
+            probe: StepProbe::Evm(probe),
+            version,
+            comet,
+            paused: false,
+        })
+    }
+
+    /// Starts `step`'s devnet of `recipe` in `dir` (an EVM chain), funds
+    /// the senders from its root account and connects the probe.
+    pub async fn start_recipe(
+        recipe: &Recipe,
+        step: &Step,
+        settings: &Settings,
+        load: (Duration, Option<Scenario>),
+        dir: &Path,
+    ) -> Result<Self> {
+        let opts = recipe_options(recipe, step, settings, dir)?;
+        let net = RecipeDevnet::up(recipe, &opts)
+            .await
+            .with_context(|| format!("starting the `{}` devnet", recipe.spec.name))?;
+        let (probe, version) = match recipe.spec.load {
+            LoadKind::Evm => evm_probe(&net, settings, load, dir).await?,
+            LoadKind::Kvstore => kv_probe(&net, load.0)?,
+        };
+        let net = StepNet::Recipe(Box::new(net));
+        let comet_keys: Vec<&str> = step
+            .comet
+            .iter()
+            .filter_map(|s| s.split('=').next())
+            .collect();
+        let comet = net.comet_settings(&comet_keys)?;
         Ok(Self {
             net: Some(net),
             probe,
@@ -107,7 +232,7 @@ impl StepNode {
         let probe = EvmProbe::connect(probe).await?;
         Ok(Self {
             net: None,
-            probe,
+            probe: StepProbe::Evm(probe),
             version,
             comet: Vec::new(),
             paused: false,
@@ -118,10 +243,7 @@ impl StepNode {
         let Some(net) = &self.net else {
             return Ok(());
         };
-        for pid in [net.state.cometbft_pid, net.state.abcid_pid]
-            .into_iter()
-            .flatten()
-        {
+        for pid in net.pids() {
             let pid = libc::pid_t::try_from(pid).context("a PID out of range")?;
             // SAFETY: kill(2) with a PID this process started and a valid signal.
             if unsafe { libc::kill(pid, sig) } != 0 {
@@ -145,7 +267,7 @@ impl Probe for StepNode {
 
 impl MeasuredNode for StepNode {
     async fn window(&mut self, rate: f64, seconds: f64) -> Result<(StepMeasure, WindowExtras)> {
-        self.probe.step_with_extras(rate, seconds).await
+        self.probe.window(rate, seconds).await
     }
 
     /// Stops the devnet's processes where they are (SIGSTOP); a live node
@@ -174,7 +296,7 @@ impl MeasuredNode for StepNode {
     /// Read from the node; for a devnet, its `config.toml` too.
     async fn conditions(&self) -> NodeConditions {
         let config = match &self.net {
-            Some(net) => net.state.cometbft_settings(&CONFIG_KEYS),
+            Some(net) => net.comet_settings(&CONFIG_KEYS),
             None => Ok(Vec::new()),
         };
         let (config, unread) = match config {
@@ -190,7 +312,7 @@ impl MeasuredNode for StepNode {
     /// A devnet's logs through the etl, and its profiles when asked; a
     /// live node's logs are not feth's to read.
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
-        let Some(net) = &self.net else {
+        let Some(StepNet::Abcid(net)) = &self.net else {
             return Ok(RunRecords::default());
         };
         let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
@@ -213,7 +335,7 @@ impl StepNode {
     /// of both (in `<out>/node/<step>/`). What could not be taken is left
     /// out with a warning; the comparison goes on.
     async fn profiled(&mut self, ctx: &AfterRun<'_>) -> Result<RunRecords> {
-        let Some(net) = &self.net else {
+        let Some(StepNet::Abcid(net)) = &self.net else {
             return Ok(RunRecords::default());
         };
         let state = net.state.clone();
@@ -273,12 +395,114 @@ impl Drop for StepNode {
     }
 }
 
+/// The EVM load on a recipe devnet: its senders funded from the root
+/// account; and what the node calls itself.
+async fn evm_probe(
+    net: &RecipeDevnet,
+    settings: &Settings,
+    (warmup, scenario): (Duration, Option<Scenario>),
+    dir: &Path,
+) -> Result<(StepProbe, String)> {
+    let s = &net.state;
+    let web3 = s
+        .urls
+        .web3
+        .clone()
+        .context("an EVM recipe's web3 endpoint")?;
+    let key_file = s.root_key.clone().context("an EVM recipe's root key")?;
+    let client = EthClient::new(&web3, Duration::from_secs(10))?;
+    let version: String = client
+        .call("web3_clientVersion", serde_json::json!([]))
+        .await?;
+    let root = crate::keys::read_key_file(&key_file)?;
+    let keys = fund(&client, &root, settings.senders, dir).await?;
+    let probe = EvmProbe::connect(EvmProbeConfig {
+        comet_rpc: Some(s.urls.comet_rpc.clone()),
+        node_pids: s.processes.iter().map(|p| p.pid).collect(),
+        warmup,
+        scenario,
+        ..EvmProbeConfig::new(vec![web3], keys)
+    })
+    .await?;
+    Ok((StepProbe::Evm(probe), version))
+}
+
+/// The kvstore load on a recipe devnet; the binary's version as its name.
+fn kv_probe(net: &RecipeDevnet, warmup: Duration) -> Result<(StepProbe, String)> {
+    let s = &net.state;
+    let log = s.etl_log().unwrap_or_else(|| s.dir.join("logs"));
+    let pids = s.processes.iter().map(|p| p.pid).collect();
+    let target = KvTarget::running(s.urls.comet_rpc.clone(), pids, log);
+    let cfg = KvReferenceConfig {
+        warmup,
+        ..KvReferenceConfig::new(&s.dir)
+    };
+    let name = format!(
+        "{} {}",
+        s.recipe.name,
+        s.binary_version
+            .as_deref()
+            .unwrap_or("(version not printed)")
+    );
+    Ok((StepProbe::Kv(KvProbe::connect(target, cfg)?), name))
+}
+
+/// A recipe devnet's options for `step`: its binary, the comparison's
+/// `timeout_commit` and block gas as the recipe's vars of those names (when
+/// given and the recipe has them), abcid's patch set as its `patches` var,
+/// and the step's `comet:` and `app:` settings.
+fn recipe_options(
+    recipe: &Recipe,
+    step: &Step,
+    settings: &Settings,
+    dir: &Path,
+) -> Result<RecipeOptions> {
+    let has = |name: &str| recipe.spec.vars.contains_key(name);
+    let mut vars = Vec::new();
+    if let Some(t) = settings
+        .timeout_commit
+        .as_ref()
+        .filter(|_| has("timeout_commit"))
+    {
+        vars.push(format!("timeout_commit={t}"));
+    }
+    if let Some(gas) = settings.block_gas_limit.filter(|_| has("block_gas")) {
+        vars.push(format!("block_gas={gas}"));
+    }
+    match step.patches.as_str() {
+        "base" => {}
+        patches if has("patches") => vars.push(format!("patches={patches}")),
+        other => anyhow::bail!(
+            "step `{}`: `{other}` is a patch set, and recipe `{}` has no `patches` var; \
+             start a recipe chain's ladder from `base`",
+            step.name,
+            recipe.spec.name
+        ),
+    }
+    let mut overrides = Overrides::default();
+    let comet = step.comet.iter().map(|s| format!("comet:{s}"));
+    for setting in comet.chain(step.recipe.iter().cloned()) {
+        overrides.add(&setting)?;
+    }
+    Ok(RecipeOptions {
+        dir: dir.to_path_buf(),
+        binary: step.abcid.clone(),
+        vars,
+        overrides,
+        fresh: true,
+    })
+}
+
 /// The senders, funded from the devnet's root account.
-async fn fund(client: &EthClient, net: &Devnet, senders: usize, dir: &Path) -> Result<KeySet> {
-    let root = crate::keys::read_key_file(&net.state.root_key())?;
+async fn fund(
+    client: &EthClient,
+    root: &secp256k1::SecretKey,
+    senders: usize,
+    dir: &Path,
+) -> Result<KeySet> {
     let (keys, _) = crate::fund::fund_seeded(
         client,
-        &root,
+        root,
         B256::repeat_byte(12),
         senders,
         U256::from(10u64).pow(U256::from(20u64)),

@@ -17,4 +17,4 @@ pub mod window;
 pub mod wire;
 
 pub use node::{KvNode, KvNodeConfig};
-pub use probe::{KvProbe, KvReferenceConfig};
+pub use probe::{KvProbe, KvReferenceConfig, KvTarget};

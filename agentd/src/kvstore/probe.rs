@@ -1,7 +1,7 @@
 //! [`KvProbe`]: one saturation step against a kvstore node of its own —
 //! warm-up, a measured window at a fixed open-loop rate, then drain.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -12,7 +12,7 @@ use super::node::{KvNode, KvNodeConfig};
 use super::window::{block_window, BlockWindow};
 use super::wire::MAX_BATCH;
 use crate::procstat;
-use crate::saturate::{Clock, Probe, StepMeasure};
+use crate::saturate::{Clock, MachineShare, Probe, StepMeasure};
 
 /// Default requests in flight.
 pub const DEFAULT_SLOTS: usize = 64;
@@ -55,10 +55,43 @@ impl KvReferenceConfig {
     }
 }
 
+/// The node a kvstore probe loads: its RPC, its processes (whose CPU is
+/// the node's), its log; and the node itself when the probe started it.
+pub struct KvTarget {
+    /// CometBFT's RPC URL.
+    pub rpc_url: String,
+    /// The node's processes.
+    pub pids: Vec<u32>,
+    /// The node's log, named in errors.
+    pub log: PathBuf,
+    own: Option<KvNode>,
+}
+
+impl KvTarget {
+    /// A node someone else runs (a recipe devnet of the kvstore app).
+    pub fn running(rpc_url: String, pids: Vec<u32>, log: PathBuf) -> Self {
+        Self {
+            rpc_url,
+            pids,
+            log,
+            own: None,
+        }
+    }
+
+    fn own(node: KvNode) -> Self {
+        Self {
+            rpc_url: node.rpc_url(),
+            pids: vec![node.pid()],
+            log: node.log().to_path_buf(),
+            own: Some(node),
+        }
+    }
+}
+
 /// CometBFT's own kvstore application under open-loop load: the consensus
-/// engine's ceiling on this machine. Owns its node.
+/// engine's ceiling on this machine. Owns its node, or loads a running one.
 pub struct KvProbe {
-    node: KvNode,
+    node: KvTarget,
     rpc: Rpc,
     http: reqwest::Client,
     cfg: KvReferenceConfig,
@@ -68,6 +101,8 @@ pub struct KvProbe {
 
 /// Counters at one edge of the window.
 struct Mark {
+    at: Instant,
+    machine: Option<procstat::MachineCpu>,
     height: u64,
     mempool: u64,
     agent_cpu: Duration,
@@ -79,9 +114,14 @@ impl KvProbe {
     /// Starts the node and waits for its first blocks.
     pub async fn start(cfg: KvReferenceConfig) -> Result<Self> {
         let node = KvNode::start(cfg.node.clone()).await?;
+        Self::connect(KvTarget::own(node), cfg)
+    }
+
+    /// Loads `node` as `cfg` says (its `node` settings unused).
+    pub fn connect(node: KvTarget, cfg: KvReferenceConfig) -> Result<Self> {
         // One height per `/block_results` request, several at once: the
         // node encodes each large block's results in a goroutine of its own.
-        let rpc = Rpc::new(&node.rpc_url(), 1, RESULTS_IN_FLIGHT)?;
+        let rpc = Rpc::new(&node.rpc_url, 1, RESULTS_IN_FLIGHT)?;
         let http = load::client(cfg.slots, cfg.request_timeout)?;
         Ok(Self {
             node,
@@ -93,9 +133,14 @@ impl KvProbe {
         })
     }
 
-    /// The node.
-    pub fn node(&self) -> &KvNode {
-        &self.node
+    /// The node's CometBFT RPC URL.
+    pub fn rpc_url(&self) -> &str {
+        &self.node.rpc_url
+    }
+
+    /// The node it started, if it started one.
+    pub fn own_node(&self) -> Option<&KvNode> {
+        self.node.own.as_ref()
     }
 
     /// What the sender did in the last step's window: sent, accepted, and
@@ -107,10 +152,17 @@ impl KvProbe {
     async fn mark(&self, load: &OpenLoop) -> Result<Mark> {
         let sends = load.mark();
         let agent_cpu = procstat::process_cpu();
-        let node_cpu = procstat::pid_cpu(self.node.pid())?;
+        let mut node_cpu = Duration::ZERO;
+        for pid in &self.node.pids {
+            node_cpu += procstat::pid_cpu(*pid)?;
+        }
+        let machine = procstat::machine_cpu().ok();
+        let at = Instant::now();
         let height = self.rpc.status().await?.latest_height;
         let mempool = self.rpc.mempool().await?.txs;
         Ok(Mark {
+            at,
+            machine,
             height,
             mempool,
             agent_cpu,
@@ -127,7 +179,7 @@ impl KvProbe {
                 bail!(
                     "the kvstore node committed no block in the window nor {} s after it; see {}",
                     BLOCK_WAIT.as_secs(),
-                    self.node.log().display()
+                    self.node.log.display()
                 );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -198,7 +250,12 @@ impl KvProbe {
             invalid: Some(blocks.invalid),
             gas_per_sec: None,
             reads: None,
-            machine: None,
+            machine: from.machine.zip(to.machine).map(|machine| {
+                let ours = to.node_cpu.saturating_sub(from.node_cpu)
+                    + to.agent_cpu.saturating_sub(from.agent_cpu);
+                let wall = to.at.duration_since(from.at).as_secs_f64();
+                MachineShare::between(machine, Some(ours), wall)
+            }),
         })
     }
 
@@ -241,7 +298,7 @@ impl Probe for KvProbe {
         let load = OpenLoop::start(
             self.http.clone(),
             SendConfig {
-                url: self.node.rpc_url(),
+                url: self.node.rpc_url.clone(),
                 rate,
                 slots: self.cfg.slots,
                 batch: MAX_BATCH,
@@ -261,7 +318,7 @@ impl Probe for KvProbe {
         let (measure, sends) = measured.with_context(|| {
             format!(
                 "kvstore step at {rate} tx/s (node log: {})",
-                self.node.log().display()
+                self.node.log.display()
             )
         })?;
         stopped?;

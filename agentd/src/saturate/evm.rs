@@ -428,18 +428,12 @@ impl EvmProbe {
 /// What the rest of the machine took between two marks `wall` seconds
 /// apart: its busy time less the node's and the agent's, over all its cores.
 fn machine_share(open: &Mark, close: &Mark, wall: f64) -> Option<MachineShare> {
-    let (a, b) = (open.machine?, close.machine?);
-    let capacity = wall * b.cores as f64;
-    let share = |d: Duration| (d.as_secs_f64() / capacity).clamp(0.0, 1.0);
-    let busy = b.busy.saturating_sub(a.busy);
-    let outside = open.node_cpu.zip(close.node_cpu).map(|(n0, n1)| {
-        let ours = n1.saturating_sub(n0) + close.cpu.saturating_sub(open.cpu);
-        share(busy.saturating_sub(ours))
-    });
-    Some(MachineShare {
-        outside,
-        steal: share(b.steal.saturating_sub(a.steal)),
-    })
+    let machine = (open.machine?, close.machine?);
+    let ours = open
+        .node_cpu
+        .zip(close.node_cpu)
+        .map(|(n0, n1)| n1.saturating_sub(n0) + close.cpu.saturating_sub(open.cpu));
+    Some(MachineShare::between(machine, ours, wall))
 }
 
 impl Probe for EvmProbe {

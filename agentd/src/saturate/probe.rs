@@ -106,6 +106,26 @@ impl MachineShare {
     }
 }
 
+impl MachineShare {
+    /// What the rest of the machine took between two readings of its CPU
+    /// `wall` seconds apart: its busy time less `ours` (the node's and the
+    /// agent's CPU over the same time, `None` when the node's is unknown),
+    /// over all its cores.
+    pub fn between(
+        (a, b): (crate::procstat::MachineCpu, crate::procstat::MachineCpu),
+        ours: Option<std::time::Duration>,
+        wall: f64,
+    ) -> Self {
+        let capacity = wall * b.cores as f64;
+        let share = |d: std::time::Duration| (d.as_secs_f64() / capacity).clamp(0.0, 1.0);
+        let busy = b.busy.saturating_sub(a.busy);
+        Self {
+            outside: ours.map(|ours| share(busy.saturating_sub(ours))),
+            steal: share(b.steal.saturating_sub(a.steal)),
+        }
+    }
+}
+
 /// What a comparison reads of a step besides its [`StepMeasure`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WindowExtras {

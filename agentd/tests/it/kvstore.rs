@@ -8,7 +8,7 @@ use feth::saturate::{Clock, Probe, StepMeasure};
 use feth_etl::rpc::Rpc;
 
 async fn mempool_txs(probe: &KvProbe) -> u64 {
-    let rpc = Rpc::new(&probe.node().rpc_url(), 1, 1).unwrap();
+    let rpc = Rpc::new(probe.rpc_url(), 1, 1).unwrap();
     rpc.mempool().await.unwrap().txs
 }
 

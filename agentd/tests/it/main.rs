@@ -27,6 +27,7 @@ mod pipeline;
 mod profiler_devnet;
 mod prom;
 mod reads;
+mod recipes;
 mod refill;
 mod report;
 mod saturate;

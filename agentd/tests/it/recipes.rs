@@ -1,0 +1,294 @@
+//! Devnets from chain recipes: CometBFT's kvstore and abcid made by their
+//! shipped recipes, run, paused, loaded and stopped by PID; `feth devnet up
+//! --chain` refusing bad input before anything starts.
+
+use std::process::Command;
+use std::time::Duration;
+
+use alloy_primitives::{B256, U256};
+use feth::devnet::recipe::{Recipe, RecipeDevnet, RecipeOptions};
+use feth::eth::EthClient;
+
+/// The state letter of `pid` (`S`, `R`, `T` for stopped).
+fn state_of(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim().chars().next()
+}
+
+/// Whether `pid`'s state comes to satisfy `want` within 5 s (a signal is
+/// delivered asynchronously).
+fn comes_to(pid: u32, want: impl Fn(Option<char>) -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        if want(state_of(pid)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+async fn broadcast(rpc: &str, tx: &str) -> serde_json::Value {
+    let url = format!("{rpc}/broadcast_tx_commit?tx=\"{tx}\"");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_kvstore_recipe_makes_a_devnet_that_commits_pauses_and_stops_by_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecipeOptions {
+        dir: dir.path().join("kv"),
+        vars: vec!["timeout_commit=200ms".into()],
+        ..RecipeOptions::default()
+    };
+    let net = RecipeDevnet::up(&Recipe::find("kvstore").unwrap(), &opts)
+        .await
+        .unwrap();
+    let rpc = net.state.urls.comet_rpc.clone();
+    let done = broadcast(&rpc, "feth=recipe").await;
+    assert_eq!(done["result"]["tx_result"]["code"], 0, "{done}");
+    let height: u64 = done["result"]["height"].as_str().unwrap().parse().unwrap();
+    assert!(height > 0, "{done}");
+    let config = std::fs::read_to_string(net.state.home().join("config/config.toml")).unwrap();
+    assert!(
+        config.contains("timeout_commit = \"200ms\""),
+        "the var reached config.toml"
+    );
+
+    let pid = net.state.processes[0].pid;
+    net.pause();
+    assert!(comes_to(pid, |s| s == Some('T')), "paused: SIGSTOP");
+    net.resume();
+    assert!(comes_to(pid, |s| s != Some('T')), "resumed: SIGCONT");
+    let again = broadcast(&rpc, "feth=again").await;
+    assert_eq!(again["result"]["tx_result"]["code"], 0, "{again}");
+    drop(net);
+    assert!(state_of(pid).is_none_or(|s| s == 'Z'), "stopped by PID");
+}
+
+#[tokio::test]
+async fn the_abcid_recipe_makes_an_evm_devnet_that_feth_funds() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecipeOptions {
+        dir: dir.path().join("abcid"),
+        vars: vec!["timeout_commit=200ms".into(), "block_gas=30000000".into()],
+        ..RecipeOptions::default()
+    };
+    let net = RecipeDevnet::up(&Recipe::find("abcid").unwrap(), &opts)
+        .await
+        .unwrap();
+    let web3 = net.state.urls.web3.clone().unwrap();
+    let client = EthClient::new(&web3, Duration::from_secs(10)).unwrap();
+    let version: String = client
+        .call("web3_clientVersion", serde_json::json!([]))
+        .await
+        .unwrap();
+    assert!(version.starts_with("abcid"), "{version}");
+    let key_file = net.state.root_key.clone().unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&key_file).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let root = feth::keys::read_key_file(&key_file).unwrap();
+    let amount = U256::from(10u64).pow(U256::from(18u64));
+    let (keys, _) = feth::fund::fund_seeded(
+        &client,
+        &root,
+        B256::repeat_byte(3),
+        4,
+        amount,
+        &dir.path().join("keys.txt"),
+    )
+    .await
+    .unwrap();
+    let addresses = keys.addresses.clone();
+    for balance in client.balances(&addresses).await {
+        assert_eq!(balance.unwrap(), amount);
+    }
+    let genesis = std::fs::read_to_string(net.state.home().join("config/genesis.json")).unwrap();
+    let genesis: serde_json::Value = serde_json::from_str(&genesis).unwrap();
+    assert_eq!(genesis["consensus_params"]["block"]["max_gas"], "30000000");
+    assert_eq!(genesis["app_state"]["block_gas_limit"], 30_000_000);
+}
+
+fn feth_up(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .args(["devnet", "up", "--dir"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "refused");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("net");
+    let err = feth_up(&net, &["--chain", "kvstore", "--var", "timeout=1s"]);
+    assert!(err.contains("has no var `timeout`"), "{err}");
+    let err = feth_up(&net, &["--chain", "evmd"]);
+    assert!(
+        err.contains("give the chain's node binary with --binary PATH"),
+        "{err}"
+    );
+    let err = feth_up(&net, &["--chain", "evmd", "--binary", "/no/such/evmd"]);
+    assert!(err.contains("/no/such/evmd does not exist"), "{err}");
+    let err = feth_up(&net, &["--chain", "kvstore", "--app", "x=1"]);
+    assert!(err.contains("names no app config file"), "{err}");
+    let err = feth_up(&net, &["--chain", "kvstore", "--set", "mempool.sise=1"]);
+    assert!(err.contains("no key `mempool.sise`"), "{err}");
+    let err = feth_up(&net, &["--chain", "kvstore", "--patches", "none"]);
+    assert!(err.contains("cannot be used with"), "{err}");
+    let recipe = dir.path().join("bad.toml");
+    std::fs::write(&recipe, "name = \"x\"\nload = \"evm\"\n").unwrap();
+    let err = feth_up(&net, &["--chain", recipe.to_str().unwrap()]);
+    assert!(err.contains("missing field"), "{err}");
+    assert!(!net.join("recipe.json").exists(), "nothing was started");
+}
+
+/// A short comparison of two settings of CometBFT's kvstore, both devnets
+/// made by its recipe: each step's conditions are read from its own node,
+/// and a 300-transaction mempool is seen to hold at most 300 and every
+/// block to at most that many, where the default 10,000 backs up past it
+/// under the overload.
+#[test]
+fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
+    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .args([
+            "compare",
+            "--chain",
+            "kvstore",
+            "--ladder",
+            "base,+comet:mempool.size=300",
+        ])
+        .args([
+            "--timeout-commit",
+            "200ms",
+            "--rounds",
+            "2",
+            "--seconds",
+            "2",
+        ])
+        .args([
+            "--step-secs",
+            "2",
+            "--warmup-secs",
+            "1",
+            "--max-steps",
+            "4",
+            "--start",
+            "400",
+        ])
+        .args([
+            "--no-reference",
+            "--profile-blocks",
+            "0",
+            "--quiet",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r: feth::compare::CompareReport = serde_json::from_slice(&out.stdout).unwrap();
+    let mempools: Vec<_> = r
+        .setups
+        .iter()
+        .map(|s| s.conditions.as_ref().unwrap().mempool.clone().unwrap())
+        .collect();
+    assert_eq!(mempools, ["flood, size 10000", "flood, size 300"]);
+    for setup in &r.setups {
+        let c = setup.conditions.as_ref().unwrap();
+        assert_eq!(c.timeout_commit.as_deref(), Some("200ms"), "{c:?}");
+        assert_eq!(c.block_max_gas, Some(-1), "the recipe's block gas: {c:?}");
+    }
+    assert_eq!(r.runs.len(), 4, "2 steps × 2 rounds");
+    let pooled = |m: &feth::saturate::StepMeasure| m.mempool_start.max(m.mempool_end).unwrap();
+    for run in r.runs.iter().filter(|run| run.step != "base") {
+        let m = &run.measure;
+        let per_block = m.committed_tps * m.block_time_p50_ms / 1000.0;
+        assert!(
+            per_block <= 300.0 * 1.25,
+            "{per_block} tx a block with a 300-tx mempool: {m:?}"
+        );
+        // Admission checks run side by side and each tests fullness before
+        // it adds: the pool may pass its size by the checks in flight.
+        assert!(pooled(m) as f64 <= 300.0 * 1.25, "{m:?}");
+    }
+    let base = r.runs.iter().filter(|run| run.step == "base");
+    let most = base.map(|run| pooled(&run.measure)).max().unwrap();
+    assert!(
+        most as f64 > 300.0 * 1.25,
+        "the default mempool backs up past 300 under the overload: {:?}",
+        r.runs
+    );
+}
+
+/// tendermint-abci's kvstore example app, profiler-rpc embedded in a few
+/// lines (`profiler-rpc/examples/kvstore_profiled.rs`), run beside the
+/// pinned CometBFT from its recipe and loaded: armed for three blocks, the
+/// profiler outside abcid captures three consecutive blocks, each window
+/// from one Commit to the next with the app's FinalizeBlock marked in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_abci_app_of_ones_own_is_profiled_per_block_from_its_recipe() {
+    use feth::kvstore::load::{client, OpenLoop, SendConfig};
+    use feth_profiler_rpc::api::EnableParams;
+    use feth_profiler_rpc::ProfilerClient;
+
+    let examples = std::path::Path::new(env!("CARGO_BIN_EXE_feth")).with_file_name("examples");
+    let binary = examples.join("kvstore_profiled");
+    assert!(
+        binary.is_file(),
+        "{} is missing: cargo build -p feth-profiler-rpc --example kvstore_profiled",
+        binary.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecipeOptions {
+        dir: dir.path().join("kvrs"),
+        binary: Some(binary),
+        vars: vec!["timeout_commit=200ms".into()],
+        ..RecipeOptions::default()
+    };
+    let net = RecipeDevnet::up(&Recipe::find("kvstore-rs").unwrap(), &opts)
+        .await
+        .unwrap();
+    let rpc = net.state.urls.comet_rpc.clone();
+    let send = SendConfig {
+        url: rpc,
+        rate: 3000.0,
+        slots: 32,
+        batch: 10,
+        run: 1,
+    };
+    let load = OpenLoop::start(client(32, Duration::from_secs(10)).unwrap(), send).unwrap();
+
+    let profiler = ProfilerClient::new(net.state.urls.profiler.as_ref().unwrap(), None).unwrap();
+    let params = EnableParams {
+        blocks: Some(3),
+        frequency_hz: Some(997),
+    };
+    profiler.enable(params).await.unwrap();
+    let status = profiler.wait_idle(Duration::from_secs(60)).await.unwrap();
+    load.stop().await.unwrap();
+    assert!(!status.armed);
+    let profiles = profiler.list().await.unwrap();
+    assert_eq!(profiles.len(), 3, "{profiles:?}");
+    let heights: Vec<u64> = profiles.iter().map(|p| p.height).collect();
+    assert_eq!(
+        (heights[1], heights[2]),
+        (heights[0] + 1, heights[0] + 2),
+        "{heights:?}"
+    );
+    for p in &profiles {
+        let execution = p.execution_ms.expect("the app marks FinalizeBlock");
+        assert!(execution > 0.0 && execution < p.duration_ms, "{p:?}");
+    }
+    // The app itself costs so little CPU that a block holds about one
+    // sample at 997 Hz: which role each falls in is not asserted here.
+}

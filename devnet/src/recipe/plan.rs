@@ -1,0 +1,332 @@
+//! A recipe made concrete for one devnet: the binary found, the vars set,
+//! free ports picked, every placeholder expanded. Everything that can be
+//! refused is refused here, before any command runs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::command::{check_executable, resolve_program, Expanded};
+use super::edit::{expand_toml, Overrides};
+use super::spec::{CommandSpec, Spec};
+use super::{template, Recipe};
+use crate::tools;
+
+/// Where a running node answers, expanded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Urls {
+    /// CometBFT's RPC.
+    pub comet_rpc: String,
+    /// web3, for an EVM chain.
+    pub web3: Option<String>,
+    /// Go pprof.
+    pub pprof: Option<String>,
+    /// An embedded profiler-rpc server.
+    pub profiler: Option<String>,
+}
+
+/// One process to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ProcessPlan {
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub listens: Option<String>,
+}
+
+/// Everything one devnet of a recipe does, expanded.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pub home: PathBuf,
+    pub init: Vec<Expanded>,
+    pub finish: Vec<Expanded>,
+    pub export: Option<Expanded>,
+    pub genesis: Vec<(String, serde_json::Value)>,
+    pub comet: Vec<(String, toml::Value)>,
+    pub app: Vec<(String, toml::Value)>,
+    pub processes: Vec<ProcessPlan>,
+    pub urls: Urls,
+    pub values: BTreeMap<String, String>,
+}
+
+/// What the caller fixes: the folder, the binary, vars, settings, ports.
+pub(super) struct Inputs<'a> {
+    pub dir: &'a Path,
+    pub binary: Option<&'a Path>,
+    pub vars: &'a [String],
+    pub overrides: &'a Overrides,
+    pub ports: Vec<u16>,
+    pub root_address: Option<String>,
+}
+
+impl Plan {
+    /// Makes `recipe` concrete.
+    pub fn new(recipe: &Recipe, inputs: Inputs<'_>) -> Result<Self> {
+        let spec = &recipe.spec;
+        let dir = std::path::absolute(inputs.dir)
+            .with_context(|| format!("cannot make {} absolute", inputs.dir.display()))?;
+        let home = dir.join("home");
+        let mut values = BTreeMap::new();
+        values.insert("dir".to_string(), text(&dir));
+        values.insert("home".to_string(), text(&home));
+        set_vars(spec, inputs.vars, &mut values)?;
+        if inputs.ports.len() != spec.ports.len() {
+            bail!(
+                "{} ports for a recipe that needs {}",
+                inputs.ports.len(),
+                spec.ports.len()
+            );
+        }
+        for (name, port) in spec.ports.iter().zip(&inputs.ports) {
+            values.insert(format!("{name}_port"), port.to_string());
+        }
+        if let Some(address) = inputs.root_address {
+            values.insert("root_address".to_string(), address);
+        }
+        find_tools(recipe, &mut values)?;
+        let binary = binary(spec, inputs.binary, &values)?;
+        values.insert("binary".to_string(), text(&binary));
+        Self::expand(spec, inputs.overrides, home, values)
+    }
+
+    fn expand(
+        spec: &Spec,
+        overrides: &Overrides,
+        home: PathBuf,
+        values: BTreeMap<String, String>,
+    ) -> Result<Self> {
+        let v = &values;
+        let x = |s: &str| template::expand(s, v);
+        let commands = |what: &str, list: &[CommandSpec]| -> Result<Vec<Expanded>> {
+            let each = list.iter().enumerate();
+            each.map(|(i, c)| command(&format!("{what}[{i}]"), c, v))
+                .collect()
+        };
+        let export = spec.root_key.as_ref().and_then(|k| k.export.as_ref());
+        let mut genesis = Vec::new();
+        for edit in &spec.genesis {
+            let value = match (&edit.value, &edit.json) {
+                (Some(value), _) => serde_json::to_value(expand_toml(value, v)?)?,
+                (None, Some(json)) => serde_json::from_str(&x(json)?).with_context(|| {
+                    format!(
+                        "genesis `{}`: `{json}` is not JSON once expanded",
+                        edit.pointer
+                    )
+                })?,
+                (None, None) => bail!("genesis `{}`: no value", edit.pointer),
+            };
+            genesis.push((edit.pointer.clone(), value));
+        }
+        genesis.extend(overrides.genesis.iter().cloned());
+        let table = |t: &BTreeMap<String, toml::Value>, extra: &[(String, toml::Value)]| {
+            let mut out = Vec::new();
+            for (key, value) in t {
+                out.push((key.clone(), expand_toml(value, v)?));
+            }
+            out.extend(extra.iter().cloned());
+            Ok::<_, anyhow::Error>(out)
+        };
+        let mut processes = Vec::new();
+        for p in &spec.process {
+            let program = program(p.program.as_deref(), v)?;
+            check_executable(&program, &format!("process `{}`", p.name))?;
+            processes.push(ProcessPlan {
+                name: p.name.clone(),
+                program,
+                args: p.args.iter().map(|a| x(a)).collect::<Result<_>>()?,
+                listens: p.listens.as_deref().map(x).transpose()?,
+            });
+        }
+        let e = &spec.endpoints;
+        let urls = Urls {
+            comet_rpc: x(&e.comet_rpc)?,
+            web3: e.web3.as_deref().map(x).transpose()?,
+            pprof: e.pprof.as_deref().map(x).transpose()?,
+            profiler: e.profiler.as_deref().map(x).transpose()?,
+        };
+        if !overrides.app.is_empty() && spec.files.app.is_none() {
+            bail!("app: settings given, but the recipe names no app config file (`files.app`)");
+        }
+        Ok(Self {
+            init: commands("init", &spec.init)?,
+            finish: commands("finish", &spec.finish)?,
+            export: export
+                .map(|c| command("root_key.export", c, v))
+                .transpose()?,
+            genesis,
+            comet: table(&spec.comet, &overrides.comet)?,
+            app: table(&spec.app, &overrides.app)?,
+            processes,
+            urls,
+            home,
+            values,
+        })
+    }
+}
+
+fn text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The recipe's vars with `NAME=VALUE` overrides; an unknown name is
+/// refused with the recipe's own.
+fn set_vars(spec: &Spec, given: &[String], values: &mut BTreeMap<String, String>) -> Result<()> {
+    values.extend(spec.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for item in given {
+        let (name, value) = item
+            .split_once('=')
+            .with_context(|| format!("--var {item}: expected NAME=VALUE"))?;
+        if !spec.vars.contains_key(name) {
+            let names: Vec<&str> = spec.vars.keys().map(String::as_str).collect();
+            bail!(
+                "--var {item}: recipe `{}` has no var `{name}` (its vars: {})",
+                spec.name,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+        values.insert(name.to_string(), value.to_string());
+    }
+    Ok(())
+}
+
+/// The node binary: the one given, else the recipe's default.
+fn binary(spec: &Spec, given: Option<&Path>, values: &BTreeMap<String, String>) -> Result<PathBuf> {
+    let path = match (given, &spec.binary.default) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, Some(default)) => PathBuf::from(template::expand(default, values)?),
+        (None, None) => bail!(
+            "recipe `{}` has no default binary: give the chain's node binary with --binary PATH",
+            spec.name
+        ),
+    };
+    let path = std::path::absolute(&path).unwrap_or(path);
+    check_executable(&path, "--binary")?;
+    Ok(path)
+}
+
+/// The pinned CometBFT (installed when missing) and this workspace's abcid,
+/// found only when the recipe uses `${cometbft}` or `${abcid}`.
+fn find_tools(recipe: &Recipe, values: &mut BTreeMap<String, String>) -> Result<()> {
+    let strings = super::edit::strings(&recipe.spec);
+    let uses = |name: &str| {
+        strings
+            .iter()
+            .any(|(_, t)| template::names(t).is_ok_and(|n| n.contains(&name)))
+    };
+    if uses("cometbft") {
+        values.insert("cometbft".into(), text(&tools::cometbft(true)?));
+    }
+    if uses("abcid") {
+        values.insert("abcid".into(), text(&tools::abcid()?));
+    }
+    Ok(())
+}
+
+fn program(given: Option<&str>, values: &BTreeMap<String, String>) -> Result<PathBuf> {
+    resolve_program(&template::expand(given.unwrap_or("${binary}"), values)?)
+}
+
+fn command(place: &str, c: &CommandSpec, values: &BTreeMap<String, String>) -> Result<Expanded> {
+    let x = |s: &str| template::expand(s, values);
+    Ok(Expanded {
+        place: place.to_string(),
+        program: program(c.program.as_deref(), values).with_context(|| place.to_string())?,
+        args: c.args.iter().map(|a| x(a)).collect::<Result<_>>()?,
+        stdin: c.stdin.as_deref().map(x).transpose()?,
+        secret: c.secret,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SH: &str = r#"
+name = "sh"
+load = "kvstore"
+ports = ["rpc", "p2p"]
+[binary]
+default = "/bin/sh"
+[vars]
+timeout_commit = "1s"
+[[init]]
+args = ["-c", "mkdir -p ${home}/config"]
+[comet]
+"rpc.laddr" = "tcp://127.0.0.1:${rpc_port}"
+"consensus.timeout_commit" = "${timeout_commit}"
+[[genesis]]
+pointer = "/gas"
+json = "${rpc_port}"
+[[process]]
+name = "node"
+args = ["-c", "sleep 60", "${p2p_port}"]
+[endpoints]
+comet_rpc = "http://127.0.0.1:${rpc_port}"
+"#;
+
+    fn plan(vars: &[&str], binary: Option<&Path>) -> Result<Plan> {
+        let recipe = Recipe::parse(SH, "test").unwrap();
+        let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
+        Plan::new(
+            &recipe,
+            Inputs {
+                dir: Path::new("/tmp/feth-plan"),
+                binary,
+                vars: &vars,
+                overrides: &Overrides::default(),
+                ports: vec![100, 200],
+                root_address: None,
+            },
+        )
+    }
+
+    #[test]
+    fn every_placeholder_is_expanded_from_vars_ports_and_folders() {
+        let p = plan(&["timeout_commit=250ms"], None).unwrap();
+        assert_eq!(p.home, Path::new("/tmp/feth-plan/home"));
+        assert_eq!(
+            p.init[0].args,
+            ["-c", "mkdir -p /tmp/feth-plan/home/config"]
+        );
+        assert_eq!(p.init[0].program, Path::new("/bin/sh"));
+        assert_eq!(
+            p.comet,
+            [
+                (
+                    "consensus.timeout_commit".into(),
+                    toml::Value::String("250ms".into())
+                ),
+                (
+                    "rpc.laddr".into(),
+                    toml::Value::String("tcp://127.0.0.1:100".into())
+                ),
+            ]
+        );
+        assert_eq!(p.genesis, [("/gas".into(), serde_json::json!(100))]);
+        assert_eq!(p.processes[0].args, ["-c", "sleep 60", "200"]);
+        assert_eq!(p.urls.comet_rpc, "http://127.0.0.1:100");
+    }
+
+    #[test]
+    fn an_unknown_var_or_a_missing_binary_is_refused_before_anything_runs() {
+        let err = format!("{:#}", plan(&["timeout=1s"], None).unwrap_err());
+        assert!(
+            err.contains("has no var `timeout` (its vars: timeout_commit)"),
+            "{err}"
+        );
+        let err = format!("{:#}", plan(&["timeout_commit"], None).unwrap_err());
+        assert!(err.contains("expected NAME=VALUE"), "{err}");
+        let missing = Path::new("/no/such/evmd");
+        let err = format!("{:#}", plan(&[], Some(missing)).unwrap_err());
+        assert!(
+            err.contains("--binary: /no/such/evmd does not exist"),
+            "{err}"
+        );
+    }
+}

@@ -330,7 +330,8 @@ fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
             (Kind::Patches, steps)
         }
         (_, _, Some(a), Some(b), _) if s.chain.is_some() => {
-            (Kind::Builds, ladder::chain_builds(a.clone(), b.clone()))
+            // A recipe chain's builds run as given, on the recipe as it is.
+            (Kind::Builds, ladder::builds(a.clone(), b.clone(), "base"))
         }
         (_, Some(list), ..) => (Kind::Patches, ladder::only(list)?),
         (_, _, Some(a), Some(b), _) => (

@@ -184,20 +184,12 @@ pub fn only(list: &str) -> Result<Vec<Step>> {
     at_least_two(steps, "--only")
 }
 
-/// Two builds of abcid, `a` then `b`, with the same patch set.
+/// Two builds of a node, `a` then `b`, with the same patch set (`base` for
+/// a recipe chain's builds, run as given).
 pub fn builds(a: PathBuf, b: PathBuf, patches: &str) -> Vec<Step> {
     let step = |name: &str, abcid| Step {
         abcid: Some(abcid),
         ..Step::new(name, patches.to_string())
-    };
-    vec![step("a", a), step("b", b)]
-}
-
-/// Two builds of a recipe chain's node, `a` then `b` (each binary as given).
-pub fn chain_builds(a: PathBuf, b: PathBuf) -> Vec<Step> {
-    let step = |name: &str, binary| Step {
-        abcid: Some(binary),
-        ..Step::new(name, "base".to_string())
     };
     vec![step("a", a), step("b", b)]
 }

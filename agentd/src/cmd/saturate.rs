@@ -193,10 +193,11 @@ fn print_outcome(out: &mut dyn Write, r: &SearchReport) -> std::io::Result<()> {
             out,
             "no knee: the agent could not offer {at_tps:.0} tx/s ({why}); give it more CPU, more senders, or another machine"
         ),
-        Outcome::NoRateKeptUp => writeln!(
+        Outcome::NoRateKeptUp { lowest_tps } => writeln!(
             out,
-            "no knee: the chain fell behind at the start rate {:.0} tx/s; lower --start",
-            r.config.start_tps
+            "no knee: the chain fell behind at every rate offered, from the start rate {:.0} tx/s down to {:.0}; is it committing blocks? (its log, or CometBFT's /status)",
+            r.config.start_tps,
+            lowest_tps.unwrap_or(r.config.start_tps)
         ),
         Outcome::MaxReached {
             max_tps,

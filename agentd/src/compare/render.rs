@@ -220,6 +220,7 @@ fn ratio(r: &LogRatio) -> String {
 fn footer(report: &CompareReport) -> Vec<String> {
     let mut lines = detectable(report);
     lines.extend(lower_bounds(report));
+    lines.extend(backlogs(report));
     lines.push(reference_line(report));
     lines.push(retries_line(report));
     lines.extend(reads_line(report));
@@ -396,6 +397,25 @@ fn lower_bounds(report: &CompareReport) -> Vec<String> {
     lines
 }
 
+/// Windows kept out of the estimates because they began on a backlog.
+fn backlogs(report: &CompareReport) -> Vec<String> {
+    let windows = report.runs.iter().flat_map(|r| {
+        let fixed = r.fixed.as_ref().and_then(|f| f.backlog.as_ref());
+        [("saturation", r.backlog.as_ref()), ("fixed rate", fixed)]
+            .into_iter()
+            .filter_map(move |(kind, why)| Some((r, kind, why?)))
+    });
+    windows
+        .map(|(r, kind, why)| {
+            format!(
+                "note: {} round {} {kind} window kept out of the estimates: it {why}",
+                r.step,
+                r.round + 1
+            )
+        })
+        .collect()
+}
+
 fn conditions(report: &CompareReport) -> Vec<String> {
     let e = &report.environment;
     let s = &report.settings;
@@ -514,6 +534,20 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part:?} not in\n{text}");
         }
+    }
+
+    #[test]
+    fn windows_kept_out_for_a_backlog_are_named() {
+        let mut report = ladder();
+        assert!(!table(&report).contains("kept out of the estimates"));
+        report.runs[1].backlog = Some("began on a backlog of 900 transactions".into());
+        let text = table(&report);
+        let said = format!(
+            "note: {} round {} saturation window kept out of the estimates: it began on a backlog of 900 transactions",
+            report.runs[1].step,
+            report.runs[1].round + 1
+        );
+        assert!(text.contains(&said), "{text}");
     }
 
     #[test]

@@ -304,9 +304,10 @@ async fn search(
             behind_tps,
             ..
         } => (Some(*knee_tps), Some(*behind_tps), None),
-        Outcome::NoRateKeptUp => anyhow::bail!(
-            "no rate was kept up, not even {:.0} tx/s: lower --start",
-            search.start_tps
+        Outcome::NoRateKeptUp { lowest_tps } => anyhow::bail!(
+            "no rate was kept up, from --start {:.0} tx/s down to {:.0}: is the chain committing blocks? (its log, or CometBFT's /status)",
+            search.start_tps,
+            lowest_tps.unwrap_or(search.start_tps)
         ),
         other => (kept, None, Some(format!("{other:?}"))),
     };
@@ -472,6 +473,11 @@ struct Run<'a> {
     bar: &'a ProgressBar,
 }
 
+/// A window that began with more than this share of its own offered
+/// transactions already waiting (left by the window before it, past the
+/// probe's bounded drain) is kept out of estimates.
+pub const BACKLOG_SHARE: f64 = 0.05;
+
 /// One step in one round: resume, the two windows, what the node records
 /// after them (the etl; profiles in the first round), pause.
 async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun> {
@@ -489,8 +495,11 @@ async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun>
                 measure.committed_tps, measure.offered_tps
             )
         });
+    let seconds = at.settings.seconds;
+    let backlog = measure.started_on_backlog(seconds, BACKLOG_SHARE);
     let rate = at.settings.fixed_rate;
-    let (fixed, fixed_extras) = node.window(rate, at.settings.seconds).await?;
+    let (fixed, fixed_extras) = node.window(rate, seconds).await?;
+    let fixed_backlog = fixed.started_on_backlog(seconds, BACKLOG_SHARE);
     let off_rate = (fixed.committed_tps < (1.0 - tolerance) * fixed.offered_tps).then(|| {
         format!(
             "committed {:.0} of {:.0} tx/s: behind the fixed rate",
@@ -527,10 +536,12 @@ async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun>
         measure,
         extras,
         lower_bound,
+        backlog,
         fixed: Some(FixedWindow {
             measure: fixed,
             extras: fixed_extras,
             off_rate,
+            backlog: fixed_backlog,
         }),
         etl: records.etl,
         flamegraph: records.abcid,
@@ -647,10 +658,19 @@ fn report_line(bar: &ProgressBar, run: &StepRun) {
     } else {
         ""
     };
+    let backlog = [Some(&run.measure), run.fixed.as_ref().map(|f| &f.measure)]
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.backlog)
+        .max()
+        .filter(|n| *n > 0)
+        .map_or_else(String::new, |n| format!("  began on a backlog of {n}"));
+    let kept_out = run.backlog.is_some() || run.fixed.as_ref().is_some_and(|f| f.backlog.is_some());
+    let kept_out = if kept_out { " (kept out)" } else { "" };
     progress::println(
         bar,
         format!(
-            "round {} {:<20} {:>8.1} committed tx/s{bound}  block p50 {:>5.0} ms  {cpu}{lost}",
+            "round {} {:<20} {:>8.1} committed tx/s{bound}  block p50 {:>5.0} ms  {cpu}{lost}{backlog}{kept_out}",
             run.round + 1,
             run.step,
             m.committed_tps,
@@ -677,6 +697,21 @@ mod tests {
     use crate::compare::step::StepRun;
     use crate::compare::testing::{extras, run, settings};
     use crate::saturate::{Probe, StepMeasure, WindowExtras};
+
+    #[test]
+    fn a_window_begun_on_more_than_the_share_of_its_load_is_named() {
+        let mut m = crate::compare::testing::measure(80.0); // 100 tx/s offered
+        let share = super::BACKLOG_SHARE;
+        let at = (share * 100.0 * 2.0) as u64; // of 2 s
+        for (backlog, named) in [(None, false), (Some(0), false), (Some(at), false)] {
+            m.backlog = backlog;
+            assert_eq!(m.started_on_backlog(2.0, share).is_some(), named);
+        }
+        m.backlog = Some(at + 1);
+        let why = m.started_on_backlog(2.0, share).unwrap();
+        let said = format!("backlog of {} transactions, over 5 % of the 200", at + 1);
+        assert!(why.contains(&said), "{why}");
+    }
 
     /// A model node: it commits what it is offered up to its capacity, which
     /// becomes `later` after `windows_before` windows (a step whose short

@@ -56,6 +56,11 @@ pub struct StepRun {
     /// Why this run's saturation figure is only a lower bound (it kept up
     /// with the overload); kept out of estimates.
     pub lower_bound: Option<String>,
+    /// Why this run's saturation window is kept out of estimates: it began
+    /// on a backlog, what ran before it left in the mempool past the drain
+    /// ([`StepMeasure::started_on_backlog`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<String>,
     /// The fixed-rate window: node CPU per transaction and latency at a rate
     /// every step sustains.
     pub fixed: Option<FixedWindow>,
@@ -92,6 +97,9 @@ pub struct FixedWindow {
     pub extras: WindowExtras,
     /// Why its figures are kept out (the step fell behind the rate).
     pub off_rate: Option<String>,
+    /// Why its figures are kept out: it began on a backlog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<String>,
 }
 
 /// A figure each run yields.
@@ -142,8 +150,11 @@ impl Metric {
 
     /// The run's figure, when it counts.
     pub fn of(self, run: &StepRun) -> Option<f64> {
-        let fixed = run.fixed.as_ref().filter(|f| f.off_rate.is_none());
-        let saturated = run.lower_bound.is_none();
+        let fixed = run
+            .fixed
+            .as_ref()
+            .filter(|f| f.off_rate.is_none() && f.backlog.is_none());
+        let saturated = run.lower_bound.is_none() && run.backlog.is_none();
         match self {
             Metric::Tps => saturated.then_some(run.measure.committed_tps),
             Metric::GasPerSec => run.extras.gas_per_sec.filter(|_| saturated),

@@ -287,6 +287,24 @@ mod tests {
     }
 
     #[test]
+    fn windows_begun_on_a_backlog_are_kept_out() {
+        let mut runs: Vec<_> = (0..6)
+            .flat_map(|r| [run("a", r, 100.0 + r as f64), run("b", r, 120.0 + r as f64)])
+            .collect();
+        runs[5].backlog = Some("began on a backlog".into());
+        runs[7].fixed.as_mut().unwrap().backlog = Some("began on a backlog".into());
+        let ladder = ["a".to_string(), "b".to_string()];
+        let s = summarise(&runs, &ladder, &[], None, 0.02).unwrap();
+        for metric in [Metric::Tps, Metric::CpuPerTx] {
+            let est = s[1].figure(metric).unwrap().vs_previous.unwrap();
+            assert_eq!(est.rounds, 5, "{metric:?}");
+        }
+        // Not a lower bound: the run counts for what it is, its window does not.
+        assert_eq!(s[1].lower_bounds, 0);
+        assert_eq!(s[1].runs, 6);
+    }
+
+    #[test]
     fn runs_and_ladder_must_agree() {
         let ladder = ["a".to_string(), "b".to_string()];
         let stray = summarise(

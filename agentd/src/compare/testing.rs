@@ -33,6 +33,7 @@ pub fn measure(tps: f64) -> StepMeasure {
             outside: Some(0.01),
             steal: 0.0,
         }),
+        backlog: Some(0),
     }
 }
 
@@ -59,10 +60,12 @@ pub fn run(step: &str, round: usize, tps: f64) -> StepRun {
         measure: measure(tps),
         extras: extras(tps),
         lower_bound: None,
+        backlog: None,
         fixed: Some(FixedWindow {
             measure: fixed,
             extras: extras(50.0),
             off_rate: None,
+            backlog: None,
         }),
         etl: None,
         flamegraph: None,

@@ -208,14 +208,15 @@ impl KvProbe {
         Ok((from, to, sends))
     }
 
-    /// The step's figures, from the window's edges and blocks (read once
+    /// The step's figures, from the mempool's `backlog` before the load,
+    /// the window's edges and its blocks (read once
     /// the sender has stopped: large blocks' results cost a loaded node
     /// seconds).
     async fn measure(
         &self,
         rate: f64,
-        from: &Mark,
-        to: &Mark,
+        backlog: Option<u64>,
+        (from, to): (&Mark, &Mark),
         sends: &SendWindow,
     ) -> Result<StepMeasure> {
         let blocks = self.blocks(from.height, to.height).await?;
@@ -256,6 +257,7 @@ impl KvProbe {
                 let wall = to.at.duration_since(from.at).as_secs_f64();
                 MachineShare::between(machine, Some(ours), wall)
             }),
+            backlog,
         })
     }
 
@@ -295,6 +297,7 @@ impl Probe for KvProbe {
             bail!("step of {seconds} s: expected a positive number of seconds");
         }
         self.runs += 1;
+        let backlog = self.rpc.mempool().await.ok().map(|m| m.txs);
         let load = OpenLoop::start(
             self.http.clone(),
             SendConfig {
@@ -309,7 +312,7 @@ impl Probe for KvProbe {
         let stopped = load.stop().await;
         let measured = match window {
             Ok((from, to, sends)) => self
-                .measure(rate, &from, &to, &sends)
+                .measure(rate, backlog, (&from, &to), &sends)
                 .await
                 .map(|m| (m, sends)),
             Err(e) => Err(e),

@@ -61,7 +61,12 @@ pub fn outcome_text(o: &Outcome) -> String {
         Outcome::AgentLimited { at_tps, why } => {
             format!("agent limited at {at_tps:.0} tx/s: {why} (no knee claimed)")
         }
-        Outcome::NoRateKeptUp => "no rate kept up, not even the first".to_string(),
+        Outcome::NoRateKeptUp {
+            lowest_tps: Some(lowest),
+        } => format!("no rate kept up, not even {lowest:.0} tx/s"),
+        Outcome::NoRateKeptUp { lowest_tps: None } => {
+            "no rate kept up, not even the first".to_string()
+        }
         Outcome::MaxReached {
             max_tps,
             committed_tps,
@@ -182,6 +187,7 @@ mod tests {
             gas_per_sec: Some(2_100_000.0),
             reads: None,
             machine: None,
+            backlog: None,
         }
     }
 

@@ -334,6 +334,7 @@ impl EvmProbe {
     /// One step; the gas of its blocks is read after the window closes (one
     /// web3 call a block).
     async fn run_step(&mut self, rate: f64, seconds: f64) -> Result<(StepMeasure, WindowExtras)> {
+        let backlog = self.mempool().await;
         // A cancelled step drops the load, which stops it.
         let running = load::start(self.settings(rate), self.cfg.keys.clone()).await?;
         let engine = running.engine().clone();
@@ -358,6 +359,7 @@ impl EvmProbe {
         };
         let measure = StepMeasure {
             reads: report.reads,
+            backlog,
             ..self.measure(rate, &open, &close, &blocks, extras.gas_per_sec)
         };
         Ok((measure, extras))
@@ -421,6 +423,7 @@ impl EvmProbe {
             gas_per_sec,
             reads: None,
             machine: machine_share(open, close, wall),
+            backlog: None,
         }
     }
 }

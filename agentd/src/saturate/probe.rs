@@ -83,6 +83,27 @@ pub struct StepMeasure {
     /// machine's CPU could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<MachineShare>,
+    /// Transactions in the node's mempool when the step's load began: what
+    /// earlier work left behind the drain; `None` where the node does not
+    /// say (and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<u64>,
+}
+
+impl StepMeasure {
+    /// Why the window measured what ran before it as well as its own load:
+    /// it began on a backlog of more than `share` (0–1) of the transactions
+    /// it offered over its `seconds`.
+    pub fn started_on_backlog(&self, seconds: f64, share: f64) -> Option<String> {
+        let backlog = self.backlog?;
+        let offered = self.offered_tps * seconds;
+        (backlog as f64 > share * offered).then(|| {
+            format!(
+                "began on a backlog of {backlog} transactions, over {:.0} % of the {offered:.0} it offered",
+                share * 100.0
+            )
+        })
+    }
 }
 
 /// The share of the machine (all its cores over a window, 0–1) that went

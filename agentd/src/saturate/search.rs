@@ -2,9 +2,11 @@
 //! with, over any [`Probe`].
 //!
 //! Strategy: offer `start_tps`, then double the rate (up to `max_tps`) while
-//! the chain keeps up; once a rate falls behind, bisect geometrically
-//! between the last rate kept up and the first one behind until their ratio
-//! is at most `1 + resolution`, or `max_steps` are spent.
+//! the chain keeps up; if the start rate is already behind, halve it
+//! (rounded down, not under [`LOWEST_TPS`]) until a rate is kept up. Once
+//! a rate kept up and one behind are known, bisect geometrically between
+//! them until their ratio is at most `1 + resolution`. `max_steps` bounds
+//! the whole search.
 //!
 //! Every step gets a [`Verdict`] ([`judge`]), in this order:
 //!
@@ -47,6 +49,10 @@ use super::probe::{Clock, Probe, StepMeasure};
 const UNSTEADY_SPREAD: f64 = 2.0;
 /// …when it is also this many ms above it (sub-second jitter is not a backlog).
 const UNSTEADY_FLOOR_MS: f64 = 250.0;
+
+/// The lowest rate the search halves down to, tx/s: a chain that cannot
+/// keep up with it is not committing.
+pub const LOWEST_TPS: f64 = 1.0;
 
 /// How to search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,8 +188,13 @@ pub enum Outcome {
         /// The evidence.
         why: String,
     },
-    /// The chain fell behind even at the start rate: lower it.
-    NoRateKeptUp,
+    /// The chain fell behind at every rate offered, the start rate and
+    /// every halving of it the steps allowed.
+    NoRateKeptUp {
+        /// The lowest rate offered, tx/s (absent in older files).
+        #[serde(default)]
+        lowest_tps: Option<f64>,
+    },
     /// The chain kept up at the highest rate allowed: raise it.
     MaxReached {
         /// The highest rate, tx/s.
@@ -365,7 +376,14 @@ impl Bracket {
             Verdict::ChainBehind { .. } => self.behind = Some(rate),
         }
         match (self.kept_up, self.behind) {
-            (None, _) => ControlFlow::Break(Outcome::NoRateKeptUp),
+            (None, _) => {
+                let next = (rate / 2.0).floor();
+                if next >= LOWEST_TPS {
+                    ControlFlow::Continue(next)
+                } else {
+                    ControlFlow::Break(self.ended())
+                }
+            }
             (Some((lo, committed)), None) if lo >= c.max_tps => {
                 ControlFlow::Break(Outcome::MaxReached {
                     max_tps: lo,
@@ -396,7 +414,7 @@ impl Bracket {
                 kept_up_tps: lo,
                 committed_tps: committed,
             },
-            (None, _) => Outcome::NoRateKeptUp,
+            (None, lowest) => Outcome::NoRateKeptUp { lowest_tps: lowest },
         }
     }
 }

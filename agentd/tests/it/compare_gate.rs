@@ -36,6 +36,7 @@ fn measure(tps: f64) -> StepMeasure {
         gas_per_sec: Some(tps * 21_000.0),
         reads: None,
         machine: None,
+        backlog: None,
     }
 }
 
@@ -49,10 +50,12 @@ fn run(step: &str, round: usize, tps: f64) -> StepRun {
         measure: measure(tps),
         extras: WindowExtras::default(),
         lower_bound: None,
+        backlog: None,
         fixed: Some(FixedWindow {
             measure: measure(500.0),
             extras: WindowExtras::default(),
             off_rate: None,
+            backlog: None,
         }),
         etl: None,
         flamegraph: None,

@@ -83,7 +83,8 @@ impl Pipeline {
             ),
             (
                 "COMPARE_ARGS",
-                "--rate 100 --profile-blocks 2 --no-reference --warmup-secs 1",
+                "--rate 100 --profile-blocks 2 --no-reference --warmup-secs 1 \
+                 --step-secs 2 --max-steps 3",
             ),
         ] {
             env.insert(k, v.to_string());

@@ -1,5 +1,6 @@
 //! The saturation search against a real devnet: a knee found far below an
-//! absurd ceiling, on the CometBFT header times the node itself named; and
+//! absurd ceiling, on the CometBFT header times the node itself named; one
+//! found below the start rate on a chain of small blocks; and
 //! `feth saturate` starved of CPU, which must report the agent, not claim a
 //! knee of the chain.
 
@@ -10,8 +11,8 @@ use std::time::Duration;
 
 use feth::blocks;
 use feth::saturate::{
-    find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, SearchConfig, SearchEvent, SearchReport,
-    Verdict,
+    find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent,
+    SearchReport, Verdict,
 };
 use feth_etl::rpc::Rpc;
 
@@ -113,6 +114,83 @@ async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
     assert!(web3.times_ns.iter().all(|t| t % 1_000_000_000 == 0));
     // Each step drained the chain before the next; the last one too.
     assert_eq!(rpc.mempool().await.unwrap().txs, 0);
+}
+
+/// Blocks of 60 transfers at most, about every half second: a chain far
+/// below the start rate of 200 tx/s. The search halves down to a rate it
+/// keeps up with and bisects from there; every step begins on the empty
+/// mempool the one before drained, and one that did not drain leaves the
+/// next a backlog it records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_behind_at_the_start_rate_is_searched_downward() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let net = TestNet::start_with(|o| {
+        o.timeout_commit = "500ms".into();
+        o.block_gas_limit = 60 * feth::fund::TRANSFER_GAS;
+    })
+    .await;
+    let (keys, _dir) = funded(&net, 60, 43).await;
+    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys.clone());
+    cfg.warmup = Duration::from_secs(1);
+    cfg.drain = Duration::from_secs(30);
+    let mut probe = EvmProbe::connect(cfg).await.unwrap();
+    let search = SearchConfig {
+        start_tps: 200.0,
+        step_secs: 2.0,
+        max_steps: 5,
+        ..SearchConfig::default()
+    };
+    let r = find_knee(&mut probe, &search, |_| {}).await.unwrap();
+    let (first, verdict) = &r.steps[0];
+    assert_eq!(first.offered_tps, 200.0);
+    assert!(matches!(verdict, Verdict::ChainBehind { .. }), "{r:#?}");
+    assert_eq!(r.steps[1].0.offered_tps, 100.0, "{r:#?}");
+    let Outcome::KneeFound {
+        knee_tps,
+        committed_tps,
+        behind_tps,
+    } = r.outcome
+    else {
+        panic!("no knee below the start rate: {r:#?}");
+    };
+    assert!(knee_tps < behind_tps && behind_tps < 200.0, "{r:#?}");
+    assert!(committed_tps >= (1.0 - search.tolerance) * knee_tps);
+    // The blocks were full at the rates behind: no more than the gas
+    // limit allows, and at it.
+    let rpc = Rpc::new(&net.devnet.state.rpc_url(), 10, 2).unwrap();
+    let heights: Vec<u64> = (first.first_height + 1..=first.last_height).collect();
+    let (facts, missing) = rpc.fetch(&heights, &[]).await.unwrap();
+    assert!(missing.is_empty(), "{missing:?}");
+    let most = facts.values().map(|f| f.txs.unwrap()).max();
+    assert_eq!(most, Some(60), "{facts:?}");
+    // Every step began on an empty mempool: each one's drain emptied it.
+    assert!(r.steps.iter().all(|(m, _)| m.backlog == Some(0)), "{r:#?}");
+
+    // A probe that does not wait for the chain leaves a deliberate backlog,
+    // which the next step (of other senders, funded first: a funding waits
+    // for its inclusion) records.
+    let (others, _others_dir) = funded(&net, 20, 44).await;
+    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys);
+    cfg.warmup = Duration::from_secs(1);
+    cfg.drain = Duration::ZERO;
+    let mut hasty = EvmProbe::connect(cfg).await.unwrap();
+    hasty.step(400.0, 3.0).await.unwrap();
+    let mut cfg = EvmProbeConfig::new(vec![net.web3()], others);
+    cfg.warmup = Duration::from_secs(1);
+    cfg.drain = Duration::from_secs(60);
+    let next = EvmProbe::connect(cfg)
+        .await
+        .unwrap()
+        .step(20.0, 2.0)
+        .await
+        .unwrap();
+    let left = next.backlog.expect("the mempool's count");
+    assert!(left > 100, "{next:?}");
+    let why = next.started_on_backlog(2.0, 0.05).expect("named");
+    assert!(
+        why.contains(&format!("backlog of {left} transactions")),
+        "{why}"
+    );
 }
 
 /// Pins every thread of process `pid` to `cpu`.

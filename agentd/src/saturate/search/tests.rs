@@ -54,6 +54,7 @@ impl Model {
             gas_per_sec: Some(committed * 21_000.0),
             reads: None,
             machine: None,
+            backlog: None,
         }
     }
 }
@@ -156,11 +157,59 @@ fn an_agent_slower_than_the_chain_is_reported_not_taken_for_a_knee() {
 }
 
 #[test]
-fn a_chain_behind_at_the_start_or_keeping_up_at_the_max_says_so() {
+fn a_chain_behind_at_the_start_is_searched_downward() {
+    // Halved once to a rate kept up, then bisected as from above.
     let r = search(&mut Model::new(100.0, 1e9), &config());
-    assert_eq!(r.outcome, Outcome::NoRateKeptUp);
-    assert_eq!(r.steps.len(), 1);
+    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    assert_eq!(rates, [200.0, 100.0, 141.0, 119.0, 109.0]);
+    assert_eq!(
+        r.outcome,
+        Outcome::KneeFound {
+            knee_tps: 100.0,
+            committed_tps: 100.0,
+            behind_tps: 109.0
+        }
+    );
+    // A chain far slower than the start: halvings, rounded down.
+    let r = search(&mut Model::new(30.0, 1e9), &config());
+    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    assert_eq!(rates[..4], [200.0, 100.0, 50.0, 25.0]);
+    let Outcome::KneeFound { knee_tps, .. } = r.outcome else {
+        panic!("{:?}", r.outcome);
+    };
+    assert!((25.0..=31.6).contains(&knee_tps), "{r:?}");
+}
 
+#[test]
+fn a_chain_that_commits_nothing_is_halved_down_to_the_lowest_rate() {
+    let r = search(&mut Model::new(0.0, 1e9), &config());
+    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    assert_eq!(rates, [200.0, 100.0, 50.0, 25.0, 12.0, 6.0, 3.0, 1.0]);
+    assert_eq!(
+        r.outcome,
+        Outcome::NoRateKeptUp {
+            lowest_tps: Some(LOWEST_TPS)
+        }
+    );
+    // Bounded by the steps allowed.
+    let c = SearchConfig {
+        max_steps: 3,
+        ..config()
+    };
+    let r = search(&mut Model::new(0.0, 1e9), &c);
+    assert_eq!(
+        r.outcome,
+        Outcome::NoRateKeptUp {
+            lowest_tps: Some(50.0)
+        }
+    );
+    // A report written before the lowest rate was kept still reads.
+    let old: Outcome = serde_json::from_str(r#"{"outcome":"no_rate_kept_up"}"#).unwrap();
+    assert_eq!(old, Outcome::NoRateKeptUp { lowest_tps: None });
+}
+
+#[test]
+fn a_chain_keeping_up_at_the_max_says_so() {
     let c = SearchConfig {
         max_tps: 3_000.0,
         ..config()

@@ -216,7 +216,8 @@ impl KvProbe {
         &self,
         rate: f64,
         backlog: Option<u64>,
-        (from, to): (&Mark, &Mark),
+        from: &Mark,
+        to: &Mark,
         sends: &SendWindow,
     ) -> Result<StepMeasure> {
         let blocks = self.blocks(from.height, to.height).await?;
@@ -312,7 +313,7 @@ impl Probe for KvProbe {
         let stopped = load.stop().await;
         let measured = match window {
             Ok((from, to, sends)) => self
-                .measure(rate, backlog, (&from, &to), &sends)
+                .measure(rate, backlog, &from, &to, &sends)
                 .await
                 .map(|m| (m, sends)),
             Err(e) => Err(e),

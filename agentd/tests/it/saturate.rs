@@ -116,6 +116,14 @@ async fn the_knee_of_a_devnet_is_found_far_below_an_absurd_ceiling() {
     assert_eq!(rpc.mempool().await.unwrap().txs, 0);
 }
 
+/// A probe of `net` by `keys`: 1 s of warm-up, `drain` after each step.
+async fn probe_of(net: &TestNet, keys: feth::accounts::KeySet, drain: Duration) -> EvmProbe {
+    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys);
+    cfg.warmup = Duration::from_secs(1);
+    cfg.drain = drain;
+    EvmProbe::connect(cfg).await.unwrap()
+}
+
 /// Blocks of 60 transfers at most, about every half second: a chain far
 /// below the start rate of 200 tx/s. The search halves down to a rate it
 /// keeps up with and bisects from there; every step begins on the empty
@@ -130,10 +138,7 @@ async fn a_chain_behind_at_the_start_rate_is_searched_downward() {
     })
     .await;
     let (keys, _dir) = funded(&net, 60, 43).await;
-    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys.clone());
-    cfg.warmup = Duration::from_secs(1);
-    cfg.drain = Duration::from_secs(30);
-    let mut probe = EvmProbe::connect(cfg).await.unwrap();
+    let mut probe = probe_of(&net, keys.clone(), Duration::from_secs(30)).await;
     let search = SearchConfig {
         start_tps: 200.0,
         step_secs: 2.0,
@@ -170,20 +175,10 @@ async fn a_chain_behind_at_the_start_rate_is_searched_downward() {
     // which the next step (of other senders, funded first: a funding waits
     // for its inclusion) records.
     let (others, _others_dir) = funded(&net, 20, 44).await;
-    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys);
-    cfg.warmup = Duration::from_secs(1);
-    cfg.drain = Duration::ZERO;
-    let mut hasty = EvmProbe::connect(cfg).await.unwrap();
+    let mut hasty = probe_of(&net, keys, Duration::ZERO).await;
     hasty.step(400.0, 3.0).await.unwrap();
-    let mut cfg = EvmProbeConfig::new(vec![net.web3()], others);
-    cfg.warmup = Duration::from_secs(1);
-    cfg.drain = Duration::from_secs(60);
-    let next = EvmProbe::connect(cfg)
-        .await
-        .unwrap()
-        .step(20.0, 2.0)
-        .await
-        .unwrap();
+    let mut careful = probe_of(&net, others, Duration::from_secs(60)).await;
+    let next = careful.step(20.0, 2.0).await.unwrap();
     let left = next.backlog.expect("the mempool's count");
     assert!(left > 100, "{next:?}");
     let why = next.started_on_backlog(2.0, 0.05).expect("named");
@@ -289,10 +284,7 @@ async fn an_app_side_mempool_is_read_from_txpool_status() {
     );
     // Funding goes through the node's pool too.
     let (keys, _dir) = funded(&net, 200, 43).await;
-    let mut cfg = EvmProbeConfig::new(vec![net.web3()], keys);
-    cfg.warmup = Duration::from_secs(1);
-    cfg.drain = Duration::from_secs(30);
-    let mut probe = EvmProbe::connect(cfg).await.unwrap();
+    let mut probe = probe_of(&net, keys, Duration::from_secs(30)).await;
     let search = SearchConfig {
         start_tps: 100.0,
         max_tps: 200.0,

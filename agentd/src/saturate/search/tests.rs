@@ -98,6 +98,11 @@ fn search(model: &mut Model, c: &SearchConfig) -> SearchReport {
     report
 }
 
+/// The rates a search offered, in order.
+fn offered(r: &SearchReport) -> Vec<f64> {
+    r.steps.iter().map(|s| s.0.offered_tps).collect()
+}
+
 #[test]
 fn the_knee_lies_within_the_resolution_of_the_model_chain() {
     let c = config();
@@ -160,7 +165,7 @@ fn an_agent_slower_than_the_chain_is_reported_not_taken_for_a_knee() {
 fn a_chain_behind_at_the_start_is_searched_downward() {
     // Halved once to a rate kept up, then bisected as from above.
     let r = search(&mut Model::new(100.0, 1e9), &config());
-    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    let rates = offered(&r);
     assert_eq!(rates, [200.0, 100.0, 141.0, 119.0, 109.0]);
     assert_eq!(
         r.outcome,
@@ -172,7 +177,7 @@ fn a_chain_behind_at_the_start_is_searched_downward() {
     );
     // A chain far slower than the start: halvings, rounded down.
     let r = search(&mut Model::new(30.0, 1e9), &config());
-    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    let rates = offered(&r);
     assert_eq!(rates[..4], [200.0, 100.0, 50.0, 25.0]);
     let Outcome::KneeFound { knee_tps, .. } = r.outcome else {
         panic!("{:?}", r.outcome);
@@ -183,7 +188,7 @@ fn a_chain_behind_at_the_start_is_searched_downward() {
 #[test]
 fn a_chain_that_commits_nothing_is_halved_down_to_the_lowest_rate() {
     let r = search(&mut Model::new(0.0, 1e9), &config());
-    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    let rates = offered(&r);
     assert_eq!(rates, [200.0, 100.0, 50.0, 25.0, 12.0, 6.0, 3.0, 1.0]);
     assert_eq!(
         r.outcome,
@@ -215,7 +220,7 @@ fn a_chain_keeping_up_at_the_max_says_so() {
         ..config()
     };
     let r = search(&mut Model::new(1e9, 1e9), &c);
-    let rates: Vec<f64> = r.steps.iter().map(|s| s.0.offered_tps).collect();
+    let rates = offered(&r);
     assert_eq!(rates, [200.0, 400.0, 800.0, 1_600.0, 3_000.0]);
     assert_eq!(
         r.outcome,

@@ -8,12 +8,14 @@
 //! ([`INCONCLUSIVE_STATUS`]).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::args::{emit, load_senders, SearchArgs};
 use super::Exit;
+use crate::compare::deploy::Deploy;
 use crate::compare::gate::Undecidable;
 use crate::compare::ladder::{self, Step};
 use crate::compare::run::{CompareConfig, LiveNode};
@@ -109,6 +111,12 @@ pub async fn run(args: CompareArgs) -> Result<()> {
     emit(args.json, &report, |out| {
         write!(out, "{}", render::table(&report))
     })?;
+    if let Some(why) = &report.failed {
+        bail!(
+            "the comparison stopped early: {why}\nthe report holds the {} run(s) measured before it",
+            report.runs.len()
+        );
+    }
     if args.gate.max_regression.is_some() {
         // The report is out (stdout); the verdict goes to stderr.
         return decide_quietly(&args, &report);
@@ -253,6 +261,32 @@ pub struct StepsArgs {
     /// Without them both are "not measured".
     #[arg(long, value_name = "PID", value_delimiter = ',', requires = "network")]
     node_pid: Vec<u32>,
+    /// With --network: the baseline's deploy command (step `a`), run under
+    /// `bash -c` before each of its runs: it puts the build on the node and
+    /// restarts it (docs/GUIDE.md, "Redeploy and retest").
+    #[arg(
+        long,
+        value_name = "CMD",
+        requires_all = ["network", "comet_rpc", "deploy_b"],
+        conflicts_with_all = ["deploy", "node_pid"]
+    )]
+    deploy_a: Option<String>,
+    /// With --deploy-a: the candidate's deploy command (step `b`).
+    #[arg(long, value_name = "CMD", requires = "deploy_a")]
+    deploy_b: Option<String>,
+    /// With --network: STEP=CMD, one step per build, in the order given
+    /// (repeatable; at least two).
+    #[arg(
+        long,
+        value_name = "STEP=CMD",
+        requires_all = ["network", "comet_rpc"],
+        conflicts_with = "node_pid"
+    )]
+    deploy: Vec<String>,
+    /// The most one deploy and the node's return (serving, caught up, a
+    /// new block, an empty mempool) may take.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    deploy_timeout: String,
 }
 
 /// How the rounds are made.
@@ -285,9 +319,10 @@ pub struct RunArgs {
     /// against the previous step) are within ±PCT, or --budget is spent.
     #[arg(long, value_name = "PCT")]
     until_resolved: Option<f64>,
-    /// With --until-resolved: the longest the whole comparison may take.
-    #[arg(long, default_value = "30m", requires = "until_resolved")]
-    budget: String,
+    /// The longest the whole comparison may take: no round starts that
+    /// would end past it [default with --until-resolved: 30m; else none].
+    #[arg(long, value_name = "DURATION")]
+    budget: Option<String>,
     /// Funded senders per devnet (with --network: the first N of --keys).
     #[arg(long, default_value_t = 500)]
     senders: usize,
@@ -338,12 +373,47 @@ fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
             Kind::Builds,
             ladder::builds(devnet::tools::build(a)?, devnet::tools::build(b)?, &s.patches),
         ),
-        (.., Some(_)) => (Kind::Live, vec![ladder::live(&s.name)]),
+        (.., Some(_)) => {
+            let deploys = deploys(s)?;
+            match deploys.is_empty() {
+                true => (Kind::Live, vec![ladder::live(&s.name)]),
+                false => (Kind::Live, deploys.iter().map(|d| ladder::live(&d.step)).collect()),
+            }
+        }
         _ => bail!(
             "say what to compare: --ladder SPEC, --only LIST, --build-a A --build-b B or \
              --network URL --keys FILE; or gate a report with --candidate NEW.json --max-regression PCT"
         ),
     })
+}
+
+/// The live node's deploy commands, one per step: `--deploy-a/-b` (steps
+/// `a` and `b`) or `--deploy STEP=CMD`s (at least two, names distinct).
+fn deploys(s: &StepsArgs) -> Result<Vec<Deploy>> {
+    if let (Some(a), Some(b)) = (&s.deploy_a, &s.deploy_b) {
+        let step = |name: &str, command: &str| Deploy {
+            step: name.to_string(),
+            command: command.to_string(),
+        };
+        return Ok(vec![step("a", a), step("b", b)]);
+    }
+    let deploys = s
+        .deploy
+        .iter()
+        .map(|d| Deploy::parse(d))
+        .collect::<Result<Vec<_>>>()?;
+    if deploys.len() == 1 {
+        bail!("--deploy needs at least two steps to compare (`--deploy a=CMD --deploy b=CMD`)");
+    }
+    for (i, d) in deploys.iter().enumerate() {
+        if deploys[..i].iter().any(|e| e.step == d.step) {
+            bail!(
+                "--deploy names step `{}` twice; give each build its own name",
+                d.step
+            );
+        }
+    }
+    Ok(deploys)
 }
 
 /// A devnet setting: none for a live node; the one given, else feth's
@@ -359,6 +429,15 @@ fn devnet_setting<T>(
         (None, Some(_)) => given,
         (None, None) => Some(given.unwrap_or(default)),
     }
+}
+
+/// A duration flag in seconds, its name in the error.
+fn parse_secs(text: &str, flag: &str) -> Result<f64> {
+    let d = crate::units::parse_duration(text).with_context(|| format!("{flag} {text}"))?;
+    if d.is_zero() {
+        bail!("{flag} must be longer than 0, got {text}");
+    }
+    Ok(d.as_secs_f64())
 }
 
 /// `--node-pid`'s processes, each checked to be running on this machine.
@@ -415,9 +494,13 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         }
         Some(pct) => Some((
             pct / 100.0,
-            crate::units::parse_duration(&r.budget)?.as_secs_f64(),
+            parse_secs(r.budget.as_deref().unwrap_or("30m"), "--budget")?,
         )),
         None => None,
+    };
+    let budget = match (&r.budget, until_resolved) {
+        (Some(b), None) => Some(parse_secs(b, "--budget")?),
+        _ => None,
     };
     let search = args.search.search_config_over(compare_search_defaults());
     search.validate()?;
@@ -427,6 +510,11 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             comet_rpc: args.steps.comet_rpc.clone(),
             keys: load_senders(keys, Some(r.senders))?,
             node_pids: node_pids(&args.steps.node_pid)?,
+            deploys: deploys(&args.steps)?,
+            deploy_timeout: Duration::from_secs_f64(parse_secs(
+                &args.steps.deploy_timeout,
+                "--deploy-timeout",
+            )?),
         }),
         _ => None,
     };
@@ -468,6 +556,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         },
         rate: r.rate,
         max_rounds: rounds,
+        budget,
         steps,
         warmup,
         profile_blocks: if live.is_some() { 0 } else { r.profile_blocks },

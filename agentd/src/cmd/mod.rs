@@ -34,7 +34,7 @@ enum Command {
     /// Create and fund many accounts from a root key.
     Fund(fund::FundArgs),
     /// Fire parallel signed transfers and report committed TPS.
-    Load(load::LoadArgs),
+    Load(Box<load::LoadArgs>),
     /// Combine several agents' `feth load --out` reports, committed TPS read once from the chain.
     Merge(merge::MergeArgs),
     /// Balance and nonce of an account.
@@ -52,7 +52,7 @@ enum Command {
     /// Benchmarks that print figures.
     Bench(bench::BenchCommand),
     /// Is the chain faster after a change? Gate a candidate report against a baseline.
-    Compare(compare::CompareArgs),
+    Compare(Box<compare::CompareArgs>),
     /// Send signed value transfers and wait until they are committed.
     Send(send::SendArgs),
     /// An HTML page of a run's charts, flamegraphs and parameters, and a Markdown summary.
@@ -68,7 +68,7 @@ impl Cli {
         match self.command {
             Command::Devnet(c) => devnet::run(c).await,
             Command::Fund(a) => fund::run(a).await,
-            Command::Load(a) => load::run(a).await,
+            Command::Load(a) => load::run(*a).await,
             Command::Merge(a) => merge::run(a).await,
             Command::Info(a) => info::info(a).await,
             Command::Block(a) => info::block(a).await,
@@ -77,7 +77,7 @@ impl Cli {
             Command::Flamegraph(a) => flamegraph::run(a).await,
             Command::Etl(a) => etl::run(a).await,
             Command::Bench(c) => bench::run(c).await,
-            Command::Compare(a) => compare::run(a).await,
+            Command::Compare(a) => compare::run(*a).await,
             Command::Send(a) => send::run(a).await,
             Command::Report(a) => report::run(a).await,
             Command::Keys(c) => keys::run(c),

@@ -374,6 +374,7 @@ mod tests {
                 runs: hogged.runs.clone(),
                 ladder: vec!["a".into(), "b".into()],
                 stopped: None,
+                failed: None,
             },
             None,
             1.0,

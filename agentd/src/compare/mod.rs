@@ -4,7 +4,9 @@
 //! - [`ladder`]: the steps.
 //! - [`node`]: the seam between the round loop and a step's node;
 //!   [`session`]: feth's devnet or a live node behind it, kept alive
-//!   (paused between its windows) across the rounds.
+//!   (paused between its windows) across the rounds; [`deploy`]: a live
+//!   node redeployed before each of a step's runs, and [`ready`]: waiting
+//!   until it is back.
 //! - [`run`]: setting each step up once, then short interleaved rounds of
 //!   two windows each (saturation, fixed rate), with [`etl`] (a run's logs
 //!   through the etl) and [`profile`] (profiled blocks, differential
@@ -20,12 +22,14 @@
 //!   [`verdict`]: what it decided, and why.
 
 pub mod conditions;
+pub mod deploy;
 pub mod etl;
 pub mod gate;
 pub mod ladder;
 pub mod machine;
 pub mod node;
 pub mod profile;
+pub mod ready;
 pub mod render;
 pub mod report;
 pub mod run;

@@ -13,6 +13,7 @@ use anyhow::Result;
 use indicatif::ProgressBar;
 
 use super::conditions::NodeConditions;
+use super::deploy::Phase;
 use super::etl::EtlFigures;
 use super::ladder::Step;
 use crate::saturate::{Probe, StepMeasure, WindowExtras};
@@ -28,6 +29,13 @@ pub trait MeasuredNode: Probe + Send {
         rate: f64,
         seconds: f64,
     ) -> impl Future<Output = Result<(StepMeasure, WindowExtras)>> + Send;
+
+    /// Readies the node for its next window before `phase`: a live node
+    /// with a deploy command is redeployed and waited for; others do
+    /// nothing.
+    fn before(&mut self, _phase: Phase) -> impl Future<Output = Result<()>> + Send {
+        async { Ok(()) }
+    }
 
     /// Stops the node where it is, so that it costs the machine nothing
     /// (a node feth does not own is left running).

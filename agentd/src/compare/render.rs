@@ -374,6 +374,12 @@ fn detectable(report: &CompareReport) -> Vec<String> {
     if let Some(why) = &report.stopped {
         lines.push(format!("rounds: {why}"));
     }
+    if let Some(why) = &report.failed {
+        let rounds = report.settings.rounds;
+        lines.push(format!(
+            "STOPPED EARLY after {rounds} whole round(s), by: {why}"
+        ));
+    }
     lines
 }
 
@@ -586,6 +592,7 @@ mod tests {
                 runs: live.runs.clone(),
                 ladder: vec!["node".into()],
                 stopped: None,
+                failed: None,
             },
             None,
             1.0,

@@ -32,8 +32,12 @@ pub struct CompareReport {
     /// CometBFT's own kvstore application under the same conditions: the
     /// consensus engine's ceiling on this machine, when it was measured.
     pub reference: Option<ReferenceRun>,
-    /// Why the rounds stopped, with `--until-resolved`.
+    /// Why the rounds stopped, with `--until-resolved` or `--budget`.
     pub stopped: Option<String>,
+    /// The error that ended the rounds early (a failed deploy); the report
+    /// holds what was measured before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// How much of the machine the windows lost to other processes and
     /// steal; a busy machine makes every verdict inconclusive.
     #[serde(default)]

@@ -27,6 +27,14 @@
 //! `until_resolved`, rounds go on until every step's intervals against the
 //! previous step (TPS and CPU per transaction) are within the target
 //! half-width, or the budget would be overrun, and the report says which.
+//! Without it, a `budget` stops the rounds before one would overrun it.
+//! After the first round the expected wall time of the rest is printed.
+//!
+//! **A live node redeployed** ([`super::deploy`]): every step is a build on
+//! the same node, deployed before each of its searches, pilots and runs,
+//! so the rounds' ABBA order pairs the builds on one node. An error in a
+//! round (a deploy that fails, a node that does not return) ends the
+//! rounds; the report keeps the runs measured before it and names it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,9 +42,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::deploy::{Deploy, Deployer, Phase};
 use super::ladder::Step;
 use super::node::{AfterRun, MeasuredNode};
 use super::profile;
+use super::ready::Readiness;
 use super::report::{CompareReport, Environment, ReferenceRun, Settings};
 use super::session::{file_name, StepNode};
 use super::step::Metric;
@@ -75,6 +85,11 @@ pub struct LiveNode {
     /// PIDs of its processes on this machine, for its CPU per transaction
     /// and to tell other processes' load from its own (none: not measured).
     pub node_pids: Vec<u32>,
+    /// Each step's deploy command, in ladder order (empty: the node is
+    /// measured as it is, one step).
+    pub deploys: Vec<Deploy>,
+    /// The most one deploy and the node's return may take.
+    pub deploy_timeout: Duration,
 }
 
 /// Everything a comparison needs; [`Settings`] is what the report records.
@@ -94,6 +109,9 @@ pub struct CompareConfig {
     pub rate: Option<f64>,
     /// Rounds at most (the rounds to run without `until_resolved`).
     pub max_rounds: usize,
+    /// Without `until_resolved`: no round starts that would end past this
+    /// many seconds of the whole comparison.
+    pub budget: Option<f64>,
     /// Load before every measured window.
     pub warmup: Duration,
     /// Blocks profiled per step in the first round (0: none).
@@ -115,7 +133,7 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     let (work, _) = devnet::scratch_dir()?;
     let out = cfg.out.join(format!("compare-{}", unix_seconds()));
     let bar = progress_bar(cfg.progress);
-    let start = async |k: usize, step: &Step| start_node(cfg, work.path(), k, step).await;
+    let start = async |k: usize, _: &Step| start_node(cfg, work.path(), &out, k).await;
     let measured = measure(cfg, start, &out, &bar, started).await?;
     let Measured {
         nodes,
@@ -123,6 +141,7 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
         mut runs,
         settings,
         stopped,
+        failed,
     } = measured;
     drop(nodes);
     let reference = match cfg.reference {
@@ -136,6 +155,7 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
         runs,
         ladder: cfg.steps.iter().map(|s| s.name.clone()).collect(),
         stopped,
+        failed,
     };
     CompareReport::assemble(
         Environment::detect(devnet::tools::cometbft_version()),
@@ -146,18 +166,27 @@ pub async fn run(cfg: &CompareConfig) -> Result<CompareReport> {
     )
 }
 
-/// Step `k`'s node: a devnet of its own in `work`, or the live node.
-async fn start_node(cfg: &CompareConfig, work: &Path, k: usize, step: &Step) -> Result<StepNode> {
+/// Step `k`'s node: a devnet of its own in `work`, or the live node (first
+/// deployed, when it has deploy commands; their logs go under `out`).
+async fn start_node(cfg: &CompareConfig, work: &Path, out: &Path, k: usize) -> Result<StepNode> {
+    let step = &cfg.steps[k];
     match &cfg.live {
         Some(l) => {
+            let deployer = deployer(l, k, out)?;
+            let mut pids = l.node_pids.clone();
+            if let Some(d) = &deployer {
+                pids = d.deploy(Phase::Setup).await?.pids;
+            }
             let probe = EvmProbeConfig {
                 comet_rpc: l.comet_rpc.clone(),
-                node_pids: l.node_pids.clone(),
+                node_pids: pids,
                 warmup: cfg.warmup,
                 scenario: cfg.scenario.clone(),
                 ..EvmProbeConfig::new(vec![l.web3.clone()], l.keys.clone())
             };
-            StepNode::live(probe).await
+            let mut node = StepNode::live(probe).await?;
+            node.deployer = deployer;
+            Ok(node)
         }
         None => {
             let dir = work.join(format!("step-{k}"));
@@ -173,6 +202,23 @@ async fn start_node(cfg: &CompareConfig, work: &Path, k: usize, step: &Step) -> 
     }
 }
 
+/// Step `k`'s deployer on the live node `l`, if it has deploy commands.
+fn deployer(l: &LiveNode, k: usize, out: &Path) -> Result<Option<Deployer>> {
+    let Some(deploy) = l.deploys.get(k) else {
+        return Ok(None);
+    };
+    let comet = l
+        .comet_rpc
+        .as_deref()
+        .context("a redeployed node needs its CometBFT RPC (--comet-rpc)")?;
+    Ok(Some(Deployer {
+        deploy: deploy.clone(),
+        timeout: l.deploy_timeout,
+        node: Readiness::new(&l.web3, comet)?,
+        logs: out.join("deploys"),
+    }))
+}
+
 /// What the rounds measured, with the nodes still alive.
 pub(crate) struct Measured<N> {
     /// Every step's node, paused.
@@ -183,8 +229,10 @@ pub(crate) struct Measured<N> {
     pub runs: Vec<StepRun>,
     /// The settings, with the fixed rate and the rounds filled in.
     pub settings: Settings,
-    /// Why the rounds stopped, with `until_resolved`.
+    /// Why the rounds stopped, with `until_resolved` or a budget.
     pub stopped: Option<String>,
+    /// The error that ended the rounds early, after at least one run.
+    pub failed: Option<String>,
 }
 
 /// The comparison over any nodes: each started by `start` and set up, the
@@ -202,7 +250,9 @@ pub(crate) async fn measure<N: MeasuredNode>(
     settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
     let mut runs: Vec<StepRun> = Vec::new();
     let (mut rounds, mut saturated, mut raised) = (0, 0, 0);
-    let stopped = loop {
+    let rounds_began = Instant::now();
+    let mut failed = None;
+    let stopped = 'rounds: loop {
         if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, started) {
             break why;
         }
@@ -219,13 +269,21 @@ pub(crate) async fn measure<N: MeasuredNode>(
                 out,
                 bar,
             };
-            let run = one_run(&at, &mut nodes[i])
-                .await
-                .with_context(|| format!("step {} (round {})", step.name, rounds + 1))?;
+            let run = match run_step(&at, &mut nodes[i]).await {
+                Ok(run) => run,
+                Err(e) if runs.is_empty() => return Err(e),
+                Err(e) => {
+                    failed = Some(format!("{e:#}"));
+                    break 'rounds None;
+                }
+            };
             report_line(bar, &run);
             runs.push(run);
         }
         rounds += 1;
+        if rounds == 1 {
+            forecast(cfg, rounds_began.elapsed(), started.elapsed(), bar);
+        }
         // A round in which a step kept up with the overload does not count:
         // the overload is doubled and the round run again (its fixed-rate
         // windows still count).
@@ -244,7 +302,37 @@ pub(crate) async fn measure<N: MeasuredNode>(
         runs,
         settings,
         stopped,
+        failed,
     })
+}
+
+/// One step's run in its round, its node readied first (a deploy).
+async fn run_step<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun> {
+    let (step, round) = (&at.step.name, at.round + 1);
+    node.before(Phase::Round(at.round)).await?;
+    one_run(at, node)
+        .await
+        .with_context(|| format!("step {step} (round {round})"))
+}
+
+/// The expected wall time of the rounds still to run, from the first.
+fn forecast(cfg: &CompareConfig, first_round: Duration, elapsed: Duration, bar: &ProgressBar) {
+    let rest = cfg.max_rounds.saturating_sub(1);
+    let more = first_round.as_secs_f64() * rest as f64;
+    let mut line = format!(
+        "round 1 took {:.0} s; {rest} more round(s) at most: about {:.1} min more, {:.1} min in all",
+        first_round.as_secs_f64(),
+        more / 60.0,
+        (elapsed.as_secs_f64() + more) / 60.0
+    );
+    let budget = cfg.settings.until_resolved.map(|(_, b)| b).or(cfg.budget);
+    if let Some(b) = budget.filter(|b| elapsed.as_secs_f64() + more > *b) {
+        line.push_str(&format!(
+            "; the budget of {:.1} min ends it sooner",
+            b / 60.0
+        ));
+    }
+    progress::println(bar, line);
 }
 
 /// Every step's node, started, searched once and read, then paused.
@@ -344,6 +432,7 @@ async fn pilot<N: MeasuredNode>(
         let mut committed = Vec::with_capacity(nodes.len());
         for (node, step) in nodes.iter_mut().zip(&cfg.steps) {
             bar.set_message(format!("pilot: step {} at {rate:.0} tx/s", step.name));
+            node.before(Phase::Pilot).await?;
             node.resume()?;
             let m = node.step(rate, cfg.settings.seconds).await;
             node.pause()?;
@@ -421,7 +510,7 @@ fn stop_reason(
     started: Instant,
 ) -> Option<Option<String>> {
     let Some((target, budget)) = settings.until_resolved else {
-        return (rounds >= cfg.max_rounds).then_some(None);
+        return fixed_stop(cfg, rounds, started);
     };
     if rounds >= MIN_ROUNDS {
         let ladder: Vec<String> = cfg.steps.iter().map(|s| s.name.clone()).collect();
@@ -447,6 +536,25 @@ fn stop_reason(
         )));
     }
     None
+}
+
+/// Why a fixed number of rounds stops: all run, or (with a budget) one more
+/// would end past it.
+fn fixed_stop(cfg: &CompareConfig, rounds: usize, started: Instant) -> Option<Option<String>> {
+    if rounds >= cfg.max_rounds {
+        return Some(None);
+    }
+    let budget = cfg.budget?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let per_round = (rounds > 0).then(|| elapsed / rounds as f64)?;
+    (elapsed + per_round > budget).then(|| {
+        Some(format!(
+            "--budget {:.1} min: stopped after {rounds} of {} rounds ({:.1} min; another would end past it)",
+            budget / 60.0,
+            cfg.max_rounds,
+            elapsed / 60.0
+        ))
+    })
 }
 
 /// The widest half-width of TPS and CPU per transaction against the
@@ -689,8 +797,11 @@ mod tests {
     use anyhow::Result;
     use indicatif::ProgressBar;
 
-    use super::{fixed_rate, measure, round_order, stop_reason, CompareConfig, Measured};
+    use super::{
+        fixed_rate, fixed_stop, measure, round_order, stop_reason, CompareConfig, Measured,
+    };
     use crate::compare::conditions::NodeConditions;
+    use crate::compare::deploy::Phase;
     use crate::compare::ladder::{ladder, Step};
     use crate::compare::node::MeasuredNode;
     use crate::compare::report::Kind;
@@ -726,6 +837,10 @@ mod tests {
         paused: bool,
         running: Arc<AtomicUsize>,
         log: Arc<Mutex<Vec<(String, f64)>>>,
+        /// The round whose deploy fails, if any.
+        fails_in: Option<usize>,
+        /// Every phase it was readied before.
+        readied: Vec<Phase>,
     }
 
     impl Model {
@@ -763,6 +878,14 @@ mod tests {
             let e = extras(m.committed_tps);
             Ok((m, e))
         }
+        async fn before(&mut self, phase: Phase) -> Result<()> {
+            assert!(self.paused, "{} readied while running", self.name);
+            self.readied.push(phase);
+            match (phase, self.fails_in) {
+                (Phase::Round(r), Some(f)) if r == f => anyhow::bail!("deploy failed"),
+                _ => Ok(()),
+            }
+        }
         fn pause(&mut self) -> Result<()> {
             assert!(!self.paused, "{} paused twice", self.name);
             self.paused = true;
@@ -794,6 +917,15 @@ mod tests {
         cfg: &CompareConfig,
         models: &[(f64, f64, usize)],
     ) -> (Measured<Model>, Vec<(String, f64)>) {
+        on_failing_models(cfg, models, None).await.unwrap()
+    }
+
+    /// The same, model `fail.0`'s deploy failing in round `fail.1`.
+    async fn on_failing_models(
+        cfg: &CompareConfig,
+        models: &[(f64, f64, usize)],
+        fail: Option<(usize, usize)>,
+    ) -> Result<(Measured<Model>, Vec<(String, f64)>)> {
         let running = Arc::new(AtomicUsize::new(0));
         let log = Arc::new(Mutex::new(Vec::new()));
         let start = async |k: usize, step: &Step| {
@@ -808,15 +940,78 @@ mod tests {
                 paused: false,
                 running: running.clone(),
                 log: log.clone(),
+                fails_in: fail.filter(|f| f.0 == k).map(|f| f.1),
+                readied: Vec::new(),
             })
         };
         let bar = ProgressBar::hidden();
-        let measured = measure(cfg, start, "out".as_ref(), &bar, Instant::now())
-            .await
-            .unwrap();
+        let measured = measure(cfg, start, "out".as_ref(), &bar, Instant::now()).await?;
         assert_eq!(running.load(Ordering::SeqCst), 0, "a node left running");
         let log = log.lock().unwrap().clone();
-        (measured, log)
+        Ok((measured, log))
+    }
+
+    #[tokio::test]
+    async fn every_window_is_readied_and_a_failed_deploy_keeps_the_rounds_before_it() {
+        let cfg = config(None, 5);
+        let models = [(1000.0, 1000.0, 0), (1500.0, 1500.0, 0)];
+        // `all` (step 1) fails its deploy in round 3 (index 2), which runs
+        // forwards: `none`'s run of that round is kept, unpaired.
+        let (m, _) = on_failing_models(&cfg, &models, Some((1, 2)))
+            .await
+            .unwrap();
+        let failed = m.failed.as_deref().unwrap();
+        assert!(failed.contains("deploy failed"), "{failed}");
+        assert_eq!(m.settings.rounds, 2);
+        let order: Vec<(&str, usize)> = m.runs.iter().map(|r| (r.step.as_str(), r.round)).collect();
+        assert_eq!(
+            order,
+            [
+                ("none", 0),
+                ("all", 0),
+                ("all", 1),
+                ("none", 1),
+                ("none", 2)
+            ]
+        );
+        // Each node was readied before each of its pilot windows (one per
+        // doubling) and each of its runs, in that order.
+        let pilots = m.nodes[0]
+            .readied
+            .iter()
+            .take_while(|p| **p == Phase::Pilot)
+            .count();
+        assert!(pilots >= 1);
+        let rounds = [Phase::Round(0), Phase::Round(1), Phase::Round(2)];
+        for n in &m.nodes {
+            assert_eq!(
+                n.readied[..pilots],
+                vec![Phase::Pilot; pilots],
+                "{:?}",
+                n.readied
+            );
+            assert_eq!(n.readied[pilots..], rounds, "{:?}", n.readied);
+        }
+        // Nothing measured yet: the error itself, no report.
+        let e = on_failing_models(&cfg, &models, Some((0, 0)))
+            .await
+            .err()
+            .unwrap();
+        assert!(format!("{e:#}").contains("deploy failed"), "{e:#}");
+    }
+
+    #[test]
+    fn a_budget_stops_fixed_rounds_before_one_would_overrun_it() {
+        let mut cfg = config(None, 8);
+        let started = Instant::now() - Duration::from_secs(100);
+        assert_eq!(fixed_stop(&cfg, 2, started), None);
+        assert_eq!(fixed_stop(&cfg, 8, started), Some(None));
+        // 50 s a round so far: a third would end at 150 s, past 120.
+        cfg.budget = Some(120.0);
+        let why = fixed_stop(&cfg, 2, started).unwrap().unwrap();
+        assert!(why.contains("stopped after 2 of 8 rounds"), "{why}");
+        cfg.budget = Some(200.0);
+        assert_eq!(fixed_stop(&cfg, 2, started), None);
     }
 
     #[tokio::test]
@@ -898,6 +1093,7 @@ mod tests {
             settings,
             rate: None,
             max_rounds,
+            budget: None,
             warmup: Duration::ZERO,
             profile_blocks: 0,
             reference: false,

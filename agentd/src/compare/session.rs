@@ -13,6 +13,7 @@ use alloy_primitives::{B256, U256};
 use anyhow::{Context, Result};
 
 use super::conditions::{NodeConditions, CONFIG_KEYS};
+use super::deploy::{Deployer, Phase};
 use super::ladder::Step;
 use super::node::{AfterRun, MeasuredNode, RunRecords};
 use super::report::Settings;
@@ -129,6 +130,8 @@ pub struct StepNode {
     /// The step's CometBFT settings as its `config.toml` holds them
     /// (`KEY=VALUE`); empty for a live node and for a step that sets none.
     pub comet: Vec<String>,
+    /// A live node's deploy command for this step, run before each window.
+    pub deployer: Option<Deployer>,
     paused: bool,
 }
 
@@ -181,6 +184,7 @@ impl StepNode {
             probe: StepProbe::Evm(probe),
             version,
             comet,
+            deployer: None,
             paused: false,
         })
     }
@@ -214,6 +218,7 @@ impl StepNode {
             probe,
             version,
             comet,
+            deployer: None,
             paused: false,
         })
     }
@@ -235,6 +240,7 @@ impl StepNode {
             probe: StepProbe::Evm(probe),
             version,
             comet: Vec::new(),
+            deployer: None,
             paused: false,
         })
     }
@@ -268,6 +274,19 @@ impl Probe for StepNode {
 impl MeasuredNode for StepNode {
     async fn window(&mut self, rate: f64, seconds: f64) -> Result<(StepMeasure, WindowExtras)> {
         self.probe.window(rate, seconds).await
+    }
+
+    /// A live node with a deploy command: deployed, waited for, and its
+    /// CPU measured over the PIDs the deploy wrote (if any) from now on.
+    async fn before(&mut self, phase: Phase) -> Result<()> {
+        let Some(deployer) = &self.deployer else {
+            return Ok(());
+        };
+        let deployed = deployer.deploy(phase).await?;
+        if let StepProbe::Evm(probe) = &mut self.probe {
+            probe.set_node_pids(deployed.pids);
+        }
+        Ok(())
     }
 
     /// Stops the devnet's processes where they are (SIGSTOP); a live node

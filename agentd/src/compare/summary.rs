@@ -26,8 +26,10 @@ pub struct Rounds {
     pub runs: Vec<StepRun>,
     /// The steps' names in ladder order.
     pub ladder: Vec<String>,
-    /// Why the rounds stopped, with `--until-resolved`.
+    /// Why the rounds stopped, with `--until-resolved` or `--budget`.
     pub stopped: Option<String>,
+    /// The error that ended the rounds early.
+    pub failed: Option<String>,
 }
 use crate::bench::stats::median;
 use crate::stats::holm::holm;
@@ -51,6 +53,7 @@ impl CompareReport {
             runs,
             ladder,
             stopped,
+            failed,
         } = rounds;
         let mut steps = summarise(&runs, &ladder, &setups, reference.as_ref(), settings.floor)?;
         let machine = MachineLoad::of(&runs, settings.max_lost);
@@ -66,6 +69,7 @@ impl CompareReport {
             steps,
             reference,
             stopped,
+            failed,
             machine,
             wall_secs,
         })

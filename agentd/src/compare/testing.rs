@@ -136,6 +136,7 @@ pub fn report(kind: Kind, steps: &[(&str, &[f64])], reference_tps: Option<f64>) 
         runs,
         ladder: steps.iter().map(|(s, _)| s.to_string()).collect(),
         stopped: None,
+        failed: None,
     };
     CompareReport::assemble(
         environment(),

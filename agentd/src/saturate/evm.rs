@@ -161,10 +161,7 @@ impl EvmProbe {
             .with_context(|| format!("cannot reach the web3 node at {url}"))?;
         let (comet, clock_source) =
             crate::blocks::discover_comet(&client, cfg.comet_rpc.as_deref()).await?;
-        let txpool = client
-            .call::<TxpoolStatus>("txpool_status", json!([]))
-            .await
-            .is_ok();
+        let txpool = txpool_count(&client).await.is_some();
         let prepared = match &cfg.scenario {
             Some(s) => Some(prepare_on(&client, &cfg.keys, s).await?),
             None => None,
@@ -198,6 +195,11 @@ impl EvmProbe {
         self.cfg.endpoints.first().map_or("", String::as_str)
     }
 
+    /// The node's processes from now on (a redeployed node runs new ones).
+    pub fn set_node_pids(&mut self, pids: Vec<u32>) {
+        self.cfg.node_pids = pids;
+    }
+
     /// The CometBFT RPC in use, if any.
     pub fn comet_rpc(&self) -> Option<&str> {
         self.comet.as_ref().map(Rpc::url)
@@ -213,20 +215,7 @@ impl EvmProbe {
     /// Transactions waiting in the node's mempool (see the module docs);
     /// `None` when nothing says.
     async fn mempool(&self) -> Option<u64> {
-        let comet = match &self.comet {
-            Some(rpc) => rpc.mempool().await.ok().map(|m| m.txs),
-            None => None,
-        };
-        let txpool = match self.txpool {
-            true => self
-                .client
-                .call::<TxpoolStatus>("txpool_status", json!([]))
-                .await
-                .ok()
-                .map(|s| s.pending.to::<u64>().saturating_add(s.queued.to::<u64>())),
-            false => None,
-        };
-        larger_count(comet, txpool)
+        mempool_count(&self.client, self.comet.as_ref(), self.txpool).await
     }
 
     async fn window(&self, first: u64, last: u64) -> Result<BlockWindow> {
@@ -465,6 +454,34 @@ async fn prepare_on(client: &EthClient, keys: &KeySet, scenario: &Scenario) -> R
 
 /// The larger of two figures, of those known (two mempool counts, two
 /// windows' shares of the machine).
+/// Transactions waiting in a node's mempool: the larger of CometBFT's count
+/// (when its RPC is known) and web3's `txpool_status` (when `txpool`, the
+/// node answers it); `None` when neither says (see the module docs).
+pub(crate) async fn mempool_count(
+    client: &EthClient,
+    comet: Option<&Rpc>,
+    txpool: bool,
+) -> Option<u64> {
+    let comet = match comet {
+        Some(rpc) => rpc.mempool().await.ok().map(|m| m.txs),
+        None => None,
+    };
+    let txpool = match txpool {
+        true => txpool_count(client).await,
+        false => None,
+    };
+    larger_count(comet, txpool)
+}
+
+/// `txpool_status`'s pending + queued; `None` when the node does not answer it.
+pub(crate) async fn txpool_count(client: &EthClient) -> Option<u64> {
+    client
+        .call::<TxpoolStatus>("txpool_status", json!([]))
+        .await
+        .ok()
+        .map(|s| s.pending.to::<u64>().saturating_add(s.queued.to::<u64>()))
+}
+
 pub(crate) fn larger_count<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
         (Some(a), Some(b)) => Some(if b > a { b } else { a }),

@@ -103,6 +103,7 @@ fn builds(a: &[f64], b: &[f64], cores: usize) -> CompareReport {
         runs,
         ladder: vec!["a".to_string(), "b".to_string()],
         stopped: None,
+        failed: None,
     };
     CompareReport::assemble(environment, settings, rounds, None, 120.0).unwrap()
 }
@@ -226,6 +227,7 @@ fn lower_bounds_alone_cannot_decide_and_say_why() {
         runs: r.runs.clone(),
         ladder: vec!["a".to_string(), "b".to_string()],
         stopped: None,
+        failed: None,
     };
     let r = CompareReport::assemble(r.environment.clone(), r.settings.clone(), rounds, None, 1.0)
         .unwrap();

@@ -6,6 +6,7 @@
 mod bench_profiler;
 mod bench_stages;
 mod common;
+mod compare_deploy;
 mod compare_gate;
 mod compare_live;
 mod compare_run;

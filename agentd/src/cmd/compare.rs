@@ -354,8 +354,9 @@ pub struct RunArgs {
     quiet: bool,
 }
 
-/// The steps and the kind of comparison the arguments ask for.
-fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
+/// The steps and the kind of comparison the arguments ask for (with a live
+/// node, one per deploy command of `deploys`, else one).
+fn steps(s: &StepsArgs, deploys: &[Deploy]) -> Result<(Kind, Vec<Step>)> {
     Ok(match (&s.ladder, &s.only, &s.build_a, &s.build_b, &s.network) {
         (Some(spec), ..) => {
             let mut steps = ladder::ladder(spec)?;
@@ -373,13 +374,11 @@ fn steps(s: &StepsArgs) -> Result<(Kind, Vec<Step>)> {
             Kind::Builds,
             ladder::builds(devnet::tools::build(a)?, devnet::tools::build(b)?, &s.patches),
         ),
-        (.., Some(_)) => {
-            let deploys = deploys(s)?;
-            match deploys.is_empty() {
-                true => (Kind::Live, vec![ladder::live(&s.name)]),
-                false => (Kind::Live, deploys.iter().map(|d| ladder::live(&d.step)).collect()),
-            }
-        }
+        (.., Some(_)) if deploys.is_empty() => (Kind::Live, vec![ladder::live(&s.name)]),
+        (.., Some(_)) => (
+            Kind::Live,
+            deploys.iter().map(|d| ladder::live(&d.step)).collect(),
+        ),
         _ => bail!(
             "say what to compare: --ladder SPEC, --only LIST, --build-a A --build-b B or \
              --network URL --keys FILE; or gate a report with --candidate NEW.json --max-regression PCT"
@@ -460,7 +459,8 @@ fn compare_search_defaults() -> SearchConfig {
 }
 
 fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
-    let (kind, steps) = steps(&args.steps)?;
+    let deploys = deploys(&args.steps)?;
+    let (kind, steps) = steps(&args.steps, &deploys)?;
     let r = &args.runs;
     let default_rounds = if r.until_resolved.is_some() { 100 } else { 8 };
     let rounds = r.rounds.unwrap_or(default_rounds);
@@ -510,7 +510,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             comet_rpc: args.steps.comet_rpc.clone(),
             keys: load_senders(keys, Some(r.senders))?,
             node_pids: node_pids(&args.steps.node_pid)?,
-            deploys: deploys(&args.steps)?,
+            deploys,
             deploy_timeout: Duration::from_secs_f64(parse_secs(
                 &args.steps.deploy_timeout,
                 "--deploy-timeout",

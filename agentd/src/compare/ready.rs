@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use feth_etl::rpc::Rpc;
 
 use crate::eth::EthClient;
-use crate::saturate::evm::{mempool_count, txpool_count};
+use crate::saturate::evm::mempool_count;
 
 /// How often the node is asked.
 const POLL: Duration = Duration::from_millis(250);
@@ -105,8 +105,9 @@ async fn poll(client: &EthClient, rpc: &Rpc, first_height: &mut Option<u64>) -> 
     if status.latest_height <= first {
         return State::NoNewBlock(first);
     }
-    let txpool = txpool_count(client).await.is_some();
-    match mempool_count(client, Some(rpc), txpool).await {
+    // `txpool_status` asked once: a node that does not answer it counts as
+    // saying nothing, and CometBFT's count stands.
+    match mempool_count(client, Some(rpc), true).await {
         Some(n) if n > 0 => State::Mempool(n),
         _ => State::Ready,
     }

@@ -16,32 +16,12 @@ demo: setup
 	$(CARGO) build --release --workspace --bins
 	bash scripts/demo.sh
 
-## test: lint, bench builds, every test against real CometBFT and Redis,
-# then each fuzz target briefly
-# Benches are built (not run) in the dev profile, which shares the tests'
-# compiled dependencies: they cannot rot, and CI builds no release tree.
-# One test at a time: on two cores, devnet tests run side by side starve each
-# other (and a test that pins busy loops to a core starves the rest), so
-# their behaviour under load, not the code, would decide them.
-# Disk: no incremental state (a one-shot build does not reuse it, and it
-# doubled target/ to 7 GB), and no separate `cargo build --bins`: the tests'
-# build makes every binary the tests run (target/debug/feth, abcid) with
-# the same features, where a plain build compiled them a second time.
-# Lint in the same build: the workspace's own crates are compiled by
-# clippy-driver, as `cargo clippy` runs it (RUSTC_WORKSPACE_WRAPPER, and its
-# CLIPPY_ARGS for -D warnings), so the benches' and tests' build reports and
-# fails on every lint `make lint` would, over the same targets (lib, bins,
-# examples, tests, benches), without `cargo clippy`'s own check-only pass
-# over every dependency (8.5 min here).
-CLIPPY_BUILD = CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__ \
-	RUSTC_WORKSPACE_WRAPPER="$$(command -v clippy-driver)"
-test: export CARGO_INCREMENTAL = 0
-test: setup-test
-	$(CARGO) fmt --all -- --check
-	command -v clippy-driver >/dev/null || { echo "clippy-driver missing: rustup component add clippy" >&2; exit 1; }
-	$(CLIPPY_BUILD) $(CARGO) bench --workspace --no-run --profile dev
-	$(CLIPPY_BUILD) $(CARGO) test --workspace --no-fail-fast -- --include-ignored --test-threads 1
-	$(MAKE) fuzz FUZZ_SECONDS=10 FUZZ_FLAGS=--dev
+## test: lint, bench builds, every test against real CometBFT and Redis
+# (the machine-measuring ones first, alone), each fuzz target briefly; the
+# installs run beside the build and the fuzz beside the other tests: the
+# order and why are in scripts/test.sh.
+test:
+	CARGO="$(CARGO)" MAKE="$(MAKE)" bash scripts/test.sh
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECONDS each (`make test` runs
 # them for 10 s). cargo-fuzz is installed (pinned) when missing. Its flags

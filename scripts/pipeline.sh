@@ -2,7 +2,7 @@
 # The stages of the Jenkinsfile's redeploy-and-retest loop, one per call:
 #   bash scripts/pipeline.sh STAGE      (STAGE: see `--list`)
 # The Jenkinsfile calls nothing else, and CI runs every stage it calls in a
-# short form (agentd/tests/it/pipeline.rs), so the pipeline cannot rot unseen.
+# short form (agentd/tests/it/quiet/pipeline.rs), so the pipeline cannot rot unseen.
 #
 # Settings come from the environment (defaults in brackets):
 #   FETH [target/release/feth], ABCID: the candidate build [target/release/abcid]

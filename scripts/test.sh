@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# make test: lint, the bench builds, every test against real CometBFT and
+# Redis, then each fuzz target briefly. README's second set-up command; CI
+# runs it on a fresh 2-core machine (.ci/run), so its order is chosen for
+# wall time without letting one part skew what another measures:
+#
+# 1. The installs (scripts/setup.sh --test: apt packages, the pinned Go
+#    tools) run beside the build: they wait on the network most of the time
+#    the compiler keeps the cores busy. Nothing the build runs needs them.
+# 2. The tests that measure the machine (feth's `it::quiet::*`: CPU per
+#    transaction, the busy-machine guard, knees, a profiler's samples, the
+#    agent's memory) run alone, one at a time.
+# 3. Every other test, one at a time (on two cores, devnet tests side by
+#    side starve each other, so their behaviour under load, not the code,
+#    would decide them), with the fuzz builds and runs beside them at
+#    `nice 19`: those tests mostly wait on block intervals, and a nice-19
+#    process gets about 1.5 % of a core from one that wants it (CFS weights
+#    15 against 1024), so it takes the idle time, not theirs.
+#
+# The build lints in place: the workspace's own crates are compiled by
+# clippy-driver, as `cargo clippy` runs it (RUSTC_WORKSPACE_WRAPPER, and its
+# CLIPPY_ARGS for -D warnings), so the benches' and tests' build reports and
+# fails on every lint `make lint` would, over the same targets, without
+# `cargo clippy`'s own check-only pass over every dependency (8.5 min here).
+# Benches are built (not run) in the dev profile, which shares the tests'
+# compiled dependencies. No incremental state (a one-shot build does not
+# reuse it, and it doubled target/ to 7 GB), and no separate `cargo build
+# --bins`: the tests' build makes every binary the tests run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CARGO=${CARGO:-cargo}
+MAKE=${MAKE:-make}
+export CARGO_INCREMENTAL=0
+logs=target/make-test
+mkdir -p "$logs"
+
+"$CARGO" fmt --all -- --check
+command -v clippy-driver >/dev/null || {
+  echo "clippy-driver missing: rustup component add clippy" >&2
+  exit 1
+}
+linted() {
+  CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__ \
+    RUSTC_WORKSPACE_WRAPPER="$(command -v clippy-driver)" "$CARGO" "$@"
+}
+
+# The background parts run in process groups of their own (setsid), so a
+# failure here ends them and their children (go, rustc) by group, and only
+# them.
+background=()
+end_background() {
+  for pid in "${background[@]}"; do
+    kill -- "-$pid" 2>/dev/null || true
+  done
+}
+trap end_background EXIT
+# Waits for background part $1 (pid $2, log $3) and shows its log.
+finish() {
+  local rc=0
+  wait "$2" || rc=$?
+  echo "--- $1 (log: $3) ---"
+  cat "$3"
+  echo "--- $1: exit status $rc ---"
+  return "$rc"
+}
+
+echo "test: the installs run beside the build (log: $logs/setup.log)"
+setsid bash scripts/setup.sh --test >"$logs/setup.log" 2>&1 &
+setup=$!
+background+=("$setup")
+linted bench --workspace --no-run --profile dev
+linted test --workspace --no-run
+finish setup "$setup" "$logs/setup.log"
+
+failed=()
+echo "test: the tests that measure the machine, alone"
+linted test -p feth --test it --no-fail-fast -- --include-ignored --test-threads 1 quiet:: ||
+  failed+=("the machine-measuring tests (it::quiet)")
+
+echo "test: every other test, the fuzz targets beside them at nice 19 (log: $logs/fuzz.log)"
+setsid nice -n 19 "$MAKE" --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_FLAGS=--dev \
+  >"$logs/fuzz.log" 2>&1 &
+fuzz=$!
+background+=("$fuzz")
+linted test --workspace --no-fail-fast -- --include-ignored --test-threads 1 --skip quiet:: ||
+  failed+=("the other tests")
+finish fuzz "$fuzz" "$logs/fuzz.log" || failed+=("the fuzz runs")
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'test: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "test: every part passed"

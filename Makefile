@@ -16,10 +16,9 @@ demo: setup
 	$(CARGO) build --release --workspace --bins
 	bash scripts/demo.sh
 
-## test: lint, bench builds, every test against real CometBFT and Redis
-# (the machine-measuring ones first, alone), each fuzz target briefly; the
-# installs run beside the build and the fuzz beside the other tests: the
-# order and why are in scripts/test.sh.
+## test: the installs, lint, bench builds, every test against real CometBFT
+# and Redis (the machine-measuring ones first, alone), each fuzz target
+# briefly, beside the other tests: the order and why are in scripts/test.sh.
 test:
 	CARGO="$(CARGO)" MAKE="$(MAKE)" bash scripts/test.sh
 

@@ -1,7 +1,7 @@
 //! The tests that measure the machine: its CPU per transaction, the share
 //! of it the node had, a knee, a profiler's samples or the agent's memory.
 //! `make test` runs them first, one at a time, on an otherwise idle machine
-//! (`cargo test -p feth --test it -- quiet::`); the rest of the suite runs
+//! (`cargo test --workspace -- quiet::`); the rest of the suite runs
 //! afterwards beside the fuzz builds (`scripts/test.sh`).
 
 mod bench_profiler;

@@ -15,9 +15,19 @@
 #   Ports of the local devnet: RPC_PORT [26657] P2P_PORT [26656]
 #     ABCI_PORT [26658] WEB3_PORT [8545] PROFILER_PORT [6060] METRICS_PORT [26661]
 #     COMETBFT_METRICS_PORT [26660]; REDIS_PORT [6399]
-# One's own fullnode instead of the local devnet: REDEPLOY_SCRIPT (called
-#   with the candidate abcid; it deploys it and returns once the node serves),
-#   NODE_WEB3, NODE_COMET_RPC, NODE_PROFILER, NODE_ROOT_KEY (a funded key file).
+# One's own fullnode instead of the local devnet, any binary, paired:
+#   DEPLOY_CANDIDATE and DEPLOY_BASELINE, bash commands that deploy this
+#   build and the last good one to your node (switch the binary or its
+#   config, restart the service). `feth compare --deploy-a/--deploy-b` runs
+#   them before every run, rounds ABBA, and waits for the node each time
+#   (serving, caught up, a new block, an empty mempool); the redeploy stage
+#   runs DEPLOY_CANDIDATE once, which must then return once the node serves.
+#   Their environment: BUILD (this build's binary, kept for the next one
+#   [ABCID]), BASELINE_BUILD (the last good build's kept binary), FETH_STEP
+#   (a: baseline, b: candidate), FETH_ROUND, FETH_PIDS_FILE (write the node's
+#   PIDs there, one per line, for its CPU per transaction).
+#   NODE_WEB3, NODE_COMET_RPC, NODE_PROFILER, NODE_ROOT_KEY (a funded key
+#   file), NODE_LOGS (optional: the folder of cometbft.log and abcid.log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,8 +48,10 @@ read -r -a saturate_args <<< "${SATURATE_ARGS:-}"
 read -r -a compare_args <<< "${COMPARE_ARGS:-}"
 export FETH_ABCID="$ABCID"
 
-if [ -n "${REDEPLOY_SCRIPT:-}" ]; then
+if [ -n "${DEPLOY_CANDIDATE:-}${DEPLOY_BASELINE:-}" ]; then
   own_node=1
+  : "${DEPLOY_CANDIDATE:?set DEPLOY_CANDIDATE too: the command that deploys this build to your node}"
+  : "${DEPLOY_BASELINE:?set DEPLOY_BASELINE too: the command that deploys the last good build (\$BASELINE_BUILD) to your node}"
   web3="${NODE_WEB3:?set NODE_WEB3 to the web3 URL of your node}"
   comet="${NODE_COMET_RPC:?set NODE_COMET_RPC to the CometBFT RPC URL of your node}"
   profiler="${NODE_PROFILER:-}"
@@ -54,6 +66,9 @@ fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 keys="$OUT/keys.txt"
+BUILD=$(realpath -m "${BUILD:-$ABCID}")
+BASELINE_BUILD="$(realpath -m "$BASELINE_DIR")/build"
+export BUILD BASELINE_BUILD
 
 # The last successful build's kept files, as Jenkins' Copy Artifact step
 # left them in baseline-copy/, become BASELINE_DIR.
@@ -69,7 +84,7 @@ stage_baseline() {
 
 stage_redeploy() {
   if [ "$own_node" = 1 ]; then
-    "$REDEPLOY_SCRIPT" "$ABCID"
+    FETH_STEP=b FETH_ROUND=setup FETH_PIDS_FILE="$OUT/candidate.pids" bash -c "$DEPLOY_CANDIDATE"
     return
   fi
   "$FETH" devnet down --dir "$DEVNET" >/dev/null 2>&1 || true
@@ -103,7 +118,11 @@ stage_profile() {
 stage_etl() {
   local logs="$DEVNET/logs"
   if [ "$own_node" = 1 ]; then
-    logs="${NODE_LOGS:?set NODE_LOGS to the folder holding cometbft.log and abcid.log of your node}"
+    if [ -z "${NODE_LOGS:-}" ]; then
+      echo "pipeline: no NODE_LOGS given (the folder of your node's cometbft.log and abcid.log): no etl"
+      return
+    fi
+    logs="$NODE_LOGS"
   fi
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --daemonize yes --pidfile "$OUT/redis.pid" --dir "$OUT" >/dev/null
@@ -117,15 +136,20 @@ stage_etl() {
     > "$OUT/stats.json"
 }
 
-# The candidate against the last good build, both on local devnets of their
-# own, measured in ROUNDS interleaved rounds (or, on one's own node, the
-# candidate measured ROUNDS times).
+# The candidate against the last good build in ROUNDS interleaved rounds
+# (ABBA), each round a pair: both on local devnets of their own, or both
+# deployed in turn to one's own node before each of their runs.
 stage_compare() {
   local common=(--rounds "$ROUNDS" --seconds "$WINDOW_SECONDS" --senders "$SENDERS"
-                --timeout-commit "$BLOCK_TIME" --out "$OUT/flamegraphs"
-                --markdown "$OUT/compare.md" --quiet --json)
+                --out "$OUT/flamegraphs" --markdown "$OUT/compare.md" --quiet --json)
   if [ "$own_node" = 1 ]; then
-    "$FETH" compare --network "$web3" --keys "$keys" --comet-rpc "$comet" --name b \
+    local deploy_a="$DEPLOY_BASELINE"
+    if [ ! -f "$BASELINE_BUILD" ]; then
+      echo "pipeline: no baseline build in $BASELINE_BUILD: comparing the candidate with itself (the noise floor)"
+      deploy_a="$DEPLOY_CANDIDATE"
+    fi
+    "$FETH" compare --network "$web3" --keys "$keys" --comet-rpc "$comet" \
+      --deploy-a "$deploy_a" --deploy-b "$DEPLOY_CANDIDATE" \
       "${common[@]}" "${compare_args[@]}" > "$OUT/compare.json"
     "$FETH" report "$OUT/compare.json" --out "$OUT/report"
     return
@@ -136,34 +160,36 @@ stage_compare() {
     echo "pipeline: no baseline build in $BASELINE_DIR: comparing the candidate with itself (the noise floor)"
     baseline="$ABCID"
   fi
-  "$FETH" compare --build-a "$baseline" --build-b "$ABCID" \
+  "$FETH" compare --build-a "$baseline" --build-b "$ABCID" --timeout-commit "$BLOCK_TIME" \
     "${common[@]}" "${compare_args[@]}" > "$OUT/compare.json"
   # The ladder's page (charts, differential flamegraphs), archived with reports/.
   "$FETH" report "$OUT/compare.json" --out "$OUT/report"
 }
 
 # Decides on the comparison's own interleaved pairing (b, the candidate,
-# against a, the last good build): passes only when shown no more than
-# MAX_REGRESSION percent slower; fails with exit 3 when shown slower, and with
-# exit 4 when the rounds could not tell (run more: ROUNDS), never a pass.
+# against a, the last good build), on a devnet or one's own node alike:
+# passes only when shown no more than MAX_REGRESSION percent slower; fails
+# with exit 3 when shown slower, and with exit 4 when the rounds could not
+# tell (run more: ROUNDS), never a pass.
 stage_gate() {
   if [ ! -f "$BASELINE_DIR/compare.json" ]; then
     echo "pipeline: no $BASELINE_DIR/compare.json yet: nothing to gate; this build's becomes the baseline"
     return
   fi
-  # One's own node has no pairing (one step): the last good build's report
-  # is compared with this one, unpaired.
-  local baseline=()
-  [ "$own_node" = 1 ] && baseline=(--baseline "$BASELINE_DIR/compare.json")
-  "$FETH" compare --candidate "$OUT/compare.json" "${baseline[@]}" --step b \
+  "$FETH" compare --candidate "$OUT/compare.json" --step b \
     --max-regression "$MAX_REGRESSION" --markdown "$OUT/gate.md" --json > "$OUT/gate.json"
 }
 
-# What the next build compares against: this build's report and abcid.
+# What the next build compares against: this build's report and binary
+# (abcid on a devnet, BUILD on one's own node).
 stage_keep() {
   mkdir -p "$OUT/next-baseline"
   cp "$OUT/compare.json" "$OUT/next-baseline/compare.json"
-  cp "$ABCID" "$OUT/next-baseline/abcid"
+  if [ "$own_node" = 1 ]; then
+    cp "$BUILD" "$OUT/next-baseline/build"
+  else
+    cp "$ABCID" "$OUT/next-baseline/abcid"
+  fi
 }
 
 stage_down() {

@@ -737,14 +737,21 @@ fn stop_processes(state: &mut DevnetState, graceful: bool) -> usize {
     } else {
         Duration::ZERO
     };
+    // By the binaries' own names, as `running` checks them: an abcid build
+    // kept as `baseline/build` is still the devnet's abcid.
+    let name = |bin: &Path| {
+        let name = bin.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        name.to_string()
+    };
+    let (cometbft, abcid) = (name(&state.cometbft), name(&state.abcid));
     let mut stopped = 0;
     if let Some(pid) = state.cometbft_pid.take() {
         let started = state.cometbft_started.take();
-        stopped += usize::from(process::stop_spawned(pid, started, "cometbft", grace));
+        stopped += usize::from(process::stop_spawned(pid, started, &cometbft, grace));
     }
     if let Some(pid) = state.abcid_pid.take() {
         let started = state.abcid_started.take();
-        stopped += usize::from(process::stop_spawned(pid, started, "abcid", grace));
+        stopped += usize::from(process::stop_spawned(pid, started, &abcid, grace));
     }
     stopped
 }

@@ -2,7 +2,10 @@
 //! is a stage of `scripts/pipeline.sh`, and each stage it calls runs here, in
 //! the Jenkinsfile's order, on a devnet of its own (free loopback ports, tiny
 //! counts), twice: a first build with no baseline, then a second one gated
-//! against the first's kept report.
+//! against the first's kept report. And the same loop on "one's own node"
+//! (a devnet started apart, which the deploy commands restart with a
+//! build), where every round deploys both builds in turn and the gate
+//! decides on that pairing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,8 +51,7 @@ struct Pipeline {
 }
 
 impl Pipeline {
-    fn new(out: &Path) -> Self {
-        let ports = feth::devnet::Ports::free().unwrap();
+    fn new(out: &Path, ports: &feth::devnet::Ports) -> Self {
         let abcid = feth::devnet::tools::abcid().unwrap();
         let mut env = BTreeMap::new();
         let path = |p: PathBuf| p.display().to_string();
@@ -96,13 +98,7 @@ impl Pipeline {
 
     /// Runs `stage` with the pipeline's environment and `rounds` ROUNDS.
     fn run(&self, stage: &str, rounds: &str) -> Output {
-        let out = Command::new("bash")
-            .arg(repo().join("scripts/pipeline.sh"))
-            .arg(stage)
-            .envs(&self.env)
-            .env("ROUNDS", rounds)
-            .output()
-            .unwrap();
+        let out = self.try_run(stage, rounds);
         assert!(
             out.status.success(),
             "stage {stage}: {}\n{}",
@@ -110,6 +106,17 @@ impl Pipeline {
             String::from_utf8_lossy(&out.stderr)
         );
         out
+    }
+
+    /// Runs `stage` and returns how it ended, whatever that was.
+    fn try_run(&self, stage: &str, rounds: &str) -> Output {
+        Command::new("bash")
+            .arg(repo().join("scripts/pipeline.sh"))
+            .arg(stage)
+            .envs(&self.env)
+            .env("ROUNDS", rounds)
+            .output()
+            .unwrap()
     }
 
     fn report(&self, name: &str) -> serde_json::Value {
@@ -139,7 +146,7 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let p = Pipeline::new(dir.path());
+    let p = Pipeline::new(dir.path(), &feth::devnet::Ports::free().unwrap());
     for build in 0..2 {
         // The first build's comparison is only kept, never gated: two
         // rounds do; the second is gated, which needs five.
@@ -197,4 +204,156 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
     assert!(Path::new(&p.env["BASELINE_DIR"])
         .join("compare.json")
         .is_file());
+}
+
+/// "One's own node": a devnet in `dir`, started and restarted only by
+/// `deploy.sh BUILD PATCHES` (as a deploy script restarts a service: the
+/// same chain, ports and keys, another binary or setting), which writes the
+/// node's PIDs to `FETH_PIDS_FILE`; stopped when the test ends.
+struct OwnNode {
+    dir: PathBuf,
+    deploy: PathBuf,
+}
+
+impl OwnNode {
+    fn new(at: &Path, ports: &feth::devnet::Ports) -> Self {
+        let dir = at.join("node");
+        let deploy = at.join("deploy.sh");
+        let feth = env!("CARGO_BIN_EXE_feth");
+        let script = format!(
+            r#"#!/usr/bin/env bash
+# deploy.sh BUILD PATCHES: the node restarted with abcid BUILD and PATCHES.
+set -euo pipefail
+node={node}
+if [ -f "$node/devnet.json" ]; then {feth} devnet down --dir "$node" >/dev/null; fi
+{feth} devnet up --dir "$node" --abcid "$1" --patches "$2" --timeout-commit 300ms \
+  --rpc-port {rpc} --p2p-port {p2p} --web3-port {web3} --profiler-port {prof} \
+  --metrics-port {metrics} --cometbft-metrics-port {cmetrics} >/dev/null
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s["cometbft_pid"]); print(s["abcid_pid"])' \
+  "$node/devnet.json" > "${{FETH_PIDS_FILE:-/dev/null}}"
+"#,
+            node = dir.display(),
+            rpc = ports.rpc,
+            p2p = ports.p2p,
+            web3 = ports.web3,
+            prof = ports.profiler,
+            metrics = ports.metrics,
+            cmetrics = ports.cometbft_metrics,
+        );
+        std::fs::write(&deploy, script).unwrap();
+        Self { dir, deploy }
+    }
+
+    /// The deploy command of `build` (a pipeline variable) with `patches`.
+    fn deploy(&self, build: &str, patches: &str) -> String {
+        format!("bash {} \"${build}\" {patches}", self.deploy.display())
+    }
+}
+
+impl Drop for OwnNode {
+    fn drop(&mut self) {
+        if self.dir.join("devnet.json").is_file() {
+            let _ = Command::new(env!("CARGO_BIN_EXE_feth"))
+                .args(["devnet", "down", "--dir"])
+                .arg(&self.dir)
+                .output();
+        }
+    }
+}
+
+#[test]
+fn on_ones_own_node_each_round_deploys_both_builds_and_the_gate_decides_on_that_pairing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports = feth::devnet::Ports::free().unwrap();
+    let mut p = Pipeline::new(dir.path(), &ports);
+    let node = OwnNode::new(dir.path(), &ports);
+    let url = |port: u16| format!("http://127.0.0.1:{port}");
+    for (k, v) in [
+        ("NODE_WEB3", url(ports.web3)),
+        ("NODE_COMET_RPC", url(ports.rpc)),
+        ("NODE_PROFILER", url(ports.profiler)),
+        (
+            "NODE_ROOT_KEY",
+            node.dir.join("root.key").display().to_string(),
+        ),
+        ("NODE_LOGS", node.dir.join("logs").display().to_string()),
+        ("BUILD", p.env["ABCID"].clone()),
+        ("DEPLOY_BASELINE", node.deploy("BASELINE_BUILD", "all")),
+        ("MAX_REGRESSION", "10".to_string()),
+        ("SENDERS", "100".to_string()),
+    ] {
+        p.env.insert(k, v);
+    }
+    let first = Command::new("bash")
+        .arg(&node.deploy)
+        .args([&p.env["ABCID"], "all"])
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let stages = jenkins_stages();
+    // Build 0: no baseline yet, the candidate against itself, kept. Build 1:
+    // the same binary deployed without abcid's patches, about half as fast:
+    // paired on the one node, the gate calls it a regression (exit 3).
+    for (build, patches) in [(0, "all"), (1, "none")] {
+        p.env
+            .insert("DEPLOY_CANDIDATE", node.deploy("BUILD", patches));
+        let rounds = if build == 0 { "2" } else { "5" };
+        for stage in &stages {
+            if (build, stage.as_str()) == (1, "gate") {
+                let out = p.try_run(stage, rounds);
+                let gate = p.report("gate.json");
+                assert_eq!(out.status.code(), Some(3), "{gate}");
+                assert_eq!(gate["outcome"], "regression", "{gate}");
+                assert_eq!(gate["pairing"], "paired", "{gate}");
+                break;
+            }
+            let said = String::from_utf8_lossy(&p.run(stage, rounds).stdout).into_owned();
+            if (build, stage.as_str()) == (0, "compare") {
+                assert!(
+                    said.contains("comparing the candidate with itself"),
+                    "{said}"
+                );
+            }
+        }
+        let compare = p.report("compare.json");
+        let runs = compare["runs"].as_array().unwrap();
+        assert_eq!(
+            runs.len(),
+            2 * rounds.parse::<usize>().unwrap(),
+            "{compare}"
+        );
+        assert!(runs
+            .iter()
+            .all(|r| r["measure"]["committed_tps"].as_f64().unwrap() > 0.0));
+        // Every run was preceded by its step's deploy, logged apart: the
+        // last round's too.
+        let deploys = Path::new(&p.env["OUT"]).join("flamegraphs");
+        let logs = walk(&deploys, "deploys");
+        for step in ["a", "b"] {
+            let last = format!("{step}-{rounds}.log");
+            assert!(logs.iter().any(|f| f.ends_with(&last)), "{last}: {logs:?}");
+        }
+        if build == 0 {
+            let kept = Path::new(&p.env["OUT"]).join("next-baseline");
+            assert!(kept.join("build").is_file() && kept.join("compare.json").is_file());
+            std::fs::rename(&kept, &p.env["BASELINE_COPY"]).unwrap();
+        }
+    }
+}
+
+/// Every file under a folder named `name` somewhere below `root`.
+fn walk(root: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if d.file_name().is_some_and(|n| n == name) {
+                found.push(path);
+            }
+        }
+    }
+    found
 }

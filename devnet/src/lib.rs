@@ -479,8 +479,7 @@ impl DevnetState {
     /// Whether CometBFT and abcid are running.
     pub fn running(&self) -> (bool, bool) {
         let alive = |pid: Option<u32>, started: Option<u64>, bin: &Path| {
-            let name = bin.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            pid.is_some_and(|p| process::is_ours(p, started, name))
+            pid.is_some_and(|p| process::is_ours(p, started, binary_name(bin)))
         };
         (
             alive(self.cometbft_pid, self.cometbft_started, &self.cometbft),
@@ -731,6 +730,11 @@ pub fn down(dir: &Path) -> Result<usize> {
     Ok(stopped)
 }
 
+/// A binary's file name: the name `process::is_ours` matches its process by.
+fn binary_name(bin: &Path) -> &str {
+    bin.file_name().and_then(|n| n.to_str()).unwrap_or_default()
+}
+
 fn stop_processes(state: &mut DevnetState, graceful: bool) -> usize {
     let grace = if graceful {
         Duration::from_secs(10)
@@ -739,11 +743,8 @@ fn stop_processes(state: &mut DevnetState, graceful: bool) -> usize {
     };
     // By the binaries' own names, as `running` checks them: an abcid build
     // kept as `baseline/build` is still the devnet's abcid.
-    let name = |bin: &Path| {
-        let name = bin.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        name.to_string()
-    };
-    let (cometbft, abcid) = (name(&state.cometbft), name(&state.abcid));
+    let cometbft = binary_name(&state.cometbft).to_string();
+    let abcid = binary_name(&state.abcid).to_string();
     let mut stopped = 0;
     if let Some(pid) = state.cometbft_pid.take() {
         let started = state.cometbft_started.take();

@@ -7,7 +7,8 @@ CARGO ?= cargo
 setup:
 	bash scripts/setup.sh
 
-## setup-test: also the CometBFT versions only the etl tests run
+## setup-test: also what only the tests use (their Debian packages, geth,
+# the older CometBFTs the etl tests run): scripts/install-test-tools.sh
 setup-test:
 	bash scripts/setup.sh --test
 

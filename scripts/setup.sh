@@ -2,20 +2,33 @@
 # Installs what feth's demo needs on a fresh Debian machine: redis-server
 # (Debian package), the pinned CometBFT and the pinned toxiproxy server that
 # a devnet of several nodes puts between them (go install into tools/bin).
-# `setup.sh --test` also installs what only the tests use (Tendermint 0.34,
-# CometBFT 0.37 and 1.0 for the etl's all-versions tests; geth, a reference
-# node for the load tests; Debian's groovy and
-# the default Java runtime it runs on, to check that the Jenkinsfile parses;
-# Debian's chromium, to open `feth report`'s page headless).
-# Idempotent: does nothing that is already done. Go's caches are scratch,
-# removed on exit (see below).
+#
+#   setup.sh                  what the demo needs
+#   setup.sh --test           also all that only the tests use: the packages
+#                             below, then scripts/install-test-tools.sh
+#   setup.sh --test-packages  also the tests' Debian packages, not their Go
+#                             tools (`make test` installs those beside the
+#                             tests that do not need them: scripts/test.sh)
+#
+# The tests' packages: Debian's groovy and the default Java runtime it runs
+# on, to check that the Jenkinsfile parses; Debian's chromium, to open
+# `feth report`'s page headless. Idempotent: does nothing that is already
+# done. Go's caches are scratch, removed on exit (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
-if [ "${1:-}" = "--test" ]; then
+mode=${1:-}
+case "$mode" in
+  "" | --test | --test-packages) ;;
+  *)
+    echo "setup: unknown option $mode (use --test, --test-packages or none)" >&2
+    exit 2
+    ;;
+esac
+if [ -n "$mode" ]; then
   command -v groovy >/dev/null 2>&1 || need_apt+=(groovy)
   # groovy runs the Java of /usr/lib/jvm/default-java.
   [ -x /usr/lib/jvm/default-java/bin/java ] || need_apt+=(default-jre-headless)
@@ -65,18 +78,6 @@ else
   echo "$toxi_version" > "$bin/.toxiproxy-server.version"
 fi
 
-if [ "${1:-}" = "--test" ]; then
-  bash etl/scripts/install-extra-cometbft.sh
-  # geth: the reference node the pipelined-sender tests also run against
-  # (`geth --dev`). Its binary prints its version, but reading it costs a
-  # start-up; the stamp file says which version is installed.
-  geth_version=v1.17.10
-  if [ -x "$bin/geth" ] && [ "$(cat "$bin/.geth.version" 2>/dev/null)" = "$geth_version" ]; then
-    echo "setup: geth $geth_version already in tools/bin"
-  else
-    echo "setup: go install github.com/ethereum/go-ethereum/cmd/geth@$geth_version into tools/bin"
-    mkdir -p "$bin"
-    GOBIN="$bin" go install "github.com/ethereum/go-ethereum/cmd/geth@$geth_version"
-    echo "$geth_version" > "$bin/.geth.version"
-  fi
+if [ "$mode" = "--test" ]; then
+  bash scripts/install-test-tools.sh
 fi

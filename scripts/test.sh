@@ -4,10 +4,11 @@
 # runs it on a fresh 2-core machine (.ci/run), so its order is chosen for
 # wall time without letting one part skew what another measures:
 #
-# 1. The installs (scripts/setup.sh --test: apt packages, the pinned Go
-#    tools), then the build. Not side by side: tried, the installs' Go
-#    compiles and the build took 40 min together here, where the build
-#    alone had measured 21.4 and the installs about 10.
+# 1. The installs every test phase needs (scripts/setup.sh --test-packages:
+#    apt packages, the pinned CometBFT and toxiproxy), then the build. Not
+#    side by side: tried, the installs' Go compiles and the build took 40 min
+#    together here, where the build alone had measured 21.4 and the installs
+#    about 10.
 # 2. The tests that measure the machine (`quiet::*`, in feth's `it`: CPU per
 #    transaction, the busy-machine guard, knees, a profiler's samples, the
 #    agent's memory) run alone, one at a time.
@@ -16,7 +17,10 @@
 #    would decide them), with the fuzz builds and runs beside them at
 #    `nice 19`: those tests mostly wait on block intervals, and a nice-19
 #    process gets about 1.5 % of a core from one that wants it (CFS weights
-#    15 against 1024), so it takes the idle time, not theirs.
+#    15 against 1024), so it takes the idle time, not theirs. So do the Go
+#    tools only some tests use (scripts/install-test-tools.sh: geth, older
+#    CometBFTs; about 4 of the installs' 7 min here); the tests that need
+#    them are the `#[ignore]`d ones, run last, once those are installed.
 #
 # The build lints in place: the workspace's own crates are compiled by
 # clippy-driver, as `cargo clippy` runs it (RUSTC_WORKSPACE_WRAPPER, and its
@@ -45,10 +49,11 @@ linted() {
     RUSTC_WORKSPACE_WRAPPER="$(command -v clippy-driver)" "$CARGO" "$@"
 }
 
-# The fuzz runs in a process group of its own (setsid), so a failure here
-# ends it and its children (cargo, rustc) by group, and only them.
-fuzz=""
-trap '[ -z "$fuzz" ] || kill -- "-$fuzz" 2>/dev/null || true' EXIT
+# The fuzz and the test tools' installs run in process groups of their own
+# (setsid), so a failure here ends them and their children (cargo, rustc,
+# go) by group, and only them.
+groups=()
+trap 'for g in "${groups[@]}"; do kill -- "-$g" 2>/dev/null || true; done' EXIT
 # Waits for background part $1 (pid $2, log $3) and shows its log.
 finish() {
   local rc=0
@@ -59,7 +64,7 @@ finish() {
   return "$rc"
 }
 
-bash scripts/setup.sh --test
+bash scripts/setup.sh --test-packages
 linted bench --workspace --no-run --profile dev
 linted test --workspace --no-run
 
@@ -67,15 +72,26 @@ failed=()
 echo "test: the tests that measure the machine, alone"
 # --workspace, as the build: cargo unifies features over the packages it is
 # given, and `-p feth` alone rebuilt 111 dependencies with other features.
-linted test --workspace --no-fail-fast -- --include-ignored --test-threads 1 quiet:: ||
+linted test --workspace --no-fail-fast -- --test-threads 1 quiet:: ||
   failed+=("the machine-measuring tests (it::quiet)")
 
-echo "test: every other test, the fuzz targets beside them at nice 19 (log: $logs/fuzz.log)"
+echo "test: every other test; beside them at nice 19, the fuzz targets and the test tools' installs (logs: $logs/fuzz.log, $logs/tools.log)"
 setsid nice -n 19 "$MAKE" --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_FLAGS=--dev \
   >"$logs/fuzz.log" 2>&1 &
 fuzz=$!
-linted test --workspace --no-fail-fast -- --include-ignored --test-threads 1 --skip quiet:: ||
+groups+=("$fuzz")
+setsid nice -n 19 bash scripts/install-test-tools.sh >"$logs/tools.log" 2>&1 &
+tools=$!
+groups+=("$tools")
+linted test --workspace --no-fail-fast -- --test-threads 1 --skip quiet:: ||
   failed+=("the other tests")
+if finish "the test tools' installs" "$tools" "$logs/tools.log"; then
+  echo "test: the tests that need those tools (the ignored ones)"
+  linted test --workspace --no-fail-fast -- --ignored --test-threads 1 ||
+    failed+=("the tests that need the test tools")
+else
+  failed+=("the test tools' installs (so the tests that need them did not run)")
+fi
 finish fuzz "$fuzz" "$logs/fuzz.log" || failed+=("the fuzz runs")
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -2,17 +2,20 @@
 //! every run is preceded by its step's deploy and a wait for the node, and
 //! a deploy that fails in a round ends the rounds with an error naming the
 //! step, the round and the command's output, the report on stdout keeping
-//! the runs measured before it.
+//! the runs measured before it; a node that does not come back within
+//! `--deploy-timeout` ends the run naming the step, its phase and what the
+//! node still lacked.
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use feth::compare::CompareReport;
 
 use crate::common::{funded, TestNet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deploy_failing_in_a_round_ends_it_naming_step_and_round_and_keeps_the_report() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "300ms".into()).await;
+async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round() {
+    let mut net = TestNet::start_with(|o| o.timeout_commit = "300ms".into()).await;
     let (_keys, dir) = funded(&net, 100, 47).await;
     let keys = dir.path().join("keys.txt");
     let seen = dir.path().join("deploys.txt");
@@ -59,4 +62,36 @@ async fn a_deploy_failing_in_a_round_ends_it_naming_step_and_round_and_keeps_the
         "{seen}"
     );
     assert_eq!(&lines[lines.len() - 3..], ["a 1", "b 1", "b 2"], "{seen}");
+
+    // A deploy after which the node never answers again (abcid killed, the
+    // PID taken from the devnet so that only this command ends it): the run
+    // ends at the deadline, naming the step, its phase and what was missing.
+    let abcid = net.devnet.state.abcid_pid.take().expect("abcid runs");
+    let kill = format!("a=kill -9 {abcid}");
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .args(["compare", "--network", &web3, "--comet-rpc", &rpc])
+        .args(["--keys", keys.to_str().unwrap(), "--senders", "100"])
+        .args([
+            "--deploy",
+            &kill,
+            "--deploy",
+            "b=true",
+            "--deploy-timeout",
+            "5s",
+        ])
+        .args(["--rounds", "3", "--seconds", "2", "--quiet", "--json"])
+        .args(["--out", dir.path().join("out2").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    for part in [
+        "step a's node after its deploy before its set-up: not ready within --deploy-timeout 5 s",
+        "its web3 endpoint does not answer",
+    ] {
+        assert!(stderr.contains(part), "{part:?} not in\n{stderr}");
+    }
+    assert!(out.stdout.is_empty(), "no run was measured, so no report");
+    assert!(started.elapsed() < Duration::from_secs(60), "{stderr}");
 }

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use feth::cmd::compare::{INCONCLUSIVE_STATUS, REGRESSION_STATUS};
 use feth::compare::{CompareReport, Metric};
-use feth::stats::{t_quantile, Change};
+use feth::stats::Change;
 
 /// Small, quick settings: 100 senders, 2 s windows, a search from
 /// `--start` (each test's, near the devnets' knees: doubling while a step
@@ -101,31 +101,8 @@ fn an_a_a_comparison_finds_no_change() {
         assert!(run.extras.gas_per_sec.unwrap() > 0.0, "{run:?}");
         assert!(run.etl.as_ref().unwrap().valid > 0);
     }
-    // The same node twice: no change beyond noise. The 95 % intervals hold 1
-    // in 95 % of such runs each; the test checks 1 against the 99.5 % ones
-    // (from the same estimate) so that it fails falsely under 1 % of the time.
-    // The per-step verdict is a 5 % test by design: an A/A run calls a Gain
-    // or Loss in up to 5 % of runs per metric, so it is not asserted here
-    // (its error rate is checked by simulation in `stats::decide`); a verdict
-    // must agree with the 95 % interval it came from.
-    let second = &r.steps[1];
-    for metric in [Metric::Tps, Metric::CpuPerTx] {
-        let f = second.figure(metric).unwrap();
-        let est = f
-            .vs_previous
-            .unwrap_or_else(|| panic!("{metric:?}: no estimate"));
-        assert!(
-            est.low.unwrap() > 0.0 && est.rounds >= 3,
-            "{metric:?}: {est:?}"
-        );
-        let wide = t_quantile(0.9975, est.df.unwrap()).unwrap() * est.se.unwrap();
-        assert!(est.ratio.ln().abs() <= wide, "{metric:?}: {est:?}");
-        let (low, high) = (est.low.unwrap(), est.high.unwrap());
-        if matches!(f.change, Change::Gain | Change::Loss) {
-            assert!(low > 1.0 || high < 1.0, "{metric:?}: {f:?}");
-        }
-        assert!(est.mde.unwrap() > 0.0);
-    }
+    // The same node twice: no change beyond noise.
+    super::assert_no_change_beyond_noise(&r, 1);
     let text = stderr(&out);
     for part in [
         "× previous (95 % CI)",

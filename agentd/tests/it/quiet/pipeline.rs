@@ -291,14 +291,20 @@ fn on_ones_own_node_each_round_deploys_both_builds_and_the_gate_decides_on_that_
         .unwrap();
     assert!(first.status.success(), "{first:?}");
     let stages = jenkins_stages();
-    // Build 0: no baseline yet, the candidate against itself, kept. Build 1:
-    // the same binary deployed without abcid's patches, about half as fast:
-    // paired on the one node, the gate calls it a regression (exit 3).
+    // Build 0: no baseline yet, the candidate against itself (the same
+    // deploy twice, which must not read as a change), kept. Build 1: the
+    // same binary deployed without abcid's patches, about half as fast:
+    // paired on the one node, the gate calls it a regression (exit 3). Its
+    // saturate, profile and etl stages feed nothing the gate reads and ran
+    // in build 0: skipped, to keep the test short.
+    let rounds = "5";
     for (build, patches) in [(0, "all"), (1, "none")] {
         p.env
             .insert("DEPLOY_CANDIDATE", node.deploy("BUILD", patches));
-        let rounds = if build == 0 { "2" } else { "5" };
         for stage in &stages {
+            if build == 1 && ["saturate", "profile", "etl"].contains(&stage.as_str()) {
+                continue;
+            }
             if (build, stage.as_str()) == (1, "gate") {
                 let out = p.try_run(stage, rounds);
                 let gate = p.report("gate.json");
@@ -315,22 +321,22 @@ fn on_ones_own_node_each_round_deploys_both_builds_and_the_gate_decides_on_that_
                 );
             }
         }
-        let compare = p.report("compare.json");
-        let runs = compare["runs"].as_array().unwrap();
-        assert_eq!(
-            runs.len(),
-            2 * rounds.parse::<usize>().unwrap(),
-            "{compare}"
-        );
-        assert!(runs
-            .iter()
-            .all(|r| r["measure"]["committed_tps"].as_f64().unwrap() > 0.0));
+        let r: feth::compare::CompareReport =
+            serde_json::from_value(p.report("compare.json")).unwrap();
+        // Five rounds at least: more when a round's overload was kept up
+        // with (it is raised and the round run again).
+        let done = r.settings.rounds;
+        assert!(done >= 5 && r.runs.len() == 2 * done, "{:?}", r.runs);
+        assert!(r.runs.iter().all(|x| x.measure.committed_tps > 0.0));
+        if build == 0 {
+            super::assert_no_change_beyond_noise(&r, 1);
+        }
         // Every run was preceded by its step's deploy, logged apart: the
         // last round's too.
         let deploys = Path::new(&p.env["OUT"]).join("flamegraphs");
         let logs = walk(&deploys, "deploys");
         for step in ["a", "b"] {
-            let last = format!("{step}-{rounds}.log");
+            let last = format!("{step}-{done}.log");
             assert!(logs.iter().any(|f| f.ends_with(&last)), "{last}: {logs:?}");
         }
         if build == 0 {

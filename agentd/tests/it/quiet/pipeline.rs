@@ -152,6 +152,11 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
         // rounds do; the second is gated, which needs five.
         let rounds = if build == 0 { "2" } else { "5" };
         for stage in &stages {
+            // Saturate, profile and etl feed nothing the gate reads; build 0
+            // ran them, build 1 skips them to keep the test short.
+            if build == 1 && ["saturate", "profile", "etl"].contains(&stage.as_str()) {
+                continue;
+            }
             let out = p.run(stage, rounds);
             let said = String::from_utf8_lossy(&out.stdout);
             match (build, stage.as_str()) {
@@ -179,12 +184,14 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
             .unwrap()
             .iter()
             .all(|r| r["measure"]["committed_tps"].as_f64().unwrap() > 0.0));
-        let saturate = p.report("saturate.json");
-        assert!(
-            !saturate["steps"].as_array().unwrap().is_empty(),
-            "{saturate}"
-        );
-        assert!(p.report("stats.json")["blocks"].as_u64().unwrap() > 0);
+        if build == 0 {
+            let saturate = p.report("saturate.json");
+            assert!(
+                !saturate["steps"].as_array().unwrap().is_empty(),
+                "{saturate}"
+            );
+            assert!(p.report("stats.json")["blocks"].as_u64().unwrap() > 0);
+        }
         let md = std::fs::read_to_string(Path::new(&p.env["OUT"]).join("compare.md")).unwrap();
         assert!(md.contains("| a ") && md.contains("| b "), "{md}");
         // feth report's page of the comparison, archived with reports/.

@@ -6,12 +6,21 @@
 //! `--deploy-timeout` ends the run naming the step, its phase and what the
 //! node still lacked.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use feth::compare::CompareReport;
 
 use crate::common::{funded, TestNet};
+
+/// `feth compare` on the live node at `web3` / `rpc`, 100 senders from `keys`.
+fn compare(web3: &str, rpc: &str, keys: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_feth"));
+    cmd.args(["compare", "--network", web3, "--comet-rpc", rpc])
+        .args(["--keys", keys.to_str().unwrap(), "--senders", "100"]);
+    cmd
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round() {
@@ -27,9 +36,7 @@ async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round
     let b = format!(
         "b={record}; if [ \"$FETH_ROUND\" = 2 ]; then echo 'service failed to start' >&2; exit 7; fi"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
-        .args(["compare", "--network", &web3, "--comet-rpc", &rpc])
-        .args(["--keys", keys.to_str().unwrap(), "--senders", "100"])
+    let out = compare(&web3, &rpc, &keys)
         .args(["--deploy", &a, "--deploy", &b, "--deploy-timeout", "60s"])
         .args(["--rounds", "3", "--seconds", "2", "--step-secs", "2"])
         .args(["--warmup-secs", "1", "--max-steps", "3", "--start", "1600"])
@@ -69,9 +76,7 @@ async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round
     let abcid = net.devnet.state.abcid_pid.take().expect("abcid runs");
     let kill = format!("a=kill -9 {abcid}");
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
-        .args(["compare", "--network", &web3, "--comet-rpc", &rpc])
-        .args(["--keys", keys.to_str().unwrap(), "--senders", "100"])
+    let out = compare(&web3, &rpc, &keys)
         .args([
             "--deploy",
             &kill,

@@ -88,7 +88,7 @@ pub async fn take(cfg: &CaptureConfig) -> Result<Window> {
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let raw = fetch(&cfg.pprof_url, cfg.seconds).await?;
+    let raw = fetch(&cfg.pprof_url, "profile", cfg.seconds).await?;
     let after = status(rpc.as_ref()).await?;
     let profile = gopprof::fold(&raw, &cfg.label)?;
     let heights = before
@@ -158,11 +158,13 @@ async fn status(rpc: Option<&Rpc>) -> Result<Option<Status>> {
     }
 }
 
-/// `GET {url}/debug/pprof/profile?seconds=N`, at most
-/// [`MAX_PROFILE_BYTES`] of answer.
-async fn fetch(url: &str, seconds: u64) -> Result<Vec<u8>> {
+/// `GET {url}/debug/pprof/{profile}?seconds=N`, at most
+/// [`MAX_PROFILE_BYTES`] of answer: the CPU profile (`profile`) over the
+/// next N seconds, or the change of another (`allocs`, `mutex`, `block`)
+/// over them.
+pub async fn fetch(url: &str, profile: &str, seconds: u64) -> Result<Vec<u8>> {
     let url = format!(
-        "{}/debug/pprof/profile?seconds={seconds}",
+        "{}/debug/pprof/{profile}?seconds={seconds}",
         url.trim_end_matches('/')
     );
     let http = reqwest::Client::builder()

@@ -18,6 +18,7 @@
 //! - [`report`]: `feth report`'s HTML page and Markdown summary.
 //! - [`bench`]: the micro-benchmarks of `feth bench`.
 //! - [`comet_pprof`]: CometBFT's own CPU profile over a window of blocks;
+//!   [`go_profile`]: a Go node profiled per block, its CPU by role;
 //!   [`node_profile`]: it and abcid's block profiles in one flamegraph.
 //! - [`cmd`]: the `feth` subcommands (arguments and dispatch).
 
@@ -29,6 +30,7 @@ pub mod cmd;
 pub mod comet_pprof;
 pub mod compare;
 pub mod fund;
+pub mod go_profile;
 pub mod kvstore;
 pub mod load;
 pub mod node_profile;

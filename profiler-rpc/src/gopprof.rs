@@ -101,6 +101,18 @@ pub struct GoProfile {
 /// samples, counted in samples (Go samples at 100 Hz), under the root
 /// frame `label`.
 pub fn fold(bytes: &[u8], label: &str) -> Result<GoProfile, ProfilerError> {
+    fold_values(bytes, label, None)
+}
+
+/// Decodes any Go profile (`allocs`, `heap`, `mutex`, `block`, …) and
+/// folds its values of type `value` (`alloc_space`, `delay`, …) under the
+/// root frame `label`; a profile without that type is refused, naming the
+/// types it has.
+pub fn fold_value(bytes: &[u8], label: &str, value: &str) -> Result<GoProfile, ProfilerError> {
+    fold_values(bytes, label, Some(value))
+}
+
+fn fold_values(bytes: &[u8], label: &str, value: Option<&str>) -> Result<GoProfile, ProfilerError> {
     let raw = decompress(bytes)?;
     let profile =
         Profile::decode(raw.as_slice()).map_err(|e| bad(format!("not a profile.proto: {e}")))?;
@@ -110,11 +122,22 @@ pub fn fold(bytes: &[u8], label: &str) -> Result<GoProfile, ProfilerError> {
             .and_then(|i| profile.string_table.get(i))
             .map_or("?", String::as_str)
     };
-    let column = profile
-        .sample_type
-        .iter()
-        .position(|t| text(t.r#type) == "samples")
-        .unwrap_or(0);
+    let named = |name: &str| {
+        profile
+            .sample_type
+            .iter()
+            .position(|t| text(t.r#type) == name)
+    };
+    let column = match value {
+        None => named("samples").unwrap_or(0),
+        Some(name) => named(name).ok_or_else(|| {
+            let types: Vec<&str> = profile.sample_type.iter().map(|t| text(t.r#type)).collect();
+            bad(format!(
+                "it has no `{name}` values (its types: {})",
+                types.join(", ")
+            ))
+        })?,
+    };
     let functions: HashMap<u64, &str> = profile
         .function
         .iter()
@@ -188,7 +211,7 @@ fn decompress(bytes: &[u8]) -> Result<Vec<u8>, ProfilerError> {
 
 fn bad(reason: String) -> ProfilerError {
     ProfilerError::Render {
-        what: "a Go CPU profile".into(),
+        what: "a Go profile".into(),
         reason,
     }
 }
@@ -286,6 +309,19 @@ mod tests {
                 .stacks
                 .total(),
             7
+        );
+    }
+
+    #[test]
+    fn a_named_value_column_is_folded_and_a_missing_one_named() {
+        let cpu = fold_value(&profile().encode_to_vec(), "x", "cpu").unwrap();
+        assert_eq!(cpu.stacks.total(), 70_000_000, "the nanoseconds column");
+        let e = fold_value(&profile().encode_to_vec(), "x", "alloc_space")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no `alloc_space`") && e.contains("samples, cpu"),
+            "{e}"
         );
     }
 

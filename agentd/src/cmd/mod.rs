@@ -8,6 +8,7 @@ pub mod devnet;
 pub mod etl;
 pub mod flamegraph;
 pub mod fund;
+pub mod go_blocks;
 pub mod info;
 pub mod keys;
 pub mod load;

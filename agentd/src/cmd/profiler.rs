@@ -148,6 +148,10 @@ pub enum ProfilerCommand {
     /// endpoint) over the next seconds, as a flamegraph labelled with the
     /// blocks it covers.
     Cometbft(CometArgs),
+    /// Split a Go profile already taken (profile.pb.gz, or folded stacks
+    /// rooted at a process label) by role, with the frames that decided
+    /// each: how to check a role table written for a fork.
+    Roles(super::go_blocks::RolesArgs),
 }
 
 /// `feth profiler cometbft`: where the node's Go pprof is, and how long.
@@ -170,12 +174,35 @@ pub struct CometArgs {
     /// Directory the capture is written into.
     #[arg(long, default_value = DEFAULT_OUT)]
     pub out: PathBuf,
+    /// Profile per block instead: consecutive captures aligned to block
+    /// boundaries until this many heights are covered (1-1000), each
+    /// sample put in a role (check_tx, deliver_tx, commit, …), with the
+    /// node's allocation and lock profiles over the same window.
+    #[arg(long, value_name = "N")]
+    pub blocks: Option<u32>,
+    /// With --blocks: seconds per capture (default: the chain's block
+    /// interval, rounded, at least 1).
+    #[arg(long, requires = "blocks", value_name = "S")]
+    pub capture_secs: Option<u64>,
+    /// With --blocks: a role table of one's own (see agentd/roles/
+    /// cosmos-sdk.toml), tried before the built-in rules.
+    #[arg(long, requires = "blocks", value_name = "FILE")]
+    pub roles: Option<PathBuf>,
+    /// With --blocks: longest the session may take, in seconds.
+    #[arg(long, requires = "blocks", default_value_t = 600)]
+    pub timeout_secs: u64,
 }
 
 /// Runs `feth profiler …`.
 pub async fn run(args: ProfilerArgs) -> anyhow::Result<()> {
-    if let Some(ProfilerCommand::Cometbft(comet)) = &args.command {
-        return capture_comet(comet, &args.endpoint).await;
+    match &args.command {
+        Some(ProfilerCommand::Cometbft(comet)) => {
+            return capture_comet(comet, &args.endpoint).await
+        }
+        Some(ProfilerCommand::Roles(roles)) => {
+            return super::go_blocks::roles(roles, args.endpoint.json)
+        }
+        _ => {}
     }
     let url = args.endpoint.profiler_url()?;
     let client = ProfilerClient::new(&url, args.endpoint.token.as_deref())?;
@@ -192,7 +219,7 @@ pub async fn run(args: ProfilerArgs) -> anyhow::Result<()> {
 
 /// A capture's configuration: `pprof` and `rpc`, else the devnet's (at
 /// --dir, or --node's).
-fn comet_config(
+pub(super) fn comet_config(
     pprof: Option<&String>,
     rpc: Option<&String>,
     endpoint: &EndpointArgs,
@@ -234,6 +261,9 @@ fn comet_config(
 /// Captures CometBFT's CPU profile with a progress bar, then prints what
 /// it found (JSON with --json).
 async fn capture_comet(args: &CometArgs, endpoint: &EndpointArgs) -> anyhow::Result<()> {
+    if let Some(blocks) = args.blocks {
+        return super::go_blocks::run(args, blocks, endpoint).await;
+    }
     let cfg = CaptureConfig {
         seconds: args.seconds,
         label: args.label.clone(),
@@ -681,7 +711,7 @@ fn describe_session(session: &SessionStatus) -> String {
 }
 
 /// A progress bar (or spinner when `len` is 0) on stderr; hidden when `hidden`.
-fn progress(hidden: bool, len: u64, template: &str) -> ProgressBar {
+pub(super) fn progress(hidden: bool, len: u64, template: &str) -> ProgressBar {
     if hidden {
         return ProgressBar::hidden();
     }
@@ -697,7 +727,7 @@ fn progress(hidden: bool, len: u64, template: &str) -> ProgressBar {
     bar
 }
 
-fn human_bytes(bytes: u64) -> String {
+pub(super) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -90,4 +90,6 @@ pub struct RunRecords {
     pub cometbft: Option<PathBuf>,
     /// The whole node's profile, of both.
     pub node: Option<PathBuf>,
+    /// A Go node's per-block profile.
+    pub go: Option<crate::go_profile::StepGoProfile>,
 }

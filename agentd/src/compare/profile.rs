@@ -19,6 +19,9 @@ use feth_profiler_rpc::{ProfilerClient, RoleFilter};
 use crate::comet_pprof;
 use crate::devnet::DevnetState;
 use crate::eth::EthClient;
+use crate::go_profile::blocks::BlocksConfig;
+use crate::go_profile::roles::RoleTable;
+use crate::go_profile::{self, BlocksReport};
 use crate::node_profile;
 
 /// Longest wait for the armed blocks to be produced and rendered.
@@ -95,6 +98,27 @@ pub async fn capture<T>(
         )));
     }
     Ok(Captured::Profiles(out.to_path_buf()))
+}
+
+/// How long after the profiled load begins a Go node's per-block captures
+/// start: the load's senders are under way by then.
+const GO_START_AFTER: Duration = Duration::from_secs(1);
+
+/// Runs `load` and, [`GO_START_AFTER`] into it, profiles the Go node of
+/// `cfg` per block (see [`crate::go_profile`]), written under `out`.
+pub async fn capture_go<T>(
+    cfg: &BlocksConfig,
+    out: &Path,
+    load: impl Future<Output = Result<T>>,
+) -> Result<BlocksReport> {
+    let table = RoleTable::default_table()?;
+    let profiled = async {
+        tokio::time::sleep(GO_START_AFTER).await;
+        go_profile::profile_blocks(cfg, &table, out).await
+    };
+    let (loaded, profiled) = tokio::join!(load, profiled);
+    loaded.context("the load under the profiled blocks")?;
+    profiled
 }
 
 /// Seconds of CometBFT's profile: the profiled load's length (`PROFILE_SECS`

@@ -228,7 +228,29 @@ fn footer(report: &CompareReport) -> Vec<String> {
     lines.extend(cpu_unmeasured(report));
     lines.extend(conditions(report));
     lines.extend(node_lines(report));
+    lines.extend(role_lines(report));
     lines
+}
+
+/// Each step's Go node CPU by role, from its first round's per-block
+/// profile, when it was taken.
+fn role_lines(report: &CompareReport) -> Vec<String> {
+    report
+        .runs
+        .iter()
+        .filter(|r| r.round == 0)
+        .filter_map(|r| {
+            let g = r.go_profile.as_ref()?;
+            Some(format!(
+                "CPU by role, step {} (blocks {}–{}, {} samples, round 1 only, no interval): {}",
+                r.step,
+                g.heights.0,
+                g.heights.1,
+                g.samples,
+                crate::go_profile::describe_shares(&g.role_shares)
+            ))
+        })
+        .collect()
 }
 
 /// Why node CPU per transaction is missing, when no step has it.

@@ -657,6 +657,8 @@ async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun>
         cometbft_profile: records.cometbft,
         node_profile: records.node,
         node_diff_flamegraph: None,
+        go_profile: records.go,
+        go_diff_flamegraph: None,
         rpc_retries,
     })
 }
@@ -701,7 +703,7 @@ async fn reference(
 
 /// Each step's first-round profiles against the step before it:
 /// `<out>/<step>-diff.svg` of abcid's, `<out>/<step>-node-diff.svg` of the
-/// whole node's.
+/// whole node's, `<out>/<step>-go-diff.svg` of a Go node's by role.
 fn diff_flamegraphs(runs: &mut [StepRun], steps: &[Step], out: &Path) -> Result<()> {
     let first_round =
         |runs: &[StepRun], name: &str| runs.iter().position(|r| r.round == 0 && r.step == name);
@@ -725,6 +727,18 @@ fn diff_flamegraphs(runs: &mut [StepRun], steps: &[Step], out: &Path) -> Result<
             let title = format!("{title} (whole node, CPU time)");
             profile::diff(&before.join(folded), &after.join(folded), &svg, &title)?;
             runs[b].node_diff_flamegraph = Some(svg);
+        }
+        if let (Some(before), Some(after)) = (&runs[a].go_profile, &runs[b].go_profile) {
+            let svg = out.join(format!("{name}-go-diff.svg"));
+            let title = format!("{title} (the Go node, by role)");
+            let folded = crate::go_profile::FOLDED;
+            profile::diff(
+                &before.dir.join(folded),
+                &after.dir.join(folded),
+                &svg,
+                &title,
+            )?;
+            runs[b].go_diff_flamegraph = Some(svg);
         }
     }
     Ok(())

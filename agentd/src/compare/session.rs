@@ -24,6 +24,8 @@ use crate::devnet::recipe::{
 };
 use crate::devnet::Devnet;
 use crate::eth::EthClient;
+use crate::go_profile::blocks::BlocksConfig;
+use crate::go_profile::StepGoProfile;
 use crate::kvstore::{KvProbe, KvReferenceConfig, KvTarget};
 use crate::load::scenario::Scenario;
 use crate::progress;
@@ -331,8 +333,15 @@ impl MeasuredNode for StepNode {
     /// A devnet's logs through the etl, and its profiles when asked; a
     /// live node's logs are not feth's to read.
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
-        let Some(StepNet::Abcid(net)) = &self.net else {
-            return Ok(RunRecords::default());
+        let net = match &self.net {
+            Some(StepNet::Abcid(net)) => net,
+            Some(StepNet::Recipe(_)) if ctx.profile_blocks > 0 => {
+                return Ok(RunRecords {
+                    go: self.go_profiled(&ctx).await,
+                    ..RunRecords::default()
+                })
+            }
+            _ => return Ok(RunRecords::default()),
         };
         let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
         let etl = etl::window(&net.state, first, last).await?;
@@ -395,7 +404,57 @@ impl StepNode {
             abcid,
             cometbft,
             node,
+            go: None,
         })
+    }
+
+    /// A recipe chain's Go node profiled per block under the overload
+    /// (under `<out>/go/<step>/`), its samples split by role; `None`, with
+    /// a warning, when its recipe names no pprof endpoint or the capture
+    /// fails.
+    async fn go_profiled(&mut self, ctx: &AfterRun<'_>) -> Option<StepGoProfile> {
+        let Some(StepNet::Recipe(net)) = &self.net else {
+            return None;
+        };
+        let warn = |why: String| {
+            let step = &ctx.step.name;
+            progress::println(
+                ctx.bar,
+                format!("warning: step {step}: no per-block profile: {why}"),
+            );
+        };
+        let s = &net.state;
+        let Some(pprof_url) = s.urls.pprof.clone() else {
+            warn(format!(
+                "the {} recipe names no pprof endpoint",
+                s.recipe.name
+            ));
+            return None;
+        };
+        let label = s
+            .recipe
+            .logs
+            .as_ref()
+            .map_or("node", |l| l.process.as_str());
+        let cfg = BlocksConfig {
+            pprof_url,
+            comet_rpc: s.urls.comet_rpc.clone(),
+            blocks: ctx.profile_blocks,
+            capture_secs: None,
+            label: label.to_string(),
+            timeout: Duration::from_secs(120),
+        };
+        let out = ctx.out.join("go").join(file_name(&ctx.step.name));
+        let block_secs = (ctx.window.block_time_p50_ms / 1e3).max(1.0);
+        let secs = PROFILE_SECS.max(2.0 + f64::from(ctx.profile_blocks) * block_secs);
+        let load = self.probe.step(ctx.rate, secs);
+        match profile::capture_go(&cfg, &out, load).await {
+            Ok(report) => Some(StepGoProfile::from(&report)),
+            Err(e) => {
+                warn(format!("{e:#}"));
+                None
+            }
+        }
     }
 }
 

@@ -82,6 +82,13 @@ pub struct StepRun {
     /// The whole node's differential flamegraph against the previous step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_diff_flamegraph: Option<PathBuf>,
+    /// A Go node's per-block CPU profile and its split by role (recipe
+    /// chains whose node serves Go's pprof).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_profile: Option<crate::go_profile::StepGoProfile>,
+    /// Its differential flamegraph against the previous step's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_diff_flamegraph: Option<PathBuf>,
     /// Node reads sent again after a transient transport error (connection
     /// reset or refused, timeout) during this run.
     #[serde(default)]

@@ -73,6 +73,8 @@ pub fn run(step: &str, round: usize, tps: f64) -> StepRun {
         cometbft_profile: None,
         node_profile: None,
         node_diff_flamegraph: None,
+        go_profile: None,
+        go_diff_flamegraph: None,
         rpc_retries: 0,
     }
 }

@@ -9,7 +9,8 @@ use anyhow::Result;
 use super::chart::{self, Series};
 use super::html::{escape, figure, flamegraph, note, pairs, table};
 use crate::compare::report::CompareReport;
-use crate::compare::step::Metric;
+use crate::compare::step::{Metric, StepRun};
+use crate::go_profile::roles::FrameRole;
 use crate::stats::LogRatio;
 
 /// Committed TPS level (geometric mean over the rounds) per step, in ladder
@@ -177,11 +178,59 @@ fn flamegraphs(c: &CompareReport, file: &Path) -> String {
                 &locate(&p.join("node.svg"), file),
             ));
         }
+        out.push_str(&go_flamegraph(&s.step, run, file));
     }
     if out.is_empty() {
         out = note("No flamegraph in this comparison (it ran without --profile-blocks).");
     }
     out
+}
+
+/// A Go node's per-block profile by role: against the previous step's
+/// when drawn, else its own.
+fn go_flamegraph(step: &str, run: Option<&StepRun>, file: &Path) -> String {
+    let Some(run) = run else {
+        return String::new();
+    };
+    match (&run.go_diff_flamegraph, &run.go_profile) {
+        (Some(p), _) => flamegraph(
+            &format!("{step}: the Go node by role, against the previous step"),
+            &locate(p, file),
+        ),
+        (None, Some(g)) => flamegraph(
+            &format!("{step}: the Go node by role"),
+            &locate(&g.dir.join("all.svg"), file),
+        ),
+        (None, None) => String::new(),
+    }
+}
+
+/// Each step's Go node CPU by role (first round's per-block profile).
+fn role_table(c: &CompareReport) -> String {
+    let header: Vec<&str> = std::iter::once("step")
+        .chain(std::iter::once("blocks"))
+        .chain(FrameRole::ALL.iter().map(|r| r.as_str()))
+        .collect();
+    let rows: Vec<Vec<String>> =
+        c.runs
+            .iter()
+            .filter(|r| r.round == 0)
+            .filter_map(|r| {
+                let g = r.go_profile.as_ref()?;
+                let mut row = vec![r.step.clone(), format!("{}–{}", g.heights.0, g.heights.1)];
+                row.extend(FrameRole::ALL.iter().map(|role| {
+                    format!("{:.1} %", g.role_shares.get(role).copied().unwrap_or(0.0))
+                }));
+                Some(row)
+            })
+            .collect();
+    match rows.is_empty() {
+        true => String::new(),
+        false => format!(
+            "<h3>CPU by role (the Go node, first round's profiled blocks)</h3>\n{}",
+            table("roles", &header, &rows)
+        ),
+    }
 }
 
 /// The section of comparison `index`, read from `file`.
@@ -200,12 +249,13 @@ pub fn section(index: usize, file: &Path, c: &CompareReport) -> Result<String> {
         &[],
     )?;
     Ok(format!(
-        "<section class=\"compare\" id=\"compare{index}\"><h2>Comparison: {}</h2>\n<h3>Conditions and machine</h3>\n{}<h3>Ladder</h3>\n{}{}{}<h3>Flamegraphs</h3>\n{}</section>\n",
+        "<section class=\"compare\" id=\"compare{index}\"><h2>Comparison: {}</h2>\n<h3>Conditions and machine</h3>\n{}<h3>Ladder</h3>\n{}{}{}{}<h3>Flamegraphs</h3>\n{}</section>\n",
         escape(&file.display().to_string()),
         conditions(c),
         ladder_table(c),
         figure(&format!("compare{index}-ladder"), &bars, "committed TPS of each step, geometric mean over its rounds"),
         figure(&format!("compare{index}-rounds"), &overlaid, "runs were interleaved: one round runs every step once"),
+        role_table(c),
         flamegraphs(c, file),
     ))
 }

@@ -13,6 +13,7 @@ mod etl_devnet;
 mod fees;
 mod fund;
 mod geth;
+mod go_blocks;
 mod jenkinsfile;
 mod load;
 mod many_agents;

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use alloy_primitives::{B256, U256};
+use feth::compare::StepRun;
 use feth::devnet::recipe::{Recipe, RecipeDevnet, RecipeOptions};
 use feth::eth::EthClient;
 
@@ -156,9 +157,12 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
 /// made by its recipe: each step's conditions are read from its own node,
 /// and a 300-transaction mempool is seen to hold at most 300 and every
 /// block to at most that many, where the default 10,000 backs up past it
-/// under the overload.
+/// under the overload. Each step's first round profiles CometBFT per block
+/// (its Go pprof): both steps' CPU split by role, and the second step's
+/// differential flamegraph against the first.
 #[test]
 fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
+    let profiles = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_feth"))
         .args([
             "compare",
@@ -188,7 +192,9 @@ fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
         .args([
             "--no-reference",
             "--profile-blocks",
-            "0",
+            "2",
+            "--out",
+            profiles.path().to_str().unwrap(),
             "--quiet",
             "--json",
         ])
@@ -228,6 +234,40 @@ fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
         "the default mempool backs up past 300 under the overload: {:?}",
         r.runs
     );
+    check_role_splits(&r);
+}
+
+/// Both steps' first rounds were profiled per block, their CPU split by
+/// role over every sample; the second step's differential flamegraph
+/// against the first is drawn, and the report says the split.
+fn check_role_splits(r: &feth::compare::CompareReport) {
+    let first: Vec<_> = r.runs.iter().filter(|run| run.round == 0).collect();
+    assert_eq!(first.len(), 2);
+    for run in &first {
+        let g = run.go_profile.as_ref().expect("a per-block profile");
+        assert!(g.samples > 0 && g.heights.1 > g.heights.0, "{g:?}");
+        let total: f64 = g.role_shares.values().sum();
+        assert!((total - 100.0).abs() < 1e-6, "{g:?}");
+        assert!(g.dir.join("all.folded").is_file() && g.dir.join("session.json").is_file());
+    }
+    assert!(r
+        .runs
+        .iter()
+        .filter(|run| run.round > 0)
+        .all(|run| run.go_profile.is_none()));
+    let (base, other): (Vec<&&StepRun>, Vec<_>) = first.iter().partition(|run| run.step == "base");
+    assert!(base[0].go_diff_flamegraph.is_none());
+    let diff = other[0]
+        .go_diff_flamegraph
+        .as_ref()
+        .expect("the second step's diff");
+    let svg = std::fs::read_to_string(diff).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("check_tx"),
+        "role frames in the diff"
+    );
+    let table = feth::compare::render::table(r);
+    assert!(table.contains("CPU by role, step base"), "{table}");
 }
 
 /// tendermint-abci's kvstore example app, profiler-rpc embedded in a few

@@ -50,10 +50,22 @@ impl BackgroundLoad {
     /// Starts `workload` in a closed loop between `keys` (each pays the
     /// others) on `net`; once stopped it waits up to `wait` for inclusion.
     pub fn start(net: &Devnet, keys: &KeySet, workload: WorkloadKind, wait: Duration) -> Self {
-        let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
+        let load = (RateSchedule::Closed, workload);
+        Self::start_at(&net.state.web3_url(), keys, load, wait)
+    }
+
+    /// The same on the node whose web3 endpoint is `web3`, closed loop or
+    /// at the fixed rate `schedule` says.
+    pub fn start_at(
+        web3: &str,
+        keys: &KeySet,
+        (schedule, workload): (RateSchedule, WorkloadKind),
+        wait: Duration,
+    ) -> Self {
+        let mut plan = LoadPlan::transfers(schedule, keys.len());
         plan.writes = workload.into();
         plan.recipients = Recipients::Existing;
-        let mut settings = LoadSettings::new(&net.state.web3_url(), plan);
+        let mut settings = LoadSettings::new(web3, plan);
         settings.wait = wait;
         let (stop, asked) = watch::channel(false);
         settings.stop = Some(asked);

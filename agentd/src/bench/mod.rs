@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod background;
 pub mod fund;
+pub mod go_profiler;
 pub mod profiler;
 pub mod rpc;
 pub mod stages;

@@ -42,6 +42,10 @@ enum What {
     /// whole node's profile (abcid and CometBFT) and abcid's counters under a closed-loop
     /// load on a devnet of its own, and which ABCI connection is busiest.
     Stages(StagesBenchArgs),
+    /// What per-block profiling of a Go node (feth profiler cometbft --blocks) costs it:
+    /// committed TPS with a session running against none, ABBA pairs of windows under a
+    /// closed-loop load, on a running node given by its URLs.
+    GoProfiler(GoProfilerBenchArgs),
     /// Serve the accept-only sink (used by `bench agent`, in its own process).
     #[command(hide = true)]
     Sink {
@@ -172,6 +176,41 @@ struct ProfilerBenchArgs {
     /// The devnet's CometBFT `timeout_commit`.
     #[arg(long, default_value = "500ms")]
     timeout_commit: String,
+    /// Print the figures as JSON on stdout; the summary then goes to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `feth bench go-profiler`.
+#[derive(Debug, Args)]
+struct GoProfilerBenchArgs {
+    /// The node's web3 endpoint.
+    #[arg(long, value_name = "URL")]
+    network: String,
+    /// CometBFT's RPC.
+    #[arg(long, value_name = "URL")]
+    comet_rpc: String,
+    /// The node's Go pprof (`rpc.pprof_laddr`).
+    #[arg(long, value_name = "URL")]
+    pprof: String,
+    /// Funded senders (`feth fund --out`).
+    #[arg(long)]
+    keys: std::path::PathBuf,
+    /// Armed/disarmed pairs of windows.
+    #[arg(long, default_value_t = 6)]
+    pairs: usize,
+    /// Seconds per window.
+    #[arg(long, default_value_t = 10)]
+    window: u64,
+    /// The load's fixed rate, tx/s (default: a closed loop).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// The node's PID, to read its CPU per transaction (on this machine).
+    #[arg(long)]
+    node_pid: Option<u32>,
+    /// Where the armed windows' profiles go.
+    #[arg(long, default_value = "flamegraphs/bench-go-profiler")]
+    out: std::path::PathBuf,
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
@@ -400,6 +439,21 @@ pub async fn run(command: BenchCommand) -> Result<()> {
             let json = args.json;
             let r = bench::rpc(args.plan()).await?;
             emit(json, &r, |out| r.write_summary(out))
+        }
+        What::GoProfiler(a) => {
+            let r = bench::go_profiler::go_profiler(bench::go_profiler::GoProfilerBenchPlan {
+                web3: a.network,
+                comet_rpc: a.comet_rpc,
+                pprof: a.pprof,
+                keys: a.keys,
+                pairs: a.pairs,
+                window_secs: a.window,
+                rate: a.rate,
+                node_pid: a.node_pid,
+                out: a.out,
+            })
+            .await?;
+            emit(a.json, &r, |out| r.write_summary(out))
         }
         What::Stages(args) => {
             let r = bench::stages::stages(args.plan(), &args.out).await?;

@@ -252,6 +252,11 @@ pub struct StepsArgs {
     /// With --network: its CometBFT RPC (else asked of the node).
     #[arg(long, value_name = "URL", requires = "network")]
     comet_rpc: Option<String>,
+    /// With --network: the node's Go pprof (`rpc.pprof_laddr`, e.g.
+    /// `http://127.0.0.1:6061`): with --profile-blocks, each step's first
+    /// round profiles it per block and splits its CPU by role.
+    #[arg(long, value_name = "URL", requires = "network")]
+    pprof: Option<String>,
     /// With --network: the step's name in the report.
     #[arg(long, default_value = "node", requires = "network")]
     name: String,
@@ -510,6 +515,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             comet_rpc: args.steps.comet_rpc.clone(),
             keys: load_senders(keys, Some(r.senders))?,
             node_pids: node_pids(&args.steps.node_pid)?,
+            pprof: args.steps.pprof.clone(),
             deploys,
             deploy_timeout: Duration::from_secs_f64(parse_secs(
                 &args.steps.deploy_timeout,
@@ -559,7 +565,11 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         budget,
         steps,
         warmup,
-        profile_blocks: if live.is_some() { 0 } else { r.profile_blocks },
+        // A live node is profiled only through its Go pprof, when given.
+        profile_blocks: match &live {
+            Some(l) if l.pprof.is_none() => 0,
+            _ => r.profile_blocks,
+        },
         reference: !r.no_reference && live.is_none(),
         live,
         chain,

@@ -11,7 +11,7 @@ use feth_profiler_rpc::gopprof;
 
 use super::profiler::{comet_config, human_bytes, progress, CometArgs, EndpointArgs};
 use crate::go_profile::blocks::BlocksConfig;
-use crate::go_profile::roles::{FrameRole, RoleTable};
+use crate::go_profile::roles::{self, FrameRole, RoleTable};
 use crate::go_profile::{self, BlocksReport};
 
 /// `feth profiler roles`: a profile on disk, split by role.
@@ -46,7 +46,7 @@ pub fn roles(args: &RolesArgs, json: bool) -> anyhow::Result<()> {
                 .stacks
         }
     };
-    let explained = table.explain(&stacks, args.top);
+    let explained = table.explain(&roles::untag(&stacks), args.top);
     if json {
         println!("{}", serde_json::to_string_pretty(&explained)?);
         return Ok(());
@@ -158,9 +158,16 @@ fn print_report(r: &BlocksReport) {
     if r.windows.iter().any(|w| !w.whole) {
         println!("  * cut short: the block was not committed when its capture ended");
     }
-    if r.spans {
+    let spans = r
+        .windows
+        .iter()
+        .filter(|w| w.heights.1 > w.heights.0)
+        .count();
+    if spans > 0 {
         println!(
-            "  blocks are shorter than a {} s capture: a capture holds several heights",
+            "  {spans} of {} captures held several heights: blocks shorter than a {} s capture, \
+             or a capture that ended late; their split is over those heights together",
+            r.windows.len(),
             r.capture_secs
         );
     }

@@ -90,6 +90,9 @@ pub struct LiveNode {
     pub deploys: Vec<Deploy>,
     /// The most one deploy and the node's return may take.
     pub deploy_timeout: Duration,
+    /// Its Go pprof (`rpc.pprof_laddr`): with `profile_blocks`, each step's
+    /// first round profiles it per block, by role.
+    pub pprof: Option<String>,
 }
 
 /// Everything a comparison needs; [`Settings`] is what the report records.
@@ -186,6 +189,7 @@ async fn start_node(cfg: &CompareConfig, work: &Path, out: &Path, k: usize) -> R
             };
             let mut node = StepNode::live(probe).await?;
             node.deployer = deployer;
+            node.pprof = l.pprof.clone();
             Ok(node)
         }
         None => {

@@ -134,6 +134,9 @@ pub struct StepNode {
     pub comet: Vec<String>,
     /// A live node's deploy command for this step, run before each window.
     pub deployer: Option<Deployer>,
+    /// A live node's Go pprof (`--pprof`), profiled per block with
+    /// `--profile-blocks`.
+    pub pprof: Option<String>,
     paused: bool,
 }
 
@@ -187,6 +190,7 @@ impl StepNode {
             version,
             comet,
             deployer: None,
+            pprof: None,
             paused: false,
         })
     }
@@ -221,6 +225,7 @@ impl StepNode {
             version,
             comet,
             deployer: None,
+            pprof: None,
             paused: false,
         })
     }
@@ -243,6 +248,7 @@ impl StepNode {
             version,
             comet: Vec::new(),
             deployer: None,
+            pprof: None,
             paused: false,
         })
     }
@@ -335,7 +341,7 @@ impl MeasuredNode for StepNode {
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
         let net = match &self.net {
             Some(StepNet::Abcid(net)) => net,
-            Some(StepNet::Recipe(_)) if ctx.profile_blocks > 0 => {
+            Some(StepNet::Recipe(_)) | None if ctx.profile_blocks > 0 => {
                 return Ok(RunRecords {
                     go: self.go_profiled(&ctx).await,
                     ..RunRecords::default()
@@ -408,14 +414,11 @@ impl StepNode {
         })
     }
 
-    /// A recipe chain's Go node profiled per block under the overload
-    /// (under `<out>/go/<step>/`), its samples split by role; `None`, with
-    /// a warning, when its recipe names no pprof endpoint or the capture
-    /// fails.
+    /// A Go node profiled per block under the overload (under
+    /// `<out>/go/<step>/`), its samples split by role: a recipe chain's
+    /// node, or a live one given `--pprof`. `None`, with a warning, when its
+    /// recipe names no pprof endpoint or the capture fails.
     async fn go_profiled(&mut self, ctx: &AfterRun<'_>) -> Option<StepGoProfile> {
-        let Some(StepNet::Recipe(net)) = &self.net else {
-            return None;
-        };
         let warn = |why: String| {
             let step = &ctx.step.name;
             progress::println(
@@ -423,25 +426,20 @@ impl StepNode {
                 format!("warning: step {step}: no per-block profile: {why}"),
             );
         };
-        let s = &net.state;
-        let Some(pprof_url) = s.urls.pprof.clone() else {
-            warn(format!(
-                "the {} recipe names no pprof endpoint",
-                s.recipe.name
-            ));
-            return None;
+        let (pprof_url, comet_rpc, label) = match self.go_endpoints() {
+            Ok(Some(endpoints)) => endpoints,
+            Ok(None) => return None,
+            Err(why) => {
+                warn(why);
+                return None;
+            }
         };
-        let label = s
-            .recipe
-            .logs
-            .as_ref()
-            .map_or("node", |l| l.process.as_str());
         let cfg = BlocksConfig {
             pprof_url,
-            comet_rpc: s.urls.comet_rpc.clone(),
+            comet_rpc,
             blocks: ctx.profile_blocks,
             capture_secs: None,
-            label: label.to_string(),
+            label,
             timeout: Duration::from_secs(120),
         };
         let out = ctx.out.join("go").join(file_name(&ctx.step.name));
@@ -454,6 +452,36 @@ impl StepNode {
                 warn(format!("{e:#}"));
                 None
             }
+        }
+    }
+
+    /// The Go pprof, CometBFT RPC and process label of the node to profile
+    /// per block: a recipe devnet's (an error naming the recipe when it
+    /// serves no pprof), a live node's given `--pprof`; `None` otherwise.
+    fn go_endpoints(&self) -> Result<Option<(String, String, String)>, String> {
+        match &self.net {
+            Some(StepNet::Recipe(net)) => {
+                let s = &net.state;
+                let pprof = s.urls.pprof.clone().ok_or_else(|| {
+                    format!("the {} recipe names no pprof endpoint", s.recipe.name)
+                })?;
+                let label = s
+                    .recipe
+                    .logs
+                    .as_ref()
+                    .map_or("node", |l| l.process.as_str());
+                Ok(Some((pprof, s.urls.comet_rpc.clone(), label.to_string())))
+            }
+            Some(StepNet::Abcid(_)) => Ok(None),
+            None => match (&self.pprof, self.probe.comet_rpc()) {
+                (Some(pprof), Some(rpc)) => {
+                    Ok(Some((pprof.clone(), rpc.to_string(), "node".into())))
+                }
+                (Some(_), None) => {
+                    Err("the node's CometBFT RPC is not known: give --comet-rpc".into())
+                }
+                (None, _) => Ok(None),
+            },
         }
     }
 }

@@ -342,6 +342,25 @@ impl RoleTable {
     }
 }
 
+/// `stacks` without the role frame [`RoleTable::tag`] put below the label,
+/// when every stack has one (a session's `all.folded`); else as they are.
+pub fn untag(stacks: &FoldedStacks) -> FoldedStacks {
+    let is_role = |f: &str| FrameRole::ALL.iter().any(|r| r.as_str() == f);
+    let tagged = stacks
+        .iter()
+        .all(|(s, _)| s.split(';').nth(1).is_some_and(is_role));
+    if !tagged || stacks.is_empty() {
+        return stacks.clone();
+    }
+    let mut plain = FoldedStacks::new();
+    for (stack, n) in stacks.iter() {
+        let mut frames: Vec<&str> = stack.split(';').collect();
+        frames.remove(1);
+        plain.add(frames.join(";"), n);
+    }
+    plain
+}
+
 /// Each role's share of `split`'s samples, in per cent (0 when none).
 pub fn shares(split: &RoleSplit) -> BTreeMap<FrameRole, f64> {
     let total: u64 = split.values().sum();
@@ -441,6 +460,12 @@ mod tests {
         assert_eq!(split[&FrameRole::CheckTx], 0);
         let tagged = table.tag(&stacks);
         assert_eq!(tagged.total(), stacks.total());
+        assert_eq!(
+            untag(&tagged),
+            stacks,
+            "a session's stacks read back untagged"
+        );
+        assert_eq!(untag(&stacks), stacks, "untagged stacks are left alone");
         assert!(tagged
             .iter()
             .any(|(s, n)| s == "cometbft;other;main.main" && n == 1));

@@ -64,7 +64,17 @@ async fn a_live_compare_reads_the_nodes_conditions_and_flags_a_busy_machine() {
     );
 
     let hog = Hog::anywhere();
+    let pprof = state
+        .cometbft_pprof_url()
+        .expect("the devnet serves CometBFT's pprof");
+    let profiles = dir.path().join("profiles");
     let quick = [
+        "--pprof",
+        &pprof,
+        "--profile-blocks",
+        "2",
+        "--out",
+        profiles.to_str().unwrap(),
         "--node-pid",
         &pids,
         "--rounds",
@@ -118,6 +128,22 @@ async fn a_live_compare_reads_the_nodes_conditions_and_flags_a_busy_machine() {
             "{run:?}"
         );
     }
+    // --pprof: the live node's Go process profiled per block in the first
+    // round, its CPU split by role, the split printed.
+    let first = r.runs.iter().find(|run| run.round == 0).unwrap();
+    let go = first
+        .go_profile
+        .as_ref()
+        .expect("a per-block profile of the live node");
+    assert!(go.samples > 0 && go.heights.1 > go.heights.0, "{go:?}");
+    let folded = std::fs::read_to_string(go.dir.join("all.folded")).unwrap();
+    assert!(folded.lines().all(|l| l.starts_with("node;")), "{folded}");
+    assert!(r
+        .runs
+        .iter()
+        .filter(|run| run.round > 0)
+        .all(|run| run.go_profile.is_none()));
+    assert!(all.contains("CPU by role, step node"), "{all}");
     // The hog took a core's worth of a two-core machine: busy, named, and said.
     assert!(r.machine.is_busy(), "{:?}", r.machine);
     assert!(

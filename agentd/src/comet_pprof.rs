@@ -138,8 +138,9 @@ pub fn save(cfg: &CaptureConfig, window: &Window) -> Result<Capture> {
     Ok(capture)
 }
 
-/// The `n` functions with the most samples of their own, most first.
-fn top_functions(stacks: &FoldedStacks, n: usize) -> Vec<(String, u64)> {
+/// The `n` functions with the most samples (or value) of their own, most
+/// first.
+pub fn top_functions(stacks: &FoldedStacks, n: usize) -> Vec<(String, u64)> {
     let mut top: Vec<(String, u64)> = stacks
         .self_counts()
         .into_iter()

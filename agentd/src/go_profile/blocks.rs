@@ -164,7 +164,7 @@ pub async fn take(plan: Plan, cfg: &BlocksConfig, table: &RoleTable) -> Result<B
             .await
             .context("CometBFT's /status")?
             .latest_height;
-        let (first, whole) = (h + 1, after > h);
+        let (first, whole) = (h.saturating_add(1), after > h);
         let last = after.max(first);
         covered += last - first + 1;
         // A window that saw its heights committed is followed at once by

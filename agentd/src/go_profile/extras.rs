@@ -3,8 +3,6 @@
 //! and `block` (time waited) where the node enables them. GC time is a
 //! question of allocations, a mempool's reorg one of locks.
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
 use feth_profiler_rpc::folded::FoldedStacks;
 use feth_profiler_rpc::gopprof;
@@ -98,7 +96,7 @@ pub async fn take(pprof_url: &str, extra: Extra, seconds: u64, label: &str) -> R
         unit,
         seconds,
         total,
-        top: top(&stacks, 10),
+        top: comet_pprof::top_functions(&stacks, 10),
         note: (total == 0).then(|| extra.off_note().to_string()),
     };
     Ok(TakenExtra {
@@ -106,16 +104,4 @@ pub async fn take(pprof_url: &str, extra: Extra, seconds: u64, label: &str) -> R
         raw,
         stacks,
     })
-}
-
-/// The `n` functions with the most of the value of their own, most first.
-pub fn top(stacks: &FoldedStacks, n: usize) -> Vec<(String, u64)> {
-    let counts: BTreeMap<&str, u64> = stacks.self_counts();
-    let mut top: Vec<(String, u64)> = counts
-        .into_iter()
-        .map(|(f, v)| (f.to_string(), v))
-        .collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    top.truncate(n);
-    top
 }

@@ -39,7 +39,7 @@ pub mod summary;
 pub mod verdict;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 pub use gate::{gate, GateConfig};
 pub use report::{CompareReport, Environment, Kind, ReferenceRun, Settings};

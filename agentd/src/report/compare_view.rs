@@ -259,3 +259,39 @@ pub fn section(index: usize, file: &Path, c: &CompareReport) -> Result<String> {
         flamegraphs(c, file),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::testing;
+    use crate::go_profile::StepGoProfile;
+
+    #[test]
+    fn each_steps_cpu_by_role_is_a_row_and_its_go_flamegraph_is_drawn() {
+        let mut c = testing::ladder();
+        assert_eq!(role_table(&c), "", "no per-block profile, no table");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("all.svg"), "<svg>by role</svg>").unwrap();
+        let first = c.runs.iter_mut().find(|r| r.round == 0).unwrap();
+        let step = first.step.clone();
+        first.go_profile = Some(StepGoProfile {
+            dir: dir.path().to_path_buf(),
+            heights: (10, 12),
+            samples: 300,
+            role_shares: [(FrameRole::CheckTx, 25.0), (FrameRole::DeliverTx, 75.0)]
+                .into_iter()
+                .collect(),
+        });
+        let table = role_table(&c);
+        assert!(table.contains("CPU by role"), "{table}");
+        assert!(
+            table.contains(&format!(
+                "<td>{step}</td><td>10–12</td><td>25.0 %</td><td>0.0 %</td><td>75.0 %</td>"
+            )),
+            "{table}"
+        );
+        let run = c.runs.iter().find(|r| r.round == 0);
+        let drawn = go_flamegraph(&step, run, Path::new("report.json"));
+        assert!(drawn.contains("the Go node by role"), "{drawn}");
+    }
+}

@@ -85,9 +85,7 @@ pub async fn take(cfg: &CaptureConfig) -> Result<Window> {
         .map(|u| Rpc::new(u, 1, 1))
         .transpose()?;
     let before = status(rpc.as_ref()).await?;
-    let started_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let started_unix = unix_now();
     let raw = fetch(&cfg.pprof_url, "profile", cfg.seconds).await?;
     let after = status(rpc.as_ref()).await?;
     let profile = gopprof::fold(&raw, &cfg.label)?;
@@ -127,10 +125,7 @@ pub fn save(cfg: &CaptureConfig, window: &Window) -> Result<Capture> {
         heights: window.heights,
         seconds: profile.seconds,
         samples,
-        cores: match profile.seconds > 0.0 {
-            true => samples as f64 / profile.sample_hz / profile.seconds,
-            false => 0.0,
-        },
+        cores: profile.cores(),
         top: top_functions(&profile.stacks, 10),
         started_unix: window.started_unix,
     };
@@ -196,6 +191,23 @@ pub async fn fetch(url: &str, profile: &str, seconds: u64) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The time now, in Unix seconds.
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// `s` with anything but `[A-Za-z0-9._-]` as `_`, for a file name.
+pub fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
+            true => c,
+            false => '_',
+        })
+        .collect()
+}
+
 /// `<out>/<chain>/<label>-<first>-<last>`, or `<out>/<label>/<unix time>`
 /// without a chain to name.
 fn capture_dir(
@@ -204,17 +216,6 @@ fn capture_dir(
     heights: Option<(u64, u64)>,
     unix: f64,
 ) -> PathBuf {
-    let safe = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
     let label = safe(&cfg.label);
     match (chain, heights) {
         (Some(chain), Some((first, last))) => cfg

@@ -97,6 +97,17 @@ pub struct GoProfile {
     pub sample_hz: f64,
 }
 
+impl GoProfile {
+    /// CPU cores busy on average over the profile (samples / rate /
+    /// seconds); 0 for a profile of no duration.
+    pub fn cores(&self) -> f64 {
+        match self.seconds > 0.0 {
+            true => self.stacks.total() as f64 / self.sample_hz / self.seconds,
+            false => 0.0,
+        }
+    }
+}
+
 /// Decodes a Go CPU profile (`gzip`-compressed or not) and folds its
 /// samples, counted in samples (Go samples at 100 Hz), under the root
 /// frame `label`.
@@ -296,6 +307,7 @@ mod tests {
         );
         assert_eq!(folded.seconds, 2.0);
         assert_eq!(folded.sample_hz, 250.0, "from a period of 4 ms");
+        assert_eq!(folded.cores(), 7.0 / 250.0 / 2.0);
         let mut unstated = profile();
         unstated.period = 0;
         assert_eq!(

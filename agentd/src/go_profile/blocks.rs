@@ -13,7 +13,7 @@
 //! the process label.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use feth_etl::rpc::Rpc;
@@ -156,7 +156,7 @@ pub async fn take(plan: Plan, cfg: &BlocksConfig, table: &RoleTable) -> Result<B
         let started = Instant::now();
         first_start.get_or_insert(started);
         let gap = last_end.map(|end| started.duration_since(end).as_secs_f64());
-        let started_unix = unix_now();
+        let started_unix = comet_pprof::unix_now();
         let raw = comet_pprof::fetch(&cfg.pprof_url, "profile", capture_secs).await?;
         last_end = Some(Instant::now());
         let after = rpc
@@ -206,19 +206,14 @@ fn window(
     gap_before_secs: Option<f64>,
     started_unix: f64,
 ) -> TakenWindow {
-    let samples = profile.stacks.total();
-    let cores = match profile.seconds > 0.0 {
-        true => samples as f64 / profile.sample_hz / profile.seconds,
-        false => 0.0,
-    };
     TakenWindow {
         window: BlockWindow {
             heights,
             whole,
             seconds: profile.seconds,
             gap_before_secs,
-            samples,
-            cores,
+            samples: profile.stacks.total(),
+            cores: profile.cores(),
             roles: table.split(&profile.stacks),
             started_unix,
         },
@@ -258,12 +253,6 @@ async fn block_interval(rpc: &Rpc, latest: u64) -> Option<f64> {
         .collect();
     gaps.sort_by(f64::total_cmp);
     gaps.get(gaps.len() / 2).copied()
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl BlockSession {
@@ -322,16 +311,6 @@ impl BlockSession {
     /// Folder name of the session under `<out>/<chain>/`.
     pub fn folder(&self, label: &str) -> PathBuf {
         let (a, b) = self.heights().unwrap_or((0, 0));
-        PathBuf::from(format!("{}-blocks-{a}-{b}", safe(label)))
+        PathBuf::from(format!("{}-blocks-{a}-{b}", comet_pprof::safe(label)))
     }
-}
-
-/// `s` with anything but `[A-Za-z0-9._-]` as `_`, for a file name.
-pub fn safe(s: &str) -> String {
-    s.chars()
-        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
-            true => c,
-            false => '_',
-        })
-        .collect()
 }

@@ -136,7 +136,7 @@ pub fn write(
     out: &Path,
 ) -> Result<BlocksReport> {
     let dir = out
-        .join(blocks::safe(&session.chain_id))
+        .join(crate::comet_pprof::safe(&session.chain_id))
         .join(session.folder(label));
     for taken in &session.windows {
         write_window(&dir, taken, label)?;

@@ -19,7 +19,7 @@ use tendermint_proto::v0_38::abci::{
 };
 use tendermint_proto::v0_38::types::{BlockParams, ConsensusParams};
 
-use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role};
+use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role, Work};
 
 use crate::error::CODESPACE;
 use crate::exec::TxOutcome;
@@ -148,33 +148,7 @@ impl Application for AbciApp {
     }
 
     fn prepare_proposal(&self, request: RequestPrepareProposal) -> ResponsePrepareProposal {
-        let node = self.enter("PrepareProposal");
-        let max_gas = node
-            .block_gas_limit()
-            .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let verifier = node
-            .verifier()
-            .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
-        // `app-mempool`: after what CometBFT's mempool hands over (nothing
-        // when its type is `nop`), the node's own pool; the prefix that fits
-        // is taken below.
-        let mut offered = request.txs;
-        let pooled = node
-            .proposable(max_bytes, max_gas)
-            .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        offered.extend(pooled.into_iter().map(|tx| tx.0));
-        let valid = proposal::without_invalid(&offered, |raw| verifier.decode(raw));
-        let mut txs = node
-            .priced_for_next_block(valid)
-            .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        if node.patches().has(Patch::NonceQueue) {
-            txs = node
-                .order_by_nonce(&txs)
-                .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        }
-        txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
-        ResponsePrepareProposal { txs }
+        Work::Proposal.run(|| self.propose(request))
     }
 
     /// A proposal is refused when a transaction breaks a stateless rule or
@@ -184,8 +158,9 @@ impl Application for AbciApp {
     /// FinalizeBlock judges each transaction against the state.
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
         let node = self.enter("ProcessProposal");
-        let fault =
-            proposal_fault(&node, &request.txs).unwrap_or_else(|e| fatal("ProcessProposal", e));
+        let fault = Work::Proposal
+            .run(|| proposal_fault(&node, &request.txs))
+            .unwrap_or_else(|e| fatal("ProcessProposal", e));
         drop(node);
         let status = match fault {
             Some(reason) => {
@@ -271,6 +246,38 @@ impl Application for AbciApp {
 }
 
 impl AbciApp {
+    /// PrepareProposal's work: what CometBFT's mempool offers, then the
+    /// node's own pool, without what cannot be valid, priced and fitted.
+    fn propose(&self, request: RequestPrepareProposal) -> ResponsePrepareProposal {
+        let node = self.enter("PrepareProposal");
+        let max_gas = node
+            .block_gas_limit()
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        let verifier = node
+            .verifier()
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
+        // `app-mempool`: after what CometBFT's mempool hands over (nothing
+        // when its type is `nop`), the node's own pool; the prefix that fits
+        // is taken below.
+        let mut offered = request.txs;
+        let pooled = node
+            .proposable(max_bytes, max_gas)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        offered.extend(pooled.into_iter().map(|tx| tx.0));
+        let valid = proposal::without_invalid(&offered, |raw| verifier.decode(raw));
+        let mut txs = node
+            .priced_for_next_block(valid)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        if node.patches().has(Patch::NonceQueue) {
+            txs = node
+                .order_by_nonce(&txs)
+                .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        }
+        txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
+        ResponsePrepareProposal { txs }
+    }
+
     /// Commit; `Err` names why a stray Commit (nothing finalized) was
     /// refused. Persisting failures stop the node, as everywhere.
     pub fn try_commit(&self) -> Result<ResponseCommit, String> {

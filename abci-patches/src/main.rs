@@ -16,7 +16,7 @@ use abcid::nonce_queue::QueueConfig;
 use abcid::store::PersistPause;
 use abcid::{app::AbciApp, patches::Patches, rpc::RpcConfig};
 
-use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig};
+use feth_profiler_rpc::{BlockProfiler, ProfilerConfig, ServerConfig, ThreadWork, Work};
 
 /// Reference EVM fullnode: an ABCI 2.0 application behind CometBFT.
 #[derive(Debug, Parser)]
@@ -264,7 +264,9 @@ fn run(args: Args) -> anyhow::Result<()> {
             .profiler_dir
             .clone()
             .unwrap_or_else(|| args.home.join("flamegraphs"));
-        let profiler = BlockProfiler::new(ProfilerConfig::new(args.chain_name.clone(), dir))
+        let mut config = ProfilerConfig::new(args.chain_name.clone(), dir);
+        config.thread_work = profiled_threads();
+        let profiler = BlockProfiler::new(config)
             .context("cannot start the block profiler (use --no-profiler to run without it)")?;
         let server = runtime
             .block_on(feth_profiler_rpc::serve(
@@ -394,4 +396,16 @@ fn serve_abci(listen: AbciListen, app: AbciApp) -> anyhow::Result<AbciServing> {
         }
     });
     Ok(AbciServing::Grpc(runtime))
+}
+
+/// What the unmarked samples of abcid's own threads count as in its block profiles: the
+/// web3 runtime's workers serve RPC (the admission they do is marked `check_tx` where it
+/// runs), the background writer of `async-commit` commits. The ABCI connections' threads
+/// are tagged by the handlers, and the node's work marked inside them (see
+/// `feth_profiler_rpc::work`).
+fn profiled_threads() -> Vec<ThreadWork> {
+    vec![
+        ThreadWork::new("web3", Work::Rpc),
+        ThreadWork::new("persist", Work::Commit),
+    ]
 }

@@ -10,6 +10,7 @@
 //!
 //! Params may be given by name (an object; unknown names are rejected) or by position.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use base64::Engine as _;
@@ -21,6 +22,7 @@ use crate::config::{DEFAULT_BLOCKS, DEFAULT_FREQUENCY_HZ, MAX_FREQUENCY_HZ, MIN_
 #[cfg(feature = "node")]
 use crate::error::ProfilerError;
 use crate::role::RoleFilter;
+use crate::work::Work;
 
 /// JSON-RPC error codes of the `profiler_*` methods.
 pub mod codes {
@@ -242,12 +244,16 @@ pub struct ProfileSummary {
     pub execution_ms: Option<f64>,
     /// Samples of all threads (the profiler's own threads excluded).
     pub samples: u64,
-    /// Samples of threads tagged `check_tx`.
+    /// Samples of admission work (`check_tx`), whichever thread did it.
     pub check_tx_samples: u64,
-    /// Samples of threads tagged `deliver_tx`.
+    /// Samples of execution work (`deliver_tx`), whichever thread did it.
     pub deliver_tx_samples: u64,
     /// Samples of the profiler's own threads, left out of the profile.
     pub profiler_samples: u64,
+    /// Samples by work, every kind (see [`crate::work`]); empty in profiles written
+    /// before work was told apart.
+    #[serde(default)]
+    pub work_samples: BTreeMap<Work, u64>,
     /// Files in the block's directory, `meta.json` aside.
     pub files: Vec<String>,
     /// Bytes of those files.

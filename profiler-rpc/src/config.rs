@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProfilerError;
+use crate::work::ThreadWork;
 
 /// Blocks captured by `profiler_enable` when `blocks` is omitted.
 pub const DEFAULT_BLOCKS: u32 = 1;
@@ -35,6 +36,9 @@ pub struct ProfilerConfig {
     /// Substrings of shared-library paths whose frames are not sampled
     /// (default: [`DEFAULT_BLOCKLIST`]).
     pub blocklist: Vec<String>,
+    /// What the unmarked samples of the node's own named threads count as (see
+    /// [`crate::work`]); threads tagged by [`Role`](crate::Role) need no rule. Default: none.
+    pub thread_work: Vec<ThreadWork>,
 }
 
 impl ProfilerConfig {
@@ -45,6 +49,7 @@ impl ProfilerConfig {
             out_dir: out_dir.into(),
             retention: Retention::default(),
             blocklist: DEFAULT_BLOCKLIST.iter().map(|s| s.to_string()).collect(),
+            thread_work: Vec::new(),
         }
     }
 

@@ -1,8 +1,9 @@
 //! Folded stacks: `root;caller;callee count` lines, the common currency of block profiles,
 //! merges of N blocks and differential flamegraphs.
 //!
-//! The root frame of every stack is the sampled thread's name, so a role's stacks are the
-//! ones rooted at that role's name (see [`crate::role`]).
+//! The root frame of every stack of a block profile is the sample's work (see
+//! [`crate::work`]) and the second its thread's name, so a role's stacks are the ones
+//! rooted at that role's name.
 
 use std::collections::BTreeMap;
 
@@ -59,12 +60,12 @@ impl FoldedStacks {
         }
     }
 
-    /// The stacks selected by `filter` (by root frame, i.e. thread name).
+    /// The stacks selected by `filter` (by root frame, i.e. the samples' work).
     pub fn filter(&self, filter: RoleFilter) -> FoldedStacks {
         let stacks = self
             .stacks
             .iter()
-            .filter(|(stack, _)| filter.matches_thread(root_frame(stack)))
+            .filter(|(stack, _)| filter.matches_root(root_frame(stack)))
             .map(|(stack, count)| (stack.clone(), *count))
             .collect();
         FoldedStacks { stacks }
@@ -157,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn filters_select_stacks_by_thread_root() {
+    fn filters_select_stacks_by_work_root() {
         let folded =
             FoldedStacks::parse("check_tx;a 1\ndeliver_tx;b 2\ncheck_tx_other;c 4").expect("valid");
         assert_eq!(folded.filter(RoleFilter::CheckTx).total(), 1);

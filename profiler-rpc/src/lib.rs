@@ -85,6 +85,7 @@ mod store;
 mod svg;
 #[cfg(feature = "node")]
 mod tag;
+pub mod work;
 
 pub use api::{
     ConsensusCost, DisableOutcome, EnableParams, FetchParams, FetchResponse, HeightSelector,
@@ -101,3 +102,4 @@ pub use role::{Role, RoleFilter};
 pub use rpc::{serve, RpcServer, ServeError, ServerConfig};
 #[cfg(feature = "node")]
 pub use tag::{current_thread_role, tag_current_thread};
+pub use work::{ThreadWork, Work};

@@ -258,6 +258,7 @@ mod tests {
             samples: 0,
             check_tx_samples: 0,
             deliver_tx_samples: 0,
+            work_samples: Default::default(),
             profiler_samples: 0,
             files: vec![],
             bytes: 0,

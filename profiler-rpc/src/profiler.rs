@@ -93,6 +93,7 @@ impl BlockProfiler {
         let (store, index) = Store::open(&config.out_dir, &config.chain_id, config.retention)?;
         let shared = Arc::new(Shared {
             chain_id: config.chain_id.clone(),
+            thread_work: config.thread_work.clone(),
             store,
             index: Mutex::new(index),
             health: Mutex::new(Health::default()),

@@ -2,7 +2,7 @@
 //! SVG flamegraphs and pprof protobufs — on the `fethprof-render` thread, never on the
 //! consensus thread.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
@@ -18,7 +18,10 @@ use crate::folded::FoldedStacks;
 use crate::role::{Role, RoleFilter, PROFILER_THREAD_PREFIX};
 use crate::shared::{set_current_thread_batch, set_current_thread_lowest_priority, Shared};
 use crate::store::StoredFile;
+use crate::work::{self, ThreadWork, Work};
 
+/// Label key of the sample's work in protobuf samples.
+const ROLE_LABEL: &str = "role";
 /// Label key of the block height in protobuf samples.
 const BLOCK_HEIGHT_LABEL: &str = "block_height";
 /// Resolved addresses kept between blocks; the cache is cleared beyond this.
@@ -69,8 +72,7 @@ pub(crate) fn spawn(
 fn render_and_store(shared: &Shared, symbolizer: &mut Symbolizer, job: RenderJob) {
     let height = job.height;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        let rendered =
-            render_block(job, &shared.chain_id, symbolizer).map_err(|e| ("render", e))?;
+        let rendered = render_block(job, shared, symbolizer).map_err(|e| ("render", e))?;
         let summary = rendered.summary.clone();
         shared
             .store
@@ -95,12 +97,20 @@ fn render_and_store(shared: &Shared, symbolizer: &mut Symbolizer, job: RenderJob
     shared.render_done();
 }
 
+/// One symbolised sample and the work it was spent on.
+struct Sample {
+    frames: Frames,
+    count: isize,
+    work: Work,
+}
+
 /// Symbolises a block's samples and renders every file of its profile.
 fn render_block(
     job: RenderJob,
-    chain_id: &str,
+    shared: &Shared,
     symbolizer: &mut Symbolizer,
 ) -> Result<Rendered, ProfilerError> {
+    let chain_id = shared.chain_id.as_str();
     let RenderJob {
         session_id,
         height,
@@ -117,13 +127,13 @@ fn render_block(
     timing.start_time = started_at;
     timing.duration = window;
 
-    let mut samples: Vec<(Frames, isize)> = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
     let mut profiler_samples = 0u64;
     for (unresolved, count) in data {
         let name_len = unresolved
             .thread_name_length
             .min(unresolved.thread_name.len());
-        let frames = symbolizer.frames(
+        let (frames, marker) = symbolizer.frames(
             unresolved.frames.iter().map(|frame| frame.ip),
             &unresolved.thread_name[..name_len],
             unresolved.thread_id,
@@ -132,7 +142,12 @@ fn render_block(
         if frames.thread_name.starts_with(PROFILER_THREAD_PREFIX) {
             profiler_samples += count.unsigned_abs() as u64;
         } else {
-            samples.push((frames, count));
+            let work = work::classify(marker, &frames.thread_name_or_id(), &shared.thread_work);
+            samples.push(Sample {
+                frames,
+                count,
+                work,
+            });
         }
     }
 
@@ -146,7 +161,7 @@ fn render_block(
         }
         let title = format!("{chain_id} block {height}: {filter}");
         let subtitle = format!(
-            "{} samples at {frequency_hz} Hz in {duration_ms:.0} ms; root frame = thread",
+            "{} samples at {frequency_hz} Hz in {duration_ms:.0} ms; root frame = work, then thread",
             folded.total()
         );
         files.push(StoredFile {
@@ -158,10 +173,8 @@ fn render_block(
             bytes: folded.to_text().into_bytes(),
         });
         let mut selected: HashMap<Frames, isize> = HashMap::new();
-        for (frames, count) in &samples {
-            if filter.matches_thread(&frames.thread_name_or_id()) {
-                *selected.entry(frames.clone()).or_insert(0) += count;
-            }
+        for sample in samples.iter().filter(|s| filter.matches(s.work)) {
+            *selected.entry(sample.frames.clone()).or_insert(0) += sample.count;
         }
         let report = Report {
             data: selected,
@@ -169,11 +182,12 @@ fn render_block(
         };
         files.push(StoredFile {
             name: ProfileKind::Pb.file_name(filter),
-            bytes: encode_pprof(&report, height)?,
+            bytes: encode_pprof(&report, height, &shared.thread_work)?,
         });
     }
 
-    let role_samples = |role: Role| all.filter(role.into()).total();
+    let work_samples = work_samples(&samples);
+    let role_samples = |role: Role| work_samples.get(&role.into()).copied().unwrap_or(0);
     let summary = ProfileSummary {
         chain_id: chain_id.to_string(),
         height,
@@ -188,6 +202,7 @@ fn render_block(
         check_tx_samples: role_samples(Role::CheckTx),
         deliver_tx_samples: role_samples(Role::DeliverTx),
         profiler_samples,
+        work_samples,
         files: files.iter().map(|f| f.name.clone()).collect(),
         bytes: files.iter().map(|f| f.bytes.len() as u64).sum(),
     };
@@ -206,18 +221,22 @@ struct Resolved {
     symbols: Vec<Symbol>,
     /// pprof-rs's signal handler: that frame and the next one are noise.
     in_signal_handler: bool,
+    /// The innermost work marker among its (inlined) symbols.
+    marker: Option<Work>,
 }
 
 impl Symbolizer {
-    /// The symbolised stack of a sample (innermost frame first, like pprof-rs's own).
+    /// The symbolised stack of a sample (innermost frame first, like pprof-rs's own) and
+    /// its innermost work marker.
     fn frames(
         &mut self,
         ips: impl Iterator<Item = usize>,
         thread_name: &[u8],
         thread_id: u64,
         sample_timestamp: SystemTime,
-    ) -> Frames {
+    ) -> (Frames, Option<Work>) {
         let mut frames = Vec::new();
+        let mut marker = None;
         let mut ips = ips;
         while let Some(ip) = ips.next() {
             let resolved = self.resolve(ip);
@@ -225,16 +244,18 @@ impl Symbolizer {
                 ips.next();
                 continue;
             }
+            marker = marker.or(resolved.marker);
             if !resolved.symbols.is_empty() {
                 frames.push(resolved.symbols);
             }
         }
-        Frames {
+        let frames = Frames {
             frames,
             thread_name: String::from_utf8_lossy(thread_name).into_owned(),
             thread_id,
             sample_timestamp,
-        }
+        };
+        (frames, marker)
     }
 
     fn resolve(&mut self, ip: usize) -> Resolved {
@@ -258,21 +279,38 @@ impl Symbolizer {
         let in_signal_handler = symbols
             .iter()
             .any(|s| matches!(&*s.name(), "perf_signal_handler" | "_perf_signal_handler"));
+        let marker = work::innermost_marker(symbols.iter().map(Symbol::name));
         let resolved = Resolved {
             symbols,
             in_signal_handler,
+            marker,
         };
         self.cache.insert(ip, resolved.clone());
         resolved
     }
 }
 
-/// Folds symbolised samples: thread name as root frame, then callers before callees
-/// (inlined frames expanded, outermost first).
-fn fold(samples: &[(Frames, isize)]) -> FoldedStacks {
+/// Samples by work, every kind present (zero when none was spent on it).
+fn work_samples(samples: &[Sample]) -> BTreeMap<Work, u64> {
+    let mut by_work: BTreeMap<Work, u64> = Work::ALL.into_iter().map(|w| (w, 0)).collect();
+    for sample in samples {
+        let n = by_work.entry(sample.work).or_default();
+        *n = n.saturating_add(sample.count.unsigned_abs() as u64);
+    }
+    by_work
+}
+
+/// Folds symbolised samples: the work as root frame, the thread's name below it, then
+/// callers before callees (inlined frames expanded, outermost first).
+fn fold(samples: &[Sample]) -> FoldedStacks {
     let mut folded = FoldedStacks::new();
-    for (frames, count) in samples {
-        let mut stack = sanitize_frame(&frames.thread_name_or_id());
+    for Sample {
+        frames,
+        count,
+        work,
+    } in samples
+    {
+        let mut stack = format!("{work};{}", sanitize_frame(&frames.thread_name_or_id()));
         for frame in frames.frames.iter().rev() {
             for symbol in frame.iter().rev() {
                 stack.push(';');
@@ -291,18 +329,40 @@ fn sanitize_frame(name: &str) -> String {
 }
 
 /// Encodes a report as a pprof protobuf whose samples carry, besides pprof-rs's `thread`
-/// label, a numeric `block_height` label.
-fn encode_pprof(report: &Report, height: u64) -> Result<Vec<u8>, ProfilerError> {
+/// label, a `role` label (the sample's work) and a numeric `block_height` label.
+fn encode_pprof(
+    report: &Report,
+    height: u64,
+    rules: &[ThreadWork],
+) -> Result<Vec<u8>, ProfilerError> {
     let mut profile = report.pprof().map_err(|e| ProfilerError::Render {
         what: "pprof protobuf".into(),
         reason: e.to_string(),
     })?;
-    let key = i64::try_from(profile.string_table.len()).unwrap_or(i64::MAX);
-    profile.string_table.push(BLOCK_HEIGHT_LABEL.to_string());
+    let mut intern = |text: &str| {
+        let index = profile.string_table.len();
+        profile.string_table.push(text.to_string());
+        i64::try_from(index).unwrap_or(i64::MAX)
+    };
+    let height_key = intern(BLOCK_HEIGHT_LABEL);
+    let role_key = intern(ROLE_LABEL);
+    let work_names: BTreeMap<Work, i64> = Work::ALL.map(|w| (w, intern(w.as_str()))).into();
     let num = i64::try_from(height).unwrap_or(i64::MAX);
-    for sample in &mut profile.sample {
+    // pprof-rs writes one sample per entry of `data`, in its iteration order.
+    for (sample, frames) in profile.sample.iter_mut().zip(report.data.keys()) {
+        let symbols = frames.frames.iter().flatten().map(Symbol::name);
+        let work = work::classify(
+            work::innermost_marker(symbols),
+            &frames.thread_name_or_id(),
+            rules,
+        );
         sample.label.push(pprof::protos::Label {
-            key,
+            key: role_key,
+            str: work_names[&work],
+            ..Default::default()
+        });
+        sample.label.push(pprof::protos::Label {
+            key: height_key,
             num,
             ..Default::default()
         });

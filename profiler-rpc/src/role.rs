@@ -2,11 +2,13 @@
 //!
 //! tendermint-abci spawns one unnamed thread per ABCI connection. The node's
 //! `tag_current_thread` gives the calling thread the role's name (`check_tx` or `deliver_tx`) as its pthread
-//! name; pprof-rs records that name with every sample, so it becomes the root frame of the
-//! SVG and the `thread` label of the protobuf, and the renderer splits samples by role
-//! from it.
+//! name; pprof-rs records that name with every sample, so it becomes the `thread` label of
+//! the protobuf and the second frame of the SVG. A sample's *work* ([`crate::work`]) is
+//! what splits profiles: work marked where it runs, else the work of its thread's tag.
 
 use serde::{Deserialize, Serialize};
+
+use crate::work::Work;
 
 /// Prefix of the profiler's own thread names (`fethprof-sample`, `fethprof-render`); their
 /// samples are left out of block profiles.
@@ -46,16 +48,17 @@ impl std::fmt::Display for Role {
     }
 }
 
-/// Which samples of a block profile to select: all threads, or the threads of one role.
+/// Which samples of a block profile to select: all of them, or the samples of one kind of
+/// work ([`Work::CheckTx`] or [`Work::DeliverTx`], whichever thread did it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RoleFilter {
     /// Every thread of the process, tagged or not.
     #[default]
     All,
-    /// Threads tagged [`Role::CheckTx`].
+    /// Admission work, [`Work::CheckTx`].
     CheckTx,
-    /// Threads tagged [`Role::DeliverTx`].
+    /// Execution work, [`Work::DeliverTx`].
     DeliverTx,
 }
 
@@ -80,12 +83,14 @@ impl RoleFilter {
         }
     }
 
-    /// Whether samples of a thread named `thread_name` belong to this filter.
-    pub fn matches_thread(self, thread_name: &str) -> bool {
-        match self.role() {
-            None => true,
-            Some(role) => role.as_str() == thread_name,
-        }
+    /// Whether samples of `work` belong to this filter.
+    pub fn matches(self, work: Work) -> bool {
+        self.role().is_none_or(|role| Work::from(role) == work)
+    }
+
+    /// Whether a folded stack rooted at `root` (its work's name) belongs to this filter.
+    pub fn matches_root(self, root: &str) -> bool {
+        self.role().is_none_or(|role| role.as_str() == root)
     }
 }
 
@@ -109,10 +114,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn filters_match_threads_by_role_name() {
-        assert!(RoleFilter::All.matches_thread("tokio-runtime-worker"));
-        assert!(RoleFilter::CheckTx.matches_thread("check_tx"));
-        assert!(!RoleFilter::CheckTx.matches_thread("deliver_tx"));
+    fn filters_match_samples_by_work() {
+        assert!(RoleFilter::All.matches_root("other"));
+        assert!(RoleFilter::CheckTx.matches_root("check_tx"));
+        assert!(!RoleFilter::CheckTx.matches_root("deliver_tx"));
+        assert!(RoleFilter::DeliverTx.matches(Work::DeliverTx));
+        assert!(!RoleFilter::DeliverTx.matches(Work::Commit));
+        assert!(RoleFilter::All.matches(Work::Rpc));
         assert_eq!(Role::from_thread_name("deliver_tx"), Some(Role::DeliverTx));
         assert_eq!(Role::from_thread_name("abcid"), None);
         assert_eq!(RoleFilter::from(Role::CheckTx).as_str(), "check_tx");

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::api::{ErrorReport, ProfileSummary};
 use crate::lock::lock;
 use crate::store::{Indexed, Store};
+use crate::work::ThreadWork;
 
 /// Failure counters and the most recent failure.
 #[derive(Debug, Default)]
@@ -21,6 +22,8 @@ pub(crate) struct Health {
 /// Everything the profiler's threads share.
 pub(crate) struct Shared {
     pub chain_id: String,
+    /// The node's rules for its threads' unmarked samples.
+    pub thread_work: Vec<ThreadWork>,
     pub store: Store,
     pub index: Mutex<BTreeMap<u64, Indexed>>,
     pub health: Mutex<Health>,

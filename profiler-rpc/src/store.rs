@@ -268,6 +268,7 @@ mod tests {
             samples: 3,
             check_tx_samples: 1,
             deliver_tx_samples: 2,
+            work_samples: Default::default(),
             profiler_samples: 0,
             files: vec!["all.folded".into()],
             bytes: 100,

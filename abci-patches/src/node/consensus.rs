@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use alloy_primitives::{keccak256, Address, Bytes, B256};
+use feth_profiler_rpc::Work;
 
 use super::{Chain, Node, NodeError, NodeEvent, Pending, Speculation};
 use crate::blocklog::BlockLine;
@@ -324,7 +325,14 @@ impl Consensus<'_> {
     /// patches; they only change how much work reaches it. With
     /// `nonce-queue`, a nonce ahead of the sender's next one is queued
     /// ([`crate::nonce_queue`]) instead of refused.
+    /// Marked as admission work ([`Work::CheckTx`]) wherever it runs: on CometBFT's
+    /// mempool connection, a web3 worker (`app-mempool`) or inside Commit (its recheck).
     pub fn check_tx(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
+        Work::CheckTx.run(|| self.check_tx_unmarked(raw, kind))
+    }
+
+    /// [`Self::check_tx`]'s work.
+    fn check_tx_unmarked(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
         let lite_recheck = self.node.patches.has(Patch::LiteRecheck);
         let queue = self.node.patches.has(Patch::NonceQueue);
         let hash = keccak256(raw);
@@ -465,7 +473,16 @@ impl Consensus<'_> {
     /// height after the last committed block is executed
     /// ([`NodeError::UnexpectedHeight`] otherwise).
     /// Returns each transaction's outcome and the new app hash.
+    /// Marked as execution work ([`Work::DeliverTx`]).
     pub fn finalize_block(
+        &self,
+        input: &BlockInput<'_>,
+    ) -> Result<(Vec<TxOutcome>, B256), NodeError> {
+        Work::DeliverTx.run(|| self.finalize_block_unmarked(input))
+    }
+
+    /// [`Self::finalize_block`]'s work.
+    fn finalize_block_unmarked(
         &self,
         input: &BlockInput<'_>,
     ) -> Result<(Vec<TxOutcome>, B256), NodeError> {
@@ -493,7 +510,14 @@ impl Consensus<'_> {
 
     /// Commit: persists the pending block atomically (with `async-commit`,
     /// hands it to the background writer), then makes it visible.
+    /// Marked as Commit work ([`Work::Commit`]); the pool's recheck inside it
+    /// (`app-mempool`) is admission.
     pub fn commit(&self) -> Result<BlockLine, NodeError> {
+        Work::Commit.run(|| self.commit_unmarked())
+    }
+
+    /// [`Self::commit`]'s work.
+    fn commit_unmarked(&self) -> Result<BlockLine, NodeError> {
         let started = Instant::now();
         let pending = self
             .node

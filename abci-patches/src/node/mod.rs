@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use alloy_consensus::Transaction as _;
 use alloy_primitives::B256;
+use feth_profiler_rpc::Work;
 
 use crate::app_pool::{AppPool, PoolLimits};
 pub use crate::call::{CallFailure, CallLimits, CallOutcome, CallRequest};
@@ -329,11 +330,12 @@ impl Node {
     /// sender into the sender cache on the caller's thread, a web3 worker,
     /// so that CheckTx, which CometBFT runs one at a time, finds it there.
     /// Bytes that do not verify are left for CheckTx to refuse with its
-    /// reason; without the patches nothing is done.
+    /// reason; without the patches nothing is done. Marked as admission work
+    /// ([`Work::CheckTx`]).
     pub fn recover_ahead(&self, raw: &[u8]) {
         if self.senders.is_some() && self.patches.has(Patch::Web3Recover) {
             if let Ok(verifier) = self.verifier() {
-                let _ = verifier.verify(raw);
+                Work::CheckTx.run(|| verifier.verify(raw).is_ok());
             }
         }
     }

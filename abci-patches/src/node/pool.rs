@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::sync::MutexGuard;
 
 use alloy_primitives::{keccak256, Bytes, B256};
+use feth_profiler_rpc::Work;
 
 use super::{Consensus, Node, NodeError};
 use crate::app_pool::{AppPool, PoolError};
@@ -47,7 +48,13 @@ impl Node {
     /// `app-mempool`: CheckTx of `raw`, received over web3, and on admission
     /// its place at the end of the pool; its hash when admitted. `Ok(None)`
     /// without the patch: the caller forwards the bytes to CometBFT.
+    /// Marked as admission work ([`Work::CheckTx`]) on the web3 worker it runs on.
     pub fn submit(&self, raw: &Bytes) -> Result<Option<Result<B256, Refused>>, NodeError> {
+        Work::CheckTx.run(|| self.submit_unmarked(raw))
+    }
+
+    /// [`Self::submit`]'s work.
+    fn submit_unmarked(&self, raw: &Bytes) -> Result<Option<Result<B256, Refused>>, NodeError> {
         if self.pool.is_none() {
             return Ok(None);
         }

@@ -23,7 +23,7 @@ use feth_profiler_rpc::api::{EnableParams, ProfileSummary, SessionState, Session
 use feth_profiler_rpc::config::validate_chain_id;
 use feth_profiler_rpc::download::{self, DownloadPlan};
 use feth_profiler_rpc::merge::merge_session;
-use feth_profiler_rpc::ProfilerClient;
+use feth_profiler_rpc::{ProfilerClient, Work};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::comet_pprof::{self, CaptureConfig};
@@ -660,26 +660,39 @@ fn print_collect_report(report: &CollectReport) {
 }
 
 fn print_profile_table(report: &CollectReport) {
+    let works: Vec<String> = Work::ALL.iter().map(|w| format!("{w:>10}")).collect();
     println!(
-        "{:>10} {:>8} {:>9} {:>11} {:>10} {:>10} {:>8}  files",
-        "height", "samples", "check_tx", "deliver_tx", "window", "execution", "lag"
+        "{:>10} {:>8} {} {:>10} {:>10} {:>8}  files",
+        "height",
+        "samples",
+        works.join(" "),
+        "window",
+        "execution",
+        "lag"
     );
     for p in &report.profiles {
         let execution = p
             .execution_ms
             .map_or_else(|| "-".to_string(), |ms| format!("{ms:.0}ms"));
+        let works: Vec<String> = Work::ALL
+            .iter()
+            .map(|w| format!("{:>10}", work_cell(p, *w)))
+            .collect();
         println!(
-            "{:>10} {:>8} {:>9} {:>11} {:>8.0}ms {:>10} {:>6.1}ms  {}",
+            "{:>10} {:>8} {} {:>8.0}ms {:>10} {:>6.1}ms  {}",
             p.height,
             p.samples,
-            p.check_tx_samples,
-            p.deliver_tx_samples,
+            works.join(" "),
             p.duration_ms,
             execution,
             p.start_delay_ms.max(p.end_delay_ms),
             report.dir.join(p.height.to_string()).display()
         );
     }
+    println!(
+        "(samples by work, whichever thread did it: admission on web3 workers is check_tx, \
+         Commit on the consensus thread is commit)"
+    );
     println!(
         "(window: previous Commit end to this Commit end; execution: FinalizeBlock start to \
          Commit end; lag: how late the window opened or closed after the node's calls)"
@@ -688,6 +701,17 @@ fn print_profile_table(report: &CollectReport) {
         "{} file(s) downloaded, {} profile(s) already present",
         report.downloaded_files, report.already_present
     );
+}
+
+/// One kind of work's samples in a block; a profile written before work was told apart
+/// has only its check_tx and deliver_tx counts.
+fn work_cell(p: &ProfileSummary, work: Work) -> String {
+    match (p.work_samples.get(&work), work) {
+        (Some(n), _) => n.to_string(),
+        (None, Work::CheckTx) => p.check_tx_samples.to_string(),
+        (None, Work::DeliverTx) => p.deliver_tx_samples.to_string(),
+        (None, _) => "-".to_string(),
+    }
 }
 
 fn describe_session(session: &SessionStatus) -> String {

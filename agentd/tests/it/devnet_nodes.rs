@@ -3,6 +3,7 @@
 //! name and its flamegraphs land, and a link's bandwidth cap slows what
 //! crosses it.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,8 @@ use feth_etl::local_redis::LocalRedis;
 use feth_etl::rpc::Rpc;
 use feth_etl::store::Store;
 use feth_profiler_rpc::api::ProfileKind;
-use feth_profiler_rpc::{ProfilerClient, RoleFilter};
+use feth_profiler_rpc::api::ProfileSummary;
+use feth_profiler_rpc::{ProfilerClient, RoleFilter, Work};
 
 use crate::common::wait_until;
 
@@ -148,9 +150,10 @@ async fn etl_ingests_every_node_of_a_devnet_in_one_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_profiler_arms_one_node_by_name_and_its_flamegraphs_land() {
-    // `--patches none`: FinalizeBlock recovers every sender with the
-    // pure-Rust library, so loaded blocks hold samples (see profiler_devnet).
-    let t = Nodes::start(2, 0, |o| o.node.patches = "none".to_string()).await;
+    // The default patch set `all`: senders are recovered on the web3
+    // workers ahead of CheckTx (`web3-recover`), so the admission work the
+    // profiles must count as check_tx runs on threads named `web3`.
+    let t = Nodes::start(2, 0, |o| o.node.patches = "all".to_string()).await;
     let keys = t.funded(50).await;
     // Sends until the profiling is over (at most 90 s), so the armed
     // blocks are loaded however long the wait for a full block takes.
@@ -215,6 +218,7 @@ async fn the_profiler_arms_one_node_by_name_and_its_flamegraphs_land() {
     let v0 = ProfilerClient::new(&url("v0"), None).unwrap();
     assert!(v0.list().await.unwrap().is_empty(), "v0 was not armed");
     assert!(!v0.status().await.unwrap().armed);
+    check_work_by_what_it_is(&v1_profiles, &out);
     for p in &v1_profiles {
         assert!(p.samples > 0, "block {} holds no sample: {p:?}", p.height);
         let svg = out
@@ -229,6 +233,38 @@ async fn the_profiler_arms_one_node_by_name_and_its_flamegraphs_land() {
             svg.display()
         );
     }
+}
+
+/// abcid's samples are split by the work done, the thread second: the
+/// sender recovery the web3 workers do ahead of CheckTx is check_tx, never
+/// hidden under rpc; every sample has one work, and the summary says so.
+fn check_work_by_what_it_is(profiles: &[ProfileSummary], out: &Path) {
+    let mut stacks = String::new();
+    for p in profiles {
+        assert_eq!(p.work_samples.values().sum::<u64>(), p.samples, "{p:?}");
+        assert_eq!(p.work_samples[&Work::CheckTx], p.check_tx_samples, "{p:?}");
+        let dir = out.join(&p.chain_id).join(p.height.to_string());
+        let folded = dir.join(ProfileKind::Folded.file_name(RoleFilter::All));
+        stacks.push_str(&std::fs::read_to_string(&folded).expect("all.folded downloaded"));
+    }
+    let admission_on_web3 = stacks
+        .lines()
+        .filter(|l| l.starts_with("check_tx;web3;") && l.contains("ecdsa_recover"))
+        .count();
+    assert!(
+        admission_on_web3 > 0,
+        "no sender recovery on web3 counted as check_tx"
+    );
+    let hidden = stacks
+        .lines()
+        .find(|l| l.starts_with("rpc;") && l.contains("ecdsa_recover"));
+    assert_eq!(hidden, None, "sender recovery counted as rpc");
+    let roots: std::collections::BTreeSet<&str> =
+        stacks.lines().filter_map(|l| l.split(';').next()).collect();
+    assert!(
+        roots.iter().all(|r| Work::from_name(r).is_some()),
+        "{roots:?}"
+    );
 }
 
 /// Kills f0, commits about 2,000 transfers on v0, restarts f0 and returns

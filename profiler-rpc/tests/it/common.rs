@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use feth_profiler_rpc::{
     serve, tag_current_thread, BlockProfiler, ProfilerClient, ProfilerConfig, ProfilerError, Role,
-    RpcServer, ServerConfig,
+    RpcServer, ServerConfig, ThreadWork, Work,
 };
 use pprof::protos::Message as _;
 
@@ -26,6 +26,12 @@ pub const BETWEEN_BLOCKS_FN: &str = "feth_synthetic_between_blocks_work";
 /// Distinctive frame of CPU work after the driver's last block: outside every window once
 /// the session has completed.
 pub const AFTER_LAST_BLOCK_FN: &str = "feth_synthetic_after_last_block_work";
+/// Distinctive frame of admission work on an untagged `web3` thread, marked `check_tx`.
+pub const WEB3_ADMISSION_FN: &str = "feth_synthetic_web3_admission_work";
+/// Distinctive frame of unmarked work on the `web3` thread: `rpc` by the node's rule.
+pub const RPC_READ_FN: &str = "feth_synthetic_rpc_read_work";
+/// Distinctive frame of the consensus thread's Commit work, marked `commit`.
+pub const COMMIT_FN: &str = "feth_synthetic_commit_work";
 /// Sampling frequency used by the tests.
 pub const TEST_HZ: i64 = 199;
 /// CPU time each role spends per block: ~50 samples per role at 199 Hz.
@@ -104,6 +110,39 @@ pub fn feth_synthetic_between_blocks_work(cpu: Duration) -> u64 {
     acc
 }
 
+/// Admission work on the `web3` thread (run marked `check_tx`).
+#[inline(never)]
+pub fn feth_synthetic_web3_admission_work(cpu: Duration) -> u64 {
+    let until = thread_cpu_time() + cpu;
+    let mut acc = 0u64;
+    while thread_cpu_time() < until {
+        acc = mix(acc.wrapping_add(19));
+    }
+    acc
+}
+
+/// Unmarked work on the `web3` thread.
+#[inline(never)]
+pub fn feth_synthetic_rpc_read_work(cpu: Duration) -> u64 {
+    let until = thread_cpu_time() + cpu;
+    let mut acc = 0u64;
+    while thread_cpu_time() < until {
+        acc = mix(acc.wrapping_add(23));
+    }
+    acc
+}
+
+/// The consensus thread's Commit work (run marked `commit`).
+#[inline(never)]
+pub fn feth_synthetic_commit_work(cpu: Duration) -> u64 {
+    let until = thread_cpu_time() + cpu;
+    let mut acc = 0u64;
+    while thread_cpu_time() < until {
+        acc = mix(acc.wrapping_add(29));
+    }
+    acc
+}
+
 /// Consensus-thread CPU work after the last block.
 #[inline(never)]
 pub fn feth_synthetic_after_last_block_work(cpu: Duration) -> u64 {
@@ -128,7 +167,9 @@ impl Node {
     /// Starts a node serving on a free loopback port.
     pub async fn start(chain_id: &str) -> Node {
         let out_dir = tempfile::tempdir().expect("tempdir");
-        let profiler = new_profiler(ProfilerConfig::new(chain_id, out_dir.path())).await;
+        let mut config = ProfilerConfig::new(chain_id, out_dir.path());
+        config.thread_work = vec![ThreadWork::new("web3", Work::Rpc)];
+        let profiler = new_profiler(config).await;
         let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
         let server = serve(profiler.clone(), ServerConfig { addr, token: None })
             .await
@@ -188,31 +229,33 @@ pub async fn new_profiler(config: ProfilerConfig) -> Arc<BlockProfiler> {
 }
 
 /// Drives blocks like an ABCI app on CometBFT 0.38: first the block's intake (the check_tx
-/// thread checks incoming transactions while the consensus thread, tagged deliver_tx, does
-/// some work of its own between blocks), then begin_block, the consensus thread's
-/// FinalizeBlock and Commit work, end_block. Once the block's profile is rendered the next
-/// block starts. After the last block the consensus thread works a little more.
+/// thread checks incoming transactions, an untagged `web3` thread admits some ahead of
+/// CheckTx — marked as admission — and serves a read, while the consensus thread, tagged
+/// deliver_tx, does some work of its own between blocks), then begin_block, the consensus
+/// thread's FinalizeBlock work and its Commit (marked), end_block. Once the block's profile
+/// is rendered the next block starts. After the last block the consensus thread works a
+/// little more.
 pub fn drive_blocks(profiler: &Arc<BlockProfiler>, heights: Range<u64>) {
-    let (work_tx, work_rx) = mpsc::channel::<Duration>();
-    let (done_tx, done_rx) = mpsc::channel::<u64>();
-    let check = thread::spawn(move || {
-        for cpu in work_rx {
-            tag_current_thread(Role::CheckTx);
-            let out = feth_synthetic_check_tx_work(cpu);
-            if done_tx.send(out).is_err() {
-                break;
-            }
-        }
+    let (check_tx_in, check_tx_done) = worker("check", |cpu| {
+        tag_current_thread(Role::CheckTx);
+        feth_synthetic_check_tx_work(cpu)
+    });
+    let (web3_in, web3_done) = worker("web3", |cpu| {
+        Work::CheckTx.run(|| feth_synthetic_web3_admission_work(cpu / 4))
+            ^ feth_synthetic_rpc_read_work(cpu / 4)
     });
     let profiler = profiler.clone();
     let consensus = thread::spawn(move || {
         tag_current_thread(Role::DeliverTx);
         for height in heights {
-            work_tx.send(CPU_PER_ROLE).expect("check thread alive");
+            check_tx_in.send(CPU_PER_ROLE).expect("check thread alive");
+            web3_in.send(CPU_PER_ROLE).expect("web3 thread alive");
             black_box(feth_synthetic_between_blocks_work(CPU_PER_ROLE / 2));
-            black_box(done_rx.recv().expect("check thread answers"));
+            black_box(check_tx_done.recv().expect("check thread answers"));
+            black_box(web3_done.recv().expect("web3 thread answers"));
             profiler.begin_block(height);
             black_box(feth_synthetic_deliver_tx_work(CPU_PER_ROLE));
+            black_box(Work::Commit.run(|| feth_synthetic_commit_work(CPU_PER_ROLE / 4)));
             profiler.end_block(height);
             assert!(
                 profiler.wait_for_renders(Duration::from_secs(120)),
@@ -222,7 +265,27 @@ pub fn drive_blocks(profiler: &Arc<BlockProfiler>, heights: Range<u64>) {
         black_box(feth_synthetic_after_last_block_work(CPU_PER_ROLE / 2));
     });
     consensus.join().expect("consensus thread panicked");
-    check.join().expect("check thread panicked");
+}
+
+/// A thread named `name` that runs `work` for each CPU budget it is sent and answers with
+/// its result; it ends when its sender is dropped.
+fn worker(
+    name: &str,
+    work: impl Fn(Duration) -> u64 + Send + 'static,
+) -> (mpsc::Sender<Duration>, mpsc::Receiver<u64>) {
+    let (work_tx, work_rx) = mpsc::channel::<Duration>();
+    let (done_tx, done_rx) = mpsc::channel::<u64>();
+    thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            for cpu in work_rx {
+                if done_tx.send(work(cpu)).is_err() {
+                    break;
+                }
+            }
+        })
+        .expect("spawning a worker thread");
+    (work_tx, done_rx)
 }
 
 /// `<title>` texts of an SVG, after checking that it is well-formed XML.
@@ -251,6 +314,16 @@ pub fn has_exact_frame(titles: &[String], name: &str) -> bool {
     titles.iter().any(|t| t.starts_with(&format!("{name} (")))
 }
 
+/// The labels of one protobuf sample.
+pub struct SampleLabels {
+    /// The sampled thread's name.
+    pub thread: String,
+    /// The sample's work.
+    pub role: String,
+    /// The block's height.
+    pub height: i64,
+}
+
 /// A decoded pprof profile with its string table resolved.
 pub struct DecodedProfile {
     pub profile: pprof::protos::Profile,
@@ -267,25 +340,31 @@ impl DecodedProfile {
         &self.profile.string_table[usize::try_from(index).expect("non-negative index")]
     }
 
-    /// `(thread, block_height)` labels of every sample; panics if one is missing.
-    pub fn sample_labels(&self) -> Vec<(String, i64)> {
+    /// The `thread`, `role` and `block_height` labels of every sample; panics if one is missing.
+    pub fn sample_labels(&self) -> Vec<SampleLabels> {
         self.profile
             .sample
             .iter()
             .map(|sample| {
-                let thread = sample
-                    .label
-                    .iter()
-                    .find(|l| self.string(l.key) == "thread")
-                    .map(|l| self.string(l.str).to_string())
-                    .expect("every sample has a thread label");
+                let text = |key: &str| {
+                    sample
+                        .label
+                        .iter()
+                        .find(|l| self.string(l.key) == key)
+                        .map(|l| self.string(l.str).to_string())
+                        .unwrap_or_else(|| panic!("a sample without a {key} label"))
+                };
                 let height = sample
                     .label
                     .iter()
                     .find(|l| self.string(l.key) == "block_height")
                     .map(|l| l.num)
                     .expect("every sample has a block_height label");
-                (thread, height)
+                SampleLabels {
+                    thread: text("thread"),
+                    role: text("role"),
+                    height,
+                }
             })
             .collect()
     }

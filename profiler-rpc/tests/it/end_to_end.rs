@@ -9,8 +9,10 @@ use feth_profiler_rpc::{
 
 use crate::common::{
     has_exact_frame, has_frame, read, serial, svg_titles, DecodedProfile, Node,
-    AFTER_LAST_BLOCK_FN, BETWEEN_BLOCKS_FN, CHECK_TX_FN, CPU_PER_ROLE, DELIVER_TX_FN, TEST_HZ,
+    AFTER_LAST_BLOCK_FN, BETWEEN_BLOCKS_FN, CHECK_TX_FN, COMMIT_FN, CPU_PER_ROLE, DELIVER_TX_FN,
+    RPC_READ_FN, TEST_HZ, WEB3_ADMISSION_FN,
 };
+use feth_profiler_rpc::Work;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_armed_blocks_give_three_profiles_with_both_roles() {
@@ -67,10 +69,20 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
         assert!(profile.check_tx_samples > 0, "{profile:?}");
         assert!(profile.deliver_tx_samples > 0, "{profile:?}");
         assert!(profile.samples >= profile.check_tx_samples + profile.deliver_tx_samples);
-        // A block holds its own samples only: its work is 2.5 × CPU_PER_ROLE of CPU time
-        // (~124 samples). The session's guard runs on across blocks, so a block that kept
+        // Every sample has one work: the kinds add up to the block's samples, and the
+        // marked Commit and the web3 thread's unmarked reads are counted apart.
+        let works = &profile.work_samples;
+        assert_eq!(works.values().sum::<u64>(), profile.samples, "{profile:?}");
+        assert_eq!(works[&Work::CheckTx], profile.check_tx_samples);
+        assert_eq!(works[&Work::DeliverTx], profile.deliver_tx_samples);
+        assert!(
+            works[&Work::Commit] > 0 && works[&Work::Rpc] > 0,
+            "{profile:?}"
+        );
+        // A block holds its own samples only: its work is 3 × CPU_PER_ROLE of CPU time
+        // (~149 samples). The session's guard runs on across blocks, so a block that kept
         // the earlier blocks' counts too would hold two or three times that by block 5.
-        let own = 2.5 * CPU_PER_ROLE.as_secs_f64() * TEST_HZ as f64;
+        let own = 3.0 * CPU_PER_ROLE.as_secs_f64() * TEST_HZ as f64;
         assert!((profile.samples as f64) < 1.6 * own, "{profile:?}");
         // Execution (FinalizeBlock to Commit) burns CPU_PER_ROLE of consensus-thread CPU
         // time, so it lasts at least that long, inside the window.
@@ -106,7 +118,7 @@ async fn three_armed_blocks_give_three_profiles_with_both_roles() {
 async fn check_block_files(node: &Node, height: u64) {
     let dir = node.chain_dir();
 
-    // SVGs: well-formed, thread names as root frames, the distinctive work frames.
+    // SVGs: well-formed, kinds of work as root frames, the distinctive work frames.
     let all = svg_titles(&read(&dir, height, "all.svg"));
     assert!(has_exact_frame(&all, "check_tx"), "height {height}");
     assert!(has_exact_frame(&all, "deliver_tx"), "height {height}");
@@ -117,36 +129,59 @@ async fn check_block_files(node: &Node, height: u64) {
     // session's last block is in none.
     assert!(has_frame(&all, BETWEEN_BLOCKS_FN), "height {height}");
     assert!(!has_frame(&all, AFTER_LAST_BLOCK_FN), "height {height}");
+    assert!(has_exact_frame(&all, "commit") && has_exact_frame(&all, "rpc"));
     let check = svg_titles(&read(&dir, height, "check_tx.svg"));
     assert!(has_frame(&check, CHECK_TX_FN) && !has_frame(&check, DELIVER_TX_FN));
     assert!(!has_exact_frame(&check, "deliver_tx"));
+    // Admission marked on the untagged web3 thread is check_tx; its reads are not.
+    assert!(has_frame(&check, WEB3_ADMISSION_FN) && !has_frame(&check, RPC_READ_FN));
     let deliver = svg_titles(&read(&dir, height, "deliver_tx.svg"));
     assert!(has_frame(&deliver, DELIVER_TX_FN) && !has_frame(&deliver, CHECK_TX_FN));
+    // Commit runs on the consensus thread (tagged deliver_tx) but is not execution.
+    assert!(!has_frame(&deliver, COMMIT_FN));
 
     // Protobuf: decodes, every sample labelled with its thread and this block's height.
     let pb = DecodedProfile::decode(&read(&dir, height, "all.pb"));
     let labels = pb.sample_labels();
     assert!(!labels.is_empty());
     assert!(
-        labels.iter().all(|(_, h)| *h == height as i64),
+        labels.iter().all(|l| l.height == height as i64),
         "height {height}"
     );
-    assert!(labels.iter().any(|(t, _)| t == "check_tx"));
-    assert!(labels.iter().any(|(t, _)| t == "deliver_tx"));
+    assert!(labels.iter().any(|l| l.thread == "check_tx"));
+    assert!(labels.iter().any(|l| l.thread == "deliver_tx"));
+    // The thread is the second label: the web3 thread's samples are admission or reads,
+    // the consensus thread's execution, Commit or other work between blocks.
+    let pairs: std::collections::BTreeSet<(&str, &str)> = labels
+        .iter()
+        .map(|l| (l.role.as_str(), l.thread.as_str()))
+        .collect();
+    assert!(pairs.contains(&("check_tx", "web3")), "{pairs:?}");
+    assert!(pairs.contains(&("rpc", "web3")), "{pairs:?}");
+    assert!(pairs.contains(&("commit", "deliver_tx")), "{pairs:?}");
+    assert!(pairs.contains(&("deliver_tx", "deliver_tx")), "{pairs:?}");
     let functions = pb.function_names();
     assert!(functions.iter().any(|f| f.contains(CHECK_TX_FN)));
     assert!(functions.iter().any(|f| f.contains(DELIVER_TX_FN)));
     assert!(pb.profile.period > 0 && pb.profile.duration_nanos > 0);
     let check_pb = DecodedProfile::decode(&read(&dir, height, "check_tx.pb"));
-    assert!(check_pb
-        .sample_labels()
-        .iter()
-        .all(|(t, _)| t == "check_tx"));
+    let check_labels = check_pb.sample_labels();
+    assert!(check_labels.iter().all(|l| l.role == "check_tx"));
+    assert!(check_labels.iter().any(|l| l.thread == "web3"));
 
     // Folded: role files are the role's stacks of the all file.
     let folded = String::from_utf8(read(&dir, height, "all.folded")).expect("utf-8");
     let check_folded = String::from_utf8(read(&dir, height, "check_tx.folded")).expect("utf-8");
     assert!(check_folded.lines().all(|l| l.starts_with("check_tx;")));
+    assert!(check_folded
+        .lines()
+        .any(|l| l.starts_with("check_tx;web3;") && l.contains(WEB3_ADMISSION_FN)));
+    assert!(folded
+        .lines()
+        .any(|l| l.starts_with("commit;deliver_tx;") && l.contains(COMMIT_FN)));
+    assert!(folded
+        .lines()
+        .any(|l| l.starts_with("rpc;web3;") && l.contains(RPC_READ_FN)));
     assert!(check_folded.lines().all(|l| folded.lines().any(|a| a == l)));
     assert!(check_folded.contains(CHECK_TX_FN));
 

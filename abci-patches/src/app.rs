@@ -199,7 +199,7 @@ impl Application for AbciApp {
         match verdict {
             Ok(tx) => ResponseCheckTx {
                 code: 0,
-                gas_wanted: tx.gas_limit as i64,
+                gas_wanted: i64::try_from(tx.gas_wanted()).unwrap_or(i64::MAX),
                 ..Default::default()
             },
             Err(e) => ResponseCheckTx {

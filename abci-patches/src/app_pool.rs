@@ -146,13 +146,14 @@ impl AppPool {
     }
 
     /// After a block: drops the transactions it `included`, then keeps each
-    /// of the others, in order, only if `recheck` admits it again. Returns
-    /// how many the recheck dropped; stops at the first error of `recheck`,
-    /// keeping the unchecked rest.
+    /// of the others, in order, only if `recheck` admits it again; `recheck`
+    /// is given the hash computed at admission with the bytes, so nothing is
+    /// hashed again. Returns how many the recheck dropped; stops at the first
+    /// error of `recheck`, keeping the unchecked rest.
     pub fn after_block<E>(
         &mut self,
         included: &HashSet<B256>,
-        mut recheck: impl FnMut(&[u8]) -> Result<bool, E>,
+        mut recheck: impl FnMut(&B256, &[u8]) -> Result<bool, E>,
     ) -> Result<usize, E> {
         let mut kept = VecDeque::with_capacity(self.txs.len());
         let mut dropped = 0;
@@ -161,7 +162,7 @@ impl AppPool {
             let keep = match outcome {
                 Err(_) => true,
                 Ok(()) if included.contains(&tx.hash) => false,
-                Ok(()) => match recheck(&tx.raw) {
+                Ok(()) => match recheck(&tx.hash, &tx.raw) {
                     Ok(admitted) => {
                         dropped += usize::from(!admitted);
                         admitted
@@ -242,13 +243,16 @@ mod tests {
         let included: HashSet<B256> = [B256::repeat_byte(1)].into();
         let mut rechecked = Vec::new();
         let dropped = p
-            .after_block(&included, |raw| {
-                rechecked.push(raw[0]);
+            .after_block(&included, |hash, raw| {
+                rechecked.push((*hash, raw[0]));
                 Ok::<_, ()>(raw[0] != 3)
             })
             .unwrap();
         assert_eq!(dropped, 1);
-        assert_eq!(rechecked, [2, 3, 4]);
+        // Each recheck is given the hash the pool took at admission (here not
+        // the bytes' keccak): the pool hashes nothing again.
+        let admitted = |n: u8| (B256::repeat_byte(n), n);
+        assert_eq!(rechecked, [admitted(2), admitted(3), admitted(4)]);
         assert_eq!(p.len(), 2);
         assert_eq!(p.first(5).iter().map(|r| r[0]).collect::<Vec<_>>(), [2, 4]);
         // What left is forgotten: it may come again, and its bytes are free.
@@ -260,7 +264,7 @@ mod tests {
     fn a_failed_recheck_keeps_the_unchecked_rest() {
         let mut p = holding(3);
         let err = p
-            .after_block(&HashSet::new(), |raw| match raw[0] {
+            .after_block(&HashSet::new(), |_, raw| match raw[0] {
                 2 => Err("poisoned"),
                 _ => Ok(false),
             })

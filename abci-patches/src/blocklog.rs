@@ -18,10 +18,15 @@ pub struct BlockLine {
     pub invalid: usize,
     /// Time spent in FinalizeBlock.
     pub finalize: Duration,
-    /// Time spent in Commit.
+    /// Time spent in Commit, all of it (the pool's recheck included).
     pub commit: Duration,
     /// Commit's write of the block to the store (part of `commit`).
     pub store: Duration,
+    /// `app-mempool`: Commit's recheck of the node's pool (part of `commit`;
+    /// zero without the patch).
+    pub recheck: Duration,
+    /// `app-mempool`: transactions the recheck dropped from the pool.
+    pub recheck_dropped: usize,
     /// Header time, seconds.
     pub time_secs: u64,
     /// Header time, nanoseconds.
@@ -43,6 +48,8 @@ impl BlockLine {
             commit_ms = %millis(self.commit),
             block_time = %rfc3339(self.time_secs, self.time_nanos),
             app_hash = %self.app_hash,
+            recheck_ms = %millis(self.recheck),
+            recheck_dropped = self.recheck_dropped,
             "block committed"
         );
     }

@@ -46,8 +46,26 @@ pub struct Admitted {
     pub hash: B256,
     /// Sender, nonce and maximal cost.
     pub spend: Spend,
-    /// The gas limit (CheckTx's `gas_wanted`).
+    /// The gas limit.
     pub gas_limit: u64,
+    /// `nonce-queue`: admitted to wait for a predecessor (queued), not
+    /// executable in the next block.
+    pub queued: bool,
+}
+
+impl Admitted {
+    /// CheckTx's `gas_wanted`, which CometBFT (and the app pool) count
+    /// against the block's gas when they reap a proposal: the gas limit of an
+    /// executable transaction; none for a queued one, which cannot be in the
+    /// next block and must not take room from those that can (a real pool
+    /// keeps future nonces out of block building).
+    pub fn gas_wanted(&self) -> u64 {
+        if self.queued {
+            0
+        } else {
+            self.gas_limit
+        }
+    }
 }
 
 impl From<&VerifiedTx> for Admitted {
@@ -56,6 +74,7 @@ impl From<&VerifiedTx> for Admitted {
             hash: tx.hash,
             spend: Spend::from(tx),
             gas_limit: tx.envelope.gas_limit(),
+            queued: false,
         }
     }
 }
@@ -237,6 +256,7 @@ mod tests {
                 max_cost: U256::from(COST),
             },
             gas_limit: 21_000,
+            queued: false,
         }
     }
 

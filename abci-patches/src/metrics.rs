@@ -243,6 +243,8 @@ mod tests {
             finalize: Duration::from_millis(2),
             commit: Duration::from_millis(3),
             store: Duration::from_millis(1),
+            recheck: Duration::ZERO,
+            recheck_dropped: 0,
             time_secs: 0,
             time_nanos: 0,
             app_hash: B256::ZERO,

@@ -192,6 +192,11 @@ impl NonceQueue {
         self.len == 0
     }
 
+    /// The waiting transactions, by sender, each sender's in nonce order.
+    pub fn iter(&self) -> impl Iterator<Item = &Queued> {
+        self.by_sender.values().flat_map(BTreeMap::values)
+    }
+
     /// At Commit: empties the queue for the rechecks to rebuild, remembering
     /// when each waiting transaction arrived; forgets the replacements the
     /// rechecks after the previous Commit have refused already.

@@ -112,6 +112,7 @@ mod tests {
                 max_cost: U256::from(21_000),
             },
             gas_limit: 21_000,
+            queued: false,
         }
     }
 

@@ -328,14 +328,29 @@ impl Consensus<'_> {
     /// Marked as admission work ([`Work::CheckTx`]) wherever it runs: on CometBFT's
     /// mempool connection, a web3 worker (`app-mempool`) or inside Commit (its recheck).
     pub fn check_tx(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
-        Work::CheckTx.run(|| self.check_tx_unmarked(raw, kind))
+        self.check_tx_hashed(raw, keccak256(raw), kind)
+    }
+
+    /// [`Self::check_tx`] of `raw` whose hash, `hash`, is known already (the
+    /// app pool's recheck: hashed at admission).
+    pub(super) fn check_tx_hashed(
+        &self,
+        raw: &[u8],
+        hash: B256,
+        kind: CheckKind,
+    ) -> Result<Verdict, NodeError> {
+        Work::CheckTx.run(|| self.check_tx_unmarked(raw, hash, kind))
     }
 
     /// [`Self::check_tx`]'s work.
-    fn check_tx_unmarked(&self, raw: &[u8], kind: CheckKind) -> Result<Verdict, NodeError> {
+    fn check_tx_unmarked(
+        &self,
+        raw: &[u8],
+        hash: B256,
+        kind: CheckKind,
+    ) -> Result<Verdict, NodeError> {
         let lite_recheck = self.node.patches.has(Patch::LiteRecheck);
         let queue = self.node.patches.has(Patch::NonceQueue);
-        let hash = keccak256(raw);
         if kind == CheckKind::Recheck && queue && self.node.check()?.queue().was_replaced(&hash) {
             return Ok(Err(TxError::Replaced));
         }
@@ -374,7 +389,10 @@ impl Consensus<'_> {
         let current = check.view(&spend.sender, committed).unwrap_or_default();
         let expected = current.nonce;
         let verdict = if queue && spend.nonce > expected {
-            let admitted = Admitted::from(&verified);
+            let admitted = Admitted {
+                queued: true,
+                ..Admitted::from(&verified)
+            };
             check
                 .queue_mut()
                 .queue(verified, expected, current.balance)
@@ -555,6 +573,19 @@ impl Consensus<'_> {
         if let Some(snapshots) = self.node.snapshots.get() {
             snapshots.commit(diff, record.clone());
         }
+        {
+            let mut chain = self.node.chain_mut()?;
+            if let Some(chain) = chain.as_mut() {
+                chain.head = record.clone();
+            }
+        }
+        let recheck_started = Instant::now();
+        let recheck_dropped = match pool.as_mut() {
+            Some(pool) => self.recheck_pool(pool, &block.outcomes)?,
+            None => 0,
+        };
+        let recheck = recheck_started.elapsed();
+        drop(pool);
         let line = BlockLine {
             height: record.number,
             valid,
@@ -562,23 +593,12 @@ impl Consensus<'_> {
             finalize,
             commit: started.elapsed(),
             store,
+            recheck,
+            recheck_dropped,
             time_secs: record.timestamp,
             time_nanos: record.timestamp_nanos,
             app_hash: record.app_hash,
         };
-        {
-            let mut chain = self.node.chain_mut()?;
-            if let Some(chain) = chain.as_mut() {
-                chain.head = record.clone();
-            }
-        }
-        if let Some(pool) = pool.as_mut() {
-            let dropped = self.recheck_pool(pool, &block.outcomes)?;
-            if dropped > 0 {
-                tracing::debug!(height = record.number, dropped, "pool recheck");
-            }
-        }
-        drop(pool);
         // No receiver is not an error: nobody is listening.
         let _ = self.node.events.send(NodeEvent::Block(Arc::new(record)));
         Ok(line)

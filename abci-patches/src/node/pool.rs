@@ -19,6 +19,7 @@ use crate::error::TxError;
 use crate::exec::TxOutcome;
 use crate::locks::{Poisoned, Rank, Ranked};
 use crate::mempool::CheckKind;
+use crate::tx::VerifiedTx;
 
 /// The pool, locked; `None` without `app-mempool`.
 pub(super) type PoolGuard<'a> = Option<Ranked<MutexGuard<'a, AppPool>>>;
@@ -70,11 +71,21 @@ impl Node {
         }
         Ok(Some(match node.check_tx(raw, CheckKind::New)? {
             Ok(admitted) => {
-                pool.push(hash, raw.clone(), admitted.gas_limit);
+                pool.push(hash, raw.clone(), admitted.gas_wanted());
                 Ok(hash)
             }
             Err(e) => Err(e.into()),
         }))
+    }
+
+    /// `nonce-queue`: the transactions that wait for a predecessor (queued,
+    /// as opposed to pending): all their hashes, and the first `n` of them.
+    /// Empty without the patch.
+    pub fn queued(&self, n: usize) -> Result<(HashSet<B256>, Vec<VerifiedTx>), NodeError> {
+        let check = self.check()?;
+        let queue = check.queue();
+        let hashes = queue.iter().map(|q| q.tx.hash).collect();
+        Ok((hashes, queue.iter().take(n).map(|q| q.tx.clone()).collect()))
     }
 
     /// `app-mempool`: how many transactions the pool holds, and the first
@@ -105,8 +116,10 @@ impl Consensus<'_> {
         outcomes: &[TxOutcome],
     ) -> Result<usize, NodeError> {
         let included: HashSet<B256> = outcomes.iter().map(TxOutcome::hash).collect();
-        pool.after_block(&included, |raw| {
-            Ok(self.check_tx(raw, CheckKind::Recheck)?.is_ok())
+        pool.after_block(&included, |hash, raw| {
+            Ok(self
+                .check_tx_hashed(raw, *hash, CheckKind::Recheck)?
+                .is_ok())
         })
     }
 }

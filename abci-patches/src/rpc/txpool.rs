@@ -1,14 +1,17 @@
-//! `txpool_status` and `txpool_content`, read from the pool abcid's
-//! transactions wait in: CometBFT's mempool, or with `app-mempool` the
-//! node's own pool. abcid admits no nonce gaps, so every
-//! transaction is `pending` and `queued` is always empty. CometBFT's RPC
-//! lists at most 100 mempool transactions, so `txpool_content` shows the
-//! first 100 while `txpool_status` counts them all.
+//! `txpool_status`, `txpool_content` and `txpool_inspect`, read from the
+//! pool abcid's transactions wait in: CometBFT's mempool, or with
+//! `app-mempool` the node's own pool. Without `nonce-queue` abcid admits no
+//! nonce gap, so every transaction is `pending`; with it, those waiting for a
+//! predecessor are `queued` (they sit in the same pool, and are told apart by
+//! the node's queue). CometBFT's RPC lists at most 100 mempool transactions,
+//! so the listings show the first 100 pending and 100 queued while
+//! `txpool_status` counts them all.
 
 use std::collections::BTreeMap;
 
 use alloy_consensus::transaction::Recovered;
-use alloy_primitives::U64;
+use alloy_consensus::Transaction as _;
+use alloy_primitives::{TxKind, U64};
 use alloy_rpc_types_eth::Transaction;
 use jsonrpsee::RpcModule;
 use serde::Serialize;
@@ -16,8 +19,10 @@ use serde::Serialize;
 use super::comet::Mempool;
 use super::error::{internal, server_error, RpcResult};
 use super::Web3;
+use crate::tx::VerifiedTx;
 
-/// The most transactions CometBFT's `unconfirmed_txs` lists.
+/// The most transactions CometBFT's `unconfirmed_txs` lists, and the most
+/// queued ones listed.
 const CONTENT_LIMIT: u32 = 100;
 
 /// `txpool_status`.
@@ -27,53 +32,95 @@ struct Status {
     queued: U64,
 }
 
-/// Transactions by sender (EIP-55 checksummed, as geth writes them), then by
+/// Entries by sender (EIP-55 checksummed, as geth writes them), then by
 /// nonce (decimal).
-type BySender = BTreeMap<String, BTreeMap<String, Transaction>>;
+type BySender<T> = BTreeMap<String, BTreeMap<String, T>>;
 
-/// `txpool_content`.
+/// `txpool_content` (`T` = a transaction) and `txpool_inspect` (`T` = its
+/// one-line summary).
 #[derive(Debug, Clone, Serialize)]
-struct Content {
-    pending: BySender,
-    queued: BySender,
+struct Listing<T> {
+    pending: BySender<T>,
+    queued: BySender<T>,
 }
 
-/// Registers `txpool_status` and `txpool_content`.
+/// Registers `txpool_status`, `txpool_content` and `txpool_inspect`.
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     m.register_async_method("txpool_status", |_, w, _| async move {
         let pool = mempool(&w, 0).await?;
+        let (queued, _) = w.node.queued(0).map_err(internal)?;
+        let queued = queued.len() as u64;
         RpcResult::Ok(Status {
-            pending: U64::from(pool.total),
-            queued: U64::ZERO,
+            pending: U64::from(pool.total.saturating_sub(queued)),
+            queued: U64::from(queued),
         })
     })?;
     m.register_async_method("txpool_content", |_, w, _| async move {
-        let pool = mempool(&w, CONTENT_LIMIT).await?;
-        let mut pending = BySender::new();
-        for raw in &pool.txs {
-            // A transaction CheckTx admitted verifies; one that no longer
-            // does (a recheck is pending) is left out.
-            let Ok(tx) = w.node.verify(raw).map_err(internal)? else {
-                continue;
-            };
-            let nonce = alloy_consensus::Transaction::nonce(&tx.envelope).to_string();
-            let rpc = Transaction {
-                inner: Recovered::new_unchecked(tx.envelope, tx.sender),
-                block_hash: None,
-                block_number: None,
-                transaction_index: None,
-                effective_gas_price: None,
-                block_timestamp: None,
-            };
-            let sender = tx.sender.to_checksum(None);
-            pending.entry(sender).or_default().insert(nonce, rpc);
-        }
-        RpcResult::Ok(Content {
-            pending,
-            queued: BTreeMap::new(),
-        })
+        listing(&w, rpc_transaction).await
+    })?;
+    m.register_async_method("txpool_inspect", |_, w, _| async move {
+        listing(&w, summary).await
     })?;
     Ok(())
+}
+
+/// The pool's first pending and queued transactions, each shown by `show`.
+async fn listing<T>(w: &Web3, show: fn(VerifiedTx) -> T) -> RpcResult<Listing<T>> {
+    let pool = mempool(w, CONTENT_LIMIT).await?;
+    let (queued_hashes, queued) = w.node.queued(CONTENT_LIMIT as usize).map_err(internal)?;
+    let mut listing = Listing {
+        pending: BySender::new(),
+        queued: BySender::new(),
+    };
+    for raw in &pool.txs {
+        // A transaction CheckTx admitted verifies; one that no longer does
+        // (a recheck is pending) is left out.
+        let Ok(tx) = w.node.verify(raw).map_err(internal)? else {
+            continue;
+        };
+        if !queued_hashes.contains(&tx.hash) {
+            insert(&mut listing.pending, tx, show);
+        }
+    }
+    for tx in queued {
+        insert(&mut listing.queued, tx, show);
+    }
+    Ok(listing)
+}
+
+/// Files `tx`, shown by `show`, under its sender and nonce.
+fn insert<T>(by_sender: &mut BySender<T>, tx: VerifiedTx, show: fn(VerifiedTx) -> T) {
+    let sender = tx.sender.to_checksum(None);
+    let nonce = tx.envelope.nonce().to_string();
+    by_sender.entry(sender).or_default().insert(nonce, show(tx));
+}
+
+/// A pooled transaction as `eth_getTransactionByHash` shows a pending one.
+fn rpc_transaction(tx: VerifiedTx) -> Transaction {
+    Transaction {
+        inner: Recovered::new_unchecked(tx.envelope, tx.sender),
+        block_hash: None,
+        block_number: None,
+        transaction_index: None,
+        effective_gas_price: None,
+        block_timestamp: None,
+    }
+}
+
+/// geth's `txpool_inspect` line: `TO: VALUE wei + GAS gas × PRICE wei` (the
+/// fee cap for a dynamic-fee transaction, as geth's `GasPrice` is).
+fn summary(tx: VerifiedTx) -> String {
+    let e = &tx.envelope;
+    let to = match e.kind() {
+        TxKind::Call(to) => to.to_checksum(None),
+        TxKind::Create => "contract creation".to_string(),
+    };
+    format!(
+        "{to}: {} wei + {} gas × {} wei",
+        e.value(),
+        e.gas_limit(),
+        e.max_fee_per_gas()
+    )
 }
 
 /// The pool's size and its first `limit` transactions: the node's own

@@ -7,6 +7,8 @@ use abcid::app_pool::PoolLimits;
 use abcid::node::NodeConfig;
 use abcid::patches::{Patch, Patches};
 use abcid::rpc::Web3;
+use std::time::Duration;
+
 use alloy_primitives::Bytes;
 use jsonrpsee::RpcModule;
 use serde_json::{json, Value};
@@ -85,7 +87,14 @@ async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
     send(&rpc, &pooled).await.expect("admitted");
     send(&rpc, &untouched).await.expect("admitted");
     // A block proposed by another validator spends a's nonce 0 otherwise.
-    assert!(node.block(std::slice::from_ref(&other)).tx_results[0].code == 0);
+    let height = node.next_height();
+    let results = node.finalize(height, std::slice::from_ref(&other));
+    assert!(results.tx_results[0].code == 0);
+    let line = node.node.enter().unwrap().commit().unwrap();
+    // The recheck is reported, and is part of Commit's time.
+    assert_eq!(line.recheck_dropped, 1, "{line:?}");
+    assert!(line.recheck > Duration::ZERO, "{line:?}");
+    assert!(line.commit >= line.store + line.recheck, "{line:?}");
     assert_eq!(pending(&rpc).await, "0x1");
     assert_eq!(node.propose(1 << 20), vec![untouched]);
     let next = Tx::transfer(1, b.address, 1).sign(&a);
@@ -124,4 +133,51 @@ async fn a_full_pool_refuses_and_reserves_nothing() {
     send(&rpc, &late)
         .await
         .expect("admitted once there is room");
+}
+
+#[tokio::test]
+async fn txpool_tells_queued_from_pending_and_inspects_as_geth() {
+    let patches = Patches::ALL.with(Patch::AppMempool).with(Patch::NonceQueue);
+    let node = TestNode::with_patches(&funded_keys(), patches);
+    let rpc = web3(&node);
+    let (a, b) = (key(1), key(2));
+    for raw in [
+        Tx::transfer(0, b.address, 1).sign(&a),
+        Tx::transfer(2, b.address, 3).sign(&a),
+        Tx::transfer(3, b.address, 4).sign(&a),
+        Tx::transfer(0, a.address, 5).sign(&b),
+    ] {
+        send(&rpc, &raw).await.expect("admitted or queued");
+    }
+    let status = call(&rpc, "txpool_status", json!([])).await.unwrap();
+    assert_eq!(status, json!({"pending": "0x2", "queued": "0x2"}));
+    let nonces = |listing: &Value, part: &str, who: &Key| -> Vec<String> {
+        listing[part][who.address.to_checksum(None)]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let content = call(&rpc, "txpool_content", json!([])).await.unwrap();
+    assert_eq!(nonces(&content, "pending", &a), ["0"], "{content}");
+    assert_eq!(nonces(&content, "queued", &a), ["2", "3"], "{content}");
+    assert_eq!(nonces(&content, "pending", &b), ["0"], "{content}");
+    let queued = &content["queued"][a.address.to_checksum(None)]["2"];
+    assert_eq!(queued["nonce"], "0x2", "{queued}");
+    let inspect = call(&rpc, "txpool_inspect", json!([])).await.unwrap();
+    let line = &inspect["queued"][a.address.to_checksum(None)]["3"];
+    let fee_cap = queued["maxFeePerGas"].as_str().expect("a fee cap");
+    let fee_cap = u128::from_str_radix(fee_cap.trim_start_matches("0x"), 16).unwrap();
+    let to = b.address.to_checksum(None);
+    assert_eq!(
+        line,
+        &json!(format!("{to}: 4 wei + 21000 gas × {fee_cap} wei"))
+    );
+    // The missing nonce arrives: the queued ones are pending now.
+    send(&rpc, &Tx::transfer(1, b.address, 2).sign(&a))
+        .await
+        .expect("admitted");
+    let status = call(&rpc, "txpool_status", json!([])).await.unwrap();
+    assert_eq!(status, json!({"pending": "0x5", "queued": "0x0"}));
+    let content = call(&rpc, "txpool_content", json!([])).await.unwrap();
+    assert_eq!(nonces(&content, "pending", &a), ["0", "1", "2", "3"]);
 }

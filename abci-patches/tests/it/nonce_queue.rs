@@ -122,7 +122,9 @@ fn a_gap_that_never_fills_expires_and_the_sender_goes_on() {
         ..QueueConfig::default()
     });
     let early = transfer(1);
-    assert_eq!(code(&node, &early, CheckTxType::New).0, 0);
+    // Queued: it claims no gas of the next block, where it cannot be.
+    let queued = node.check(&early, CheckTxType::New);
+    assert_eq!((queued.code, queued.gas_wanted), (0, 0), "{}", queued.log);
     // Not proposable without nonce 0.
     assert!(prepare(&node, std::slice::from_ref(&early)).is_empty());
     assert_eq!(
@@ -144,7 +146,8 @@ fn a_gap_that_never_fills_expires_and_the_sender_goes_on() {
         "{log}"
     );
     // The sender is not stuck: nonce 0, then 1 again, are admitted and committed.
-    assert_eq!(code(&node, &transfer(0), CheckTxType::New).0, 0);
+    let next = node.check(&transfer(0), CheckTxType::New);
+    assert_eq!((next.code, next.gas_wanted), (0, 21_000), "{}", next.log);
     assert_eq!(code(&node, &early, CheckTxType::New).0, 0);
     let proposal = prepare(&node, &[early.clone(), transfer(0)]);
     let result = node.block(&proposal);

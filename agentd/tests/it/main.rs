@@ -17,6 +17,7 @@ mod go_blocks;
 mod jenkinsfile;
 mod load;
 mod many_agents;
+mod mempool_attacks;
 mod node_metrics;
 mod per_sender;
 mod prom;

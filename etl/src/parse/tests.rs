@@ -204,10 +204,10 @@ fn abcid_contract_examples() {
     // The examples of docs/abcid-log-format.md, with a full-length app hash.
     let hash = format!("0x{}", "5f0c".repeat(16));
     let plain = format!(
-        "2026-11-21T20:30:00.123456Z  INFO abcid::block: block committed height=123 txs=500 valid=498 invalid=2 finalize_ms=12.345 commit_ms=3.210 block_time=2026-11-21T20:29:59.987654321Z app_hash={hash}"
+        "2026-11-21T20:30:00.123456Z  INFO abcid::block: block committed height=123 txs=500 valid=498 invalid=2 finalize_ms=12.345 commit_ms=3.210 block_time=2026-11-21T20:29:59.987654321Z app_hash={hash} recheck_ms=0.412 recheck_dropped=3"
     );
     let json = format!(
-        r#"{{"timestamp":"2026-11-21T20:30:00.123456Z","level":"INFO","fields":{{"message":"block committed","height":123,"txs":500,"valid":498,"invalid":2,"finalize_ms":"12.345","commit_ms":"3.210","block_time":"2026-11-21T20:29:59.987654321Z","app_hash":"{hash}"}},"target":"abcid::block"}}"#
+        r#"{{"timestamp":"2026-11-21T20:30:00.123456Z","level":"INFO","fields":{{"message":"block committed","height":123,"txs":500,"valid":498,"invalid":2,"finalize_ms":"12.345","commit_ms":"3.210","block_time":"2026-11-21T20:29:59.987654321Z","app_hash":"{hash}","recheck_ms":"0.412","recheck_dropped":3}},"target":"abcid::block"}}"#
     );
     let mut p = Parser::new();
     for (l, fmt) in [(plain, Format::TracingPlain), (json, Format::TracingJson)] {

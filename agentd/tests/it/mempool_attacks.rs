@@ -1,0 +1,71 @@
+//! abcid's mempool under hostile senders, behind a real CometBFT
+//! (`--patches all,nonce-queue`): what a real EVM pool does, asserted.
+
+use std::time::Duration;
+
+use alloy_primitives::{Address, U256};
+use feth::eth::EthClient;
+use feth::sign::{sign, Fee, TxRequest};
+use secp256k1::SecretKey;
+
+use crate::common::{funded, wait_until, TestNet};
+
+/// A transfer of 1 wei from `key` at `nonce` claiming `gas_limit`.
+fn transfer(chain_id: u64, key: &SecretKey, nonce: u64, gas_limit: u64, fee: u128) -> Vec<u8> {
+    let request = TxRequest {
+        chain_id,
+        nonce,
+        to: Some(Address::repeat_byte(0x42)),
+        value: U256::from(1),
+        gas_limit,
+        fee: Fee::Eip1559 {
+            max_fee: fee,
+            tip: 1,
+        },
+        input: Default::default(),
+    };
+    sign(key, &request).raw.to_vec()
+}
+
+/// Eight future nonces, each claiming 30 M gas, jammed every block once:
+/// CometBFT reaps its mempool by the gas CheckTx says a transaction wants,
+/// and the gapped ones filled that budget before the proposal dropped them.
+/// Now they wait in `queued`, claim no room in the next block, and a
+/// victim's transfer is included within a few blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn future_nonces_claiming_whole_blocks_do_not_stop_inclusion() {
+    // CometBFT's mempool, then the node's own pool (CometBFT's off).
+    for patches in ["all,nonce-queue", "all,nonce-queue,app-mempool"] {
+        let net = TestNet::start_with(|o| o.patches = patches.to_string()).await;
+        jam_then_victim(&net, patches).await;
+    }
+}
+
+async fn jam_then_victim(net: &TestNet, patches: &str) {
+    let client: EthClient = net.client();
+    let (keys, _dir) = funded(net, 2, 0x44).await;
+    let (attacker, victim) = (&keys.keys[0], &keys.keys[1]);
+    let chain_id = client.chain_id().await.unwrap();
+    let fee = 2 * client.gas_price().await.unwrap();
+    for nonce in 1..=8 {
+        let raw = transfer(chain_id, attacker, nonce, 30_000_000, fee);
+        client.send_raw(&raw).await.expect("queued");
+    }
+    let status: serde_json::Value = client
+        .call("txpool_status", serde_json::json!([]))
+        .await
+        .unwrap();
+    assert_eq!(status["queued"], "0x8", "{patches}: {status}");
+    let hash = client
+        .send_raw(&transfer(chain_id, victim, 0, 21_000, fee))
+        .await
+        .expect("admitted");
+    wait_until(
+        "the victim's transfer is included",
+        Duration::from_secs(15),
+        || async { client.receipt(hash).await.ok().flatten().is_some() },
+    )
+    .await;
+    let attacker_address = keys.addresses[0];
+    assert_eq!(client.nonce(attacker_address, false).await.unwrap(), 0);
+}

@@ -274,6 +274,9 @@ impl AbciApp {
                 .order_by_nonce(&txs)
                 .unwrap_or_else(|e| fatal("PrepareProposal", e));
         }
+        let mut txs = node
+            .ordered_by_tip(txs)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
         txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
         ResponsePrepareProposal { txs }
     }

@@ -11,14 +11,18 @@
 //! The verdicts are CheckTx's either way; what goes is the HTTP hop, the
 //! ABCI round trip and CometBFT's mempool bookkeeping per transaction.
 //!
-//! Admission order is the proposal order, and each sender's transactions are
-//! admitted in nonce order (CheckTx refuses a gap), so every prefix of the
-//! pool is a valid proposal order. The pool is bounded by transactions and
+//! The pool reaps in block-building order: by effective tip, each sender's
+//! transactions in admission order, which is nonce order (CheckTx refuses a
+//! gap; with `nonce-queue`, PrepareProposal puts each sender's in nonce order
+//! after the reap), so a sender paying more is proposed first and one
+//! claiming much gas for little tip cannot hold it back. The pool is bounded by transactions and
 //! bytes, as CometBFT's mempool is (`mempool.size`, `mempool.max_txs_bytes`).
 
 use std::collections::{HashSet, VecDeque};
 
 use alloy_primitives::{Bytes, B256};
+
+use crate::proposal::{self, Origin};
 
 /// The pool's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +68,10 @@ pub enum PoolError {
 struct Pooled {
     hash: B256,
     raw: Bytes,
-    /// Its gas limit, as CheckTx read it.
+    /// The gas it claims of a block, as CheckTx answered (none when queued).
     gas: u64,
+    /// Its sender, nonce and fees, as CheckTx read them.
+    origin: Origin,
 }
 
 /// Admitted transactions in admission order, within [`PoolLimits`].
@@ -117,20 +123,28 @@ impl AppPool {
     }
 
     /// Appends a transaction CheckTx admitted (after [`Self::room_for`])
-    /// with its gas limit.
-    pub fn push(&mut self, hash: B256, raw: Bytes, gas: u64) {
+    /// with the gas it claims and its origin.
+    pub fn push(&mut self, hash: B256, raw: Bytes, gas: u64, origin: Origin) {
         if self.known.insert(hash) {
             self.bytes = self.bytes.saturating_add(raw.len() as u64);
-            self.txs.push_back(Pooled { hash, raw, gas });
+            self.txs.push_back(Pooled {
+                hash,
+                raw,
+                gas,
+                origin,
+            });
         }
     }
 
-    /// The first transactions whose bytes add up to at most `max_bytes` and
-    /// whose gas limits to at most `max_gas`, as CometBFT's mempool reaps.
-    pub fn reap(&self, max_bytes: u64, max_gas: u64) -> Vec<Bytes> {
+    /// A proposal's worth: the transactions in block-building order (by
+    /// effective tip over `base_fee`, each sender's in admission order:
+    /// [`proposal::order_by_tip`]), the first ones whose bytes add up to at
+    /// most `max_bytes` and whose claimed gas to at most `max_gas`.
+    pub fn reap(&self, max_bytes: u64, max_gas: u64, base_fee: u128) -> Vec<Bytes> {
         let (mut bytes, mut gas) = (0u64, 0u64);
-        self.txs
-            .iter()
+        let pooled: Vec<&Pooled> = self.txs.iter().collect();
+        proposal::order_by_tip(&pooled, |tx| Some(tx.origin), base_fee)
+            .into_iter()
             .take_while(|tx| {
                 bytes = bytes.saturating_add(tx.raw.len() as u64);
                 gas = gas.saturating_add(tx.gas);
@@ -193,12 +207,22 @@ mod tests {
         (B256::repeat_byte(n), Bytes::from(vec![n; len]))
     }
 
+    /// Sender `n`'s nonce 0, paying `tip` over any base fee.
+    fn from(n: u8, tip: u128) -> Origin {
+        Origin {
+            sender: alloy_primitives::Address::repeat_byte(n),
+            nonce: 0,
+            tip,
+            fee_cap: tip + 1_000,
+        }
+    }
+
     /// A pool holding transactions 1..=n of 10 bytes and 21,000 gas each.
     fn holding(n: u8) -> AppPool {
         let mut p = pool(10, 1_000);
         for n in 1..=n {
             let (h, r) = tx(n, 10);
-            p.push(h, r, 21_000);
+            p.push(h, r, 21_000, from(h.0[0], 1));
         }
         p
     }
@@ -212,7 +236,7 @@ mod tests {
         let mut p = pool(2, 100);
         let (h1, r1) = tx(1, 60);
         p.room_for(&h1, r1.len()).unwrap();
-        p.push(h1, r1, 21_000);
+        p.push(h1, r1, 21_000, from(h1.0[0], 1));
         assert_eq!(p.room_for(&h1, 60), Err(PoolError::Known));
         let (h2, _) = tx(2, 41);
         assert!(matches!(
@@ -220,7 +244,7 @@ mod tests {
             Err(PoolError::Full { bytes: 60, .. })
         ));
         p.room_for(&h2, 40).unwrap();
-        p.push(h2, Bytes::from(vec![2; 40]), 21_000);
+        p.push(h2, Bytes::from(vec![2; 40]), 21_000, from(2, 1));
         let (h3, _) = tx(3, 0);
         let full = p.room_for(&h3, 0).unwrap_err();
         assert!(full.to_string().contains("2 transactions of 2"), "{full}");
@@ -229,12 +253,39 @@ mod tests {
     #[test]
     fn reaps_a_prefix_in_admission_order_within_the_bytes_and_the_gas() {
         let p = holding(4);
-        let first = p.reap(35, u64::MAX);
+        let first = p.reap(35, u64::MAX, 0);
         assert_eq!(first.iter().map(|r| r[0]).collect::<Vec<_>>(), [1, 2, 3]);
-        assert!(p.reap(9, u64::MAX).is_empty());
-        assert_eq!(p.reap(1_000, 2 * 21_000 + 20_999).len(), 2);
-        assert_eq!(p.reap(1_000, 4 * 21_000).len(), 4);
+        assert!(p.reap(9, u64::MAX, 0).is_empty());
+        assert_eq!(p.reap(1_000, 2 * 21_000 + 20_999, 0).len(), 2);
+        assert_eq!(p.reap(1_000, 4 * 21_000, 0).len(), 4);
         assert_eq!(p.first(2).len(), 2);
+    }
+
+    #[test]
+    fn reaps_the_higher_tips_first_each_senders_in_order() {
+        let mut p = pool(10, 1_000);
+        // Sender 1 stuffs two transactions claiming 30 M gas at tip 1, then
+        // sender 2 pays 100.
+        for (n, sender, nonce, tip, gas) in [
+            (1, 1, 0, 1, 30_000_000),
+            (2, 1, 1, 1, 30_000_000),
+            (3, 2, 0, 100, 21_000),
+        ] {
+            let (h, r) = tx(n, 10);
+            let origin = Origin {
+                nonce,
+                ..from(sender, tip)
+            };
+            p.push(h, r, gas, origin);
+        }
+        let firsts =
+            |max_gas| -> Vec<u8> { p.reap(1_000, max_gas, 0).iter().map(|r| r[0]).collect() };
+        assert_eq!(firsts(u64::MAX), [3, 1, 2]);
+        // A block with room for one stuffer still takes the payer.
+        assert_eq!(firsts(30_021_000), [3, 1]);
+        // The tip is what the fee cap leaves over the base fee: at a base
+        // fee of 1,000 the payer's cap (1,100) leaves it 100 still.
+        assert_eq!(p.reap(1_000, u64::MAX, 1_000)[0][0], 3);
     }
 
     #[test]

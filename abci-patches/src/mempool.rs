@@ -26,6 +26,7 @@ use alloy_primitives::{Address, B256, U256};
 use crate::error::TxError;
 use crate::exec::{check_account, Spend};
 use crate::nonce_queue::{NonceQueue, QueueConfig};
+use crate::proposal::Origin;
 use crate::state::{AccountRecord, StateDiff};
 use crate::tx::VerifiedTx;
 
@@ -51,9 +52,23 @@ pub struct Admitted {
     /// `nonce-queue`: admitted to wait for a predecessor (queued), not
     /// executable in the next block.
     pub queued: bool,
+    /// Priority fee per gas (the gas price of a legacy transaction).
+    pub tip: u128,
+    /// Fee cap per gas (the gas price of a legacy transaction).
+    pub fee_cap: u128,
 }
 
 impl Admitted {
+    /// Who sent it, with which nonce, offering which fees.
+    pub fn origin(&self) -> Origin {
+        Origin {
+            sender: self.spend.sender,
+            nonce: self.spend.nonce,
+            tip: self.tip,
+            fee_cap: self.fee_cap,
+        }
+    }
+
     /// CheckTx's `gas_wanted`, which CometBFT (and the app pool) count
     /// against the block's gas when they reap a proposal: the gas limit of an
     /// executable transaction; none for a queued one, which cannot be in the
@@ -75,6 +90,11 @@ impl From<&VerifiedTx> for Admitted {
             spend: Spend::from(tx),
             gas_limit: tx.envelope.gas_limit(),
             queued: false,
+            tip: tx
+                .envelope
+                .max_priority_fee_per_gas()
+                .unwrap_or(tx.envelope.max_fee_per_gas()),
+            fee_cap: tx.envelope.max_fee_per_gas(),
         }
     }
 }
@@ -257,6 +277,8 @@ mod tests {
             },
             gas_limit: 21_000,
             queued: false,
+            tip: 1,
+            fee_cap: 2,
         }
     }
 

@@ -1,17 +1,20 @@
 //! PrepareProposal: how much of what CometBFT reaped from the mempool goes
-//! into the block abcid proposes, and (with `nonce-queue`) in which order;
+//! into the block abcid proposes, and in which order;
 //! ProcessProposal's rules: every transaction passes the stateless rules but
 //! the signature's and the fee cap's ([`check_proposal`]), the gas limits fit
 //! in the block, and (with `nonce-queue`) no sender's nonce is left a gap.
 //!
-//! The proposal is the longest prefix of CometBFT's transactions whose raw
-//! sizes fit in `max_tx_bytes` (tendermint-abci's default behaviour) and whose
-//! gas limits fit in the block gas limit (CometBFT's rule for `block.max_gas`:
-//! gas wanted, not gas used, which is unknown before execution). A prefix
-//! keeps the mempool's order, so a sender's later nonces never go in without
-//! the earlier ones.
+//! The candidates are put in block-building order ([`order_by_tip`]: the
+//! highest effective tip first, each sender's transactions in their order, as
+//! geth's builder takes them), and the proposal is the longest prefix whose
+//! raw sizes fit in `max_tx_bytes` (tendermint-abci's default behaviour) and
+//! whose gas limits fit in the block gas limit (CometBFT's rule for
+//! `block.max_gas`: gas wanted, not gas used, which is unknown before
+//! execution). A prefix keeps each sender's order, so its later nonces never
+//! go in without the earlier ones.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 
 use alloy_consensus::{Transaction, TxEnvelope};
 use alloy_eips::eip2718::Decodable2718;
@@ -101,6 +104,57 @@ pub struct Origin {
     pub nonce: u64,
     /// Its priority fee per gas (the gas price of a legacy transaction).
     pub tip: u128,
+    /// Its fee cap per gas (the gas price of a legacy transaction).
+    pub fee_cap: u128,
+}
+
+impl Origin {
+    /// What the transaction pays its proposer per gas over `base_fee`: its
+    /// tip, at most what its fee cap leaves above the base fee (EIP-1559).
+    pub fn effective_tip(&self, base_fee: u128) -> u128 {
+        self.tip.min(self.fee_cap.saturating_sub(base_fee))
+    }
+}
+
+/// `txs` in the order a block builder takes them (geth's
+/// `TransactionsByPriceAndNonce`): at each step, of every sender's next
+/// transaction, the one paying the most effective tip over `base_fee` (the
+/// earlier on a tie); each sender's own transactions keep their order, so
+/// its nonces stay in sequence. So a sender paying more is proposed first
+/// whatever the order of arrival, and one claiming much gas for little tip
+/// cannot hold it back. Transactions of unknown origin (they do not verify)
+/// go last, for FinalizeBlock to refuse.
+pub fn order_by_tip<T: Clone>(
+    txs: &[T],
+    origin: impl Fn(&T) -> Option<Origin>,
+    base_fee: u128,
+) -> Vec<T> {
+    let mut queues: HashMap<Address, VecDeque<(usize, u128)>> = HashMap::new();
+    let mut unknown = Vec::new();
+    for (i, tx) in txs.iter().enumerate() {
+        match origin(tx) {
+            Some(o) => queues
+                .entry(o.sender)
+                .or_default()
+                .push_back((i, o.effective_tip(base_fee))),
+            None => unknown.push(i),
+        }
+    }
+    let head = |sender: &Address, queue: &VecDeque<(usize, u128)>| {
+        queue.front().map(|(i, tip)| (*tip, Reverse(*i), *sender))
+    };
+    let mut heads: BinaryHeap<(u128, Reverse<usize>, Address)> =
+        queues.iter().filter_map(|(s, q)| head(s, q)).collect();
+    let mut out = Vec::with_capacity(txs.len());
+    while let Some((_, Reverse(i), sender)) = heads.pop() {
+        out.push(txs[i].clone());
+        if let Some(queue) = queues.get_mut(&sender) {
+            queue.pop_front();
+            heads.extend(head(&sender, queue));
+        }
+    }
+    out.extend(unknown.into_iter().map(|i| txs[i].clone()));
+    out
 }
 
 /// `nonce-queue`: `txs` with each sender's transactions in nonce order, from
@@ -192,6 +246,17 @@ pub fn fee_cap(raw: &[u8]) -> Option<u128> {
         .map(|tx| tx.max_fee_per_gas())
 }
 
+/// The effective tip per gas `raw` pays over `base_fee` (see
+/// [`Origin::effective_tip`]), read without recovering its sender; `None`
+/// when it does not decode.
+pub fn effective_tip(raw: &[u8], base_fee: u128) -> Option<u128> {
+    let mut buf = raw;
+    let tx = TxEnvelope::decode_2718(&mut buf).ok()?;
+    let cap = tx.max_fee_per_gas();
+    let tip = tx.max_priority_fee_per_gas().unwrap_or(cap);
+    Some(tip.min(cap.saturating_sub(base_fee)))
+}
+
 /// How many of `txs`, from the first, fit in a block of `max_bytes` raw bytes
 /// and `max_gas` gas. A transaction that does not decode counts its bytes
 /// but no gas: it is kept, and FinalizeBlock refuses it with its own code
@@ -274,7 +339,52 @@ mod tests {
             sender: Address::repeat_byte(sender),
             nonce,
             tip,
+            fee_cap: tip + 10,
         })
+    }
+
+    #[test]
+    fn orders_by_effective_tip_keeping_each_senders_order() {
+        // (sender, nonce, tip): sender 1 stuffs at tip 1, sender 2 pays 50
+        // after it, sender 3's second transaction pays more than its first.
+        let txs = [
+            origin(1, 0, 1),
+            origin(1, 1, 1),
+            origin(2, 0, 50),
+            origin(3, 0, 5),
+            origin(3, 1, 80),
+            None,
+            origin(1, 2, 1),
+        ];
+        let ordered = order_by_tip(&txs, |o| *o, 0);
+        let order: Vec<Option<(u8, u64)>> = ordered
+            .iter()
+            .map(|o| o.map(|o| (o.sender.0[0], o.nonce)))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                Some((2, 0)),
+                Some((3, 0)),
+                Some((3, 1)),
+                Some((1, 0)),
+                Some((1, 1)),
+                Some((1, 2)),
+                None
+            ]
+        );
+        // The tip is capped by what the fee cap leaves over the base fee:
+        // at base fee 5, sender 2 (cap 60) still leads, and sender 3's first
+        // (cap 15) pays 5 against sender 1's 1.
+        let capped = Origin {
+            fee_cap: 12,
+            ..origin(4, 0, 50).unwrap()
+        };
+        assert_eq!(capped.effective_tip(5), 7);
+        assert_eq!(capped.effective_tip(20), 0);
+        // Equal tips keep the order of arrival.
+        let same = [origin(7, 0, 3), origin(6, 0, 3), origin(5, 0, 3)];
+        assert_eq!(order_by_tip(&same, |o| *o, 0), same);
     }
 
     /// Transactions as (sender, nonce, tip) triples; `None` does not verify.

@@ -113,6 +113,8 @@ mod tests {
             },
             gas_limit: 21_000,
             queued: false,
+            tip: 1,
+            fee_cap: 2,
         }
     }
 

@@ -474,6 +474,27 @@ impl Consensus<'_> {
         ))
     }
 
+    /// PrepareProposal's order: by effective tip over the next block's base
+    /// fee, each sender's transactions in their order
+    /// ([`proposal::order_by_tip`]). When all pay the same effective tip the
+    /// order is kept, and no sender is recovered for it.
+    pub fn ordered_by_tip<T: AsRef<[u8]> + Clone>(&self, txs: Vec<T>) -> Result<Vec<T>, NodeError> {
+        let base_fee = u128::from(self.node.next_base_fee()?);
+        let mut tips = txs
+            .iter()
+            .filter_map(|raw| proposal::effective_tip(raw.as_ref(), base_fee));
+        let first = tips.next();
+        if tips.all(|tip| Some(tip) == first) {
+            return Ok(txs);
+        }
+        let verifier = self.node.verifier()?;
+        Ok(proposal::order_by_tip(
+            &txs,
+            |raw| self.node.origin(&verifier, raw.as_ref()),
+            base_fee,
+        ))
+    }
+
     /// `nonce-queue`'s ProcessProposal rule ([`proposal::has_nonce_gap`])
     /// over the committed nonces.
     pub fn has_nonce_gap<T: AsRef<[u8]>>(&self, txs: &[T]) -> Result<bool, NodeError> {

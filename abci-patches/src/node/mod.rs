@@ -351,6 +351,7 @@ impl Node {
             sender: tx.sender,
             nonce: tx.envelope.nonce(),
             tip,
+            fee_cap: tx.envelope.max_fee_per_gas(),
         })
     }
 }

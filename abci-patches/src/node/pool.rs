@@ -71,7 +71,7 @@ impl Node {
         }
         Ok(Some(match node.check_tx(raw, CheckKind::New)? {
             Ok(admitted) => {
-                pool.push(hash, raw.clone(), admitted.gas_wanted());
+                pool.push(hash, raw.clone(), admitted.gas_wanted(), admitted.origin());
                 Ok(hash)
             }
             Err(e) => Err(e.into()),
@@ -96,14 +96,15 @@ impl Node {
 }
 
 impl Consensus<'_> {
-    /// `app-mempool`: the pool's first transactions within `max_bytes` and
-    /// `max_gas` ([`AppPool::reap`]), for PrepareProposal; none without the
-    /// patch.
+    /// `app-mempool`: the pool's first transactions in block-building order
+    /// over the next block's base fee, within `max_bytes` and `max_gas`
+    /// ([`AppPool::reap`]), for PrepareProposal; none without the patch.
     pub fn proposable(&self, max_bytes: u64, max_gas: u64) -> Result<Vec<Bytes>, NodeError> {
+        let base_fee = u128::from(self.node.next_base_fee()?);
         Ok(self
             .node
             .pool()?
-            .map(|pool| pool.reap(max_bytes, max_gas))
+            .map(|pool| pool.reap(max_bytes, max_gas, base_fee))
             .unwrap_or_default())
     }
 

@@ -10,18 +10,28 @@ use secp256k1::SecretKey;
 
 use crate::common::{funded, wait_until, TestNet};
 
-/// A transfer of 1 wei from `key` at `nonce` claiming `gas_limit`.
+/// A transfer of 1 wei from `key` at `nonce` claiming `gas_limit`, with a
+/// fee cap of `fee` and a tip of 1 wei.
 fn transfer(chain_id: u64, key: &SecretKey, nonce: u64, gas_limit: u64, fee: u128) -> Vec<u8> {
+    paying(chain_id, key, nonce, gas_limit, fee, 1)
+}
+
+/// A transfer of 1 wei claiming `gas_limit`, with fee cap `fee` and `tip`.
+fn paying(
+    chain_id: u64,
+    key: &SecretKey,
+    nonce: u64,
+    gas_limit: u64,
+    fee: u128,
+    tip: u128,
+) -> Vec<u8> {
     let request = TxRequest {
         chain_id,
         nonce,
         to: Some(Address::repeat_byte(0x42)),
         value: U256::from(1),
         gas_limit,
-        fee: Fee::Eip1559 {
-            max_fee: fee,
-            tip: 1,
-        },
+        fee: Fee::Eip1559 { max_fee: fee, tip },
         input: Default::default(),
     };
     sign(key, &request).raw.to_vec()
@@ -68,4 +78,55 @@ async fn jam_then_victim(net: &TestNet, patches: &str) {
     .await;
     let attacker_address = keys.addresses[0];
     assert_eq!(client.nonce(attacker_address, false).await.unwrap(), 0);
+}
+
+/// Forty transfers claiming 30 M gas each at a tip of 1 wei (eight blocks'
+/// worth of claimed gas, a fraction of it used), then a victim paying 100 ×
+/// the base fee: with the node's own pool, which reaps by effective tip, the
+/// victim is in one of the next blocks while stuffing still waits (before,
+/// it waited for all of it: the pool reaped in arrival order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_claiming_unused_gas_do_not_delay_a_paying_one() {
+    let net = TestNet::start_with(|o| o.patches = "all,app-mempool".to_string()).await;
+    let client: EthClient = net.client();
+    let (keys, _dir) = funded(&net, 5, 0x45).await;
+    let chain_id = client.chain_id().await.unwrap();
+    let base_fee = client.gas_price().await.unwrap();
+    for stuffer in &keys.keys[..4] {
+        for nonce in 0..10 {
+            let raw = transfer(chain_id, stuffer, nonce, 30_000_000, 2 * base_fee);
+            client.send_raw(&raw).await.expect("admitted");
+        }
+    }
+    let sent_at = client.block_number().await.unwrap();
+    let victim = paying(
+        chain_id,
+        &keys.keys[4],
+        0,
+        21_000,
+        101 * base_fee,
+        100 * base_fee,
+    );
+    let hash = client.send_raw(&victim).await.expect("admitted");
+    wait_until(
+        "the victim's transfer is included",
+        Duration::from_secs(15),
+        || async { client.receipt(hash).await.ok().flatten().is_some() },
+    )
+    .await;
+    let receipt = client.receipt(hash).await.unwrap().expect("a receipt");
+    let included_at = receipt.block_number.to::<u64>();
+    assert!(
+        included_at <= sent_at + 3,
+        "sent at {sent_at}, included at {included_at}"
+    );
+    // The victim overtook stuffing that had arrived before it.
+    let mut stuffed = 0;
+    for h in 1..=included_at {
+        for tx in crate::common::block_txs(&client, h).await {
+            let from: Address = tx["from"].as_str().unwrap().parse().unwrap();
+            stuffed += usize::from(keys.addresses[..4].contains(&from));
+        }
+    }
+    assert!(stuffed < 40, "all 40 stuffed transactions went first");
 }

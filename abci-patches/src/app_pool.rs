@@ -15,12 +15,16 @@
 //! transactions in admission order, which is nonce order (CheckTx refuses a
 //! gap; with `nonce-queue`, PrepareProposal puts each sender's in nonce order
 //! after the reap), so a sender paying more is proposed first and one
-//! claiming much gas for little tip cannot hold it back. The pool is bounded by transactions and
+//! claiming much gas for little tip cannot hold it back. A full pool takes a
+//! newcomer paying a higher effective tip in place of its cheapest
+//! transaction that is its sender's last ([`AppPool::room_for`]), so one
+//! sender cannot own the pool against those who pay more. The pool is bounded by transactions and
 //! bytes, as CometBFT's mempool is (`mempool.size`, `mempool.max_txs_bytes`).
 
-use std::collections::{HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use alloy_primitives::{Bytes, B256};
+use alloy_primitives::{Address, Bytes, B256};
 
 use crate::proposal::{self, Origin};
 
@@ -61,6 +65,16 @@ pub enum PoolError {
         /// The bound on bytes.
         max_bytes: u64,
     },
+}
+
+/// Where a newcomer goes ([`AppPool::room_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// The bounds leave room.
+    Free,
+    /// The pool is full: admitting the newcomer evicts this transaction,
+    /// which pays less.
+    Evicting(B256),
 }
 
 /// One admitted transaction.
@@ -104,22 +118,77 @@ impl AppPool {
         self.txs.is_empty()
     }
 
-    /// Whether a transaction of `len` bytes with `hash` may be admitted:
-    /// asked before CheckTx, so that a refused one reserves nothing.
-    pub fn room_for(&self, hash: &B256, len: usize) -> Result<(), PoolError> {
+    /// Whether a transaction of `len` bytes with `hash`, paying an effective
+    /// `tip` over `base_fee`, may be admitted, and where: asked before
+    /// CheckTx, so that a refused one reserves nothing. In a full pool it
+    /// takes the place of the cheapest transaction that is its sender's last
+    /// (so no sender is left a gap) when it pays a higher effective tip, as
+    /// geth's pool evicts the cheapest for a better-paying newcomer: one
+    /// sender cannot own the pool against those who pay more.
+    pub fn room_for(
+        &self,
+        hash: &B256,
+        len: usize,
+        tip: u128,
+        base_fee: u128,
+    ) -> Result<Room, PoolError> {
         if self.known.contains(hash) {
             return Err(PoolError::Known);
         }
-        let bytes = self.bytes.saturating_add(len as u64);
-        if self.txs.len() >= self.limits.max_txs || bytes > self.limits.max_bytes {
-            return Err(PoolError::Full {
+        let len = len as u64;
+        let fits = |held: usize, bytes: u64| {
+            held < self.limits.max_txs && bytes.saturating_add(len) <= self.limits.max_bytes
+        };
+        if fits(self.txs.len(), self.bytes) {
+            return Ok(Room::Free);
+        }
+        match self.cheapest_last(base_fee) {
+            Some((cheapest, its_tip))
+                if its_tip < tip
+                    && fits(
+                        self.txs.len() - 1,
+                        self.bytes.saturating_sub(cheapest.raw.len() as u64),
+                    ) =>
+            {
+                Ok(Room::Evicting(cheapest.hash))
+            }
+            _ => Err(PoolError::Full {
                 txs: self.txs.len(),
                 max_txs: self.limits.max_txs,
                 bytes: self.bytes,
                 max_bytes: self.limits.max_bytes,
-            });
+            }),
         }
-        Ok(())
+    }
+
+    /// Of each sender's last transaction (its highest nonce), the one paying
+    /// the least effective tip over `base_fee` (the latest on a tie), with
+    /// that tip.
+    fn cheapest_last(&self, base_fee: u128) -> Option<(&Pooled, u128)> {
+        let mut last: HashMap<Address, (u64, usize)> = HashMap::new();
+        for (i, tx) in self.txs.iter().enumerate() {
+            let entry = last.entry(tx.origin.sender).or_insert((tx.origin.nonce, i));
+            if tx.origin.nonce >= entry.0 {
+                *entry = (tx.origin.nonce, i);
+            }
+        }
+        last.values()
+            .map(|&(_, i)| (i, self.txs[i].origin.effective_tip(base_fee)))
+            .min_by_key(|&(i, tip)| (tip, Reverse(i)))
+            .map(|(i, tip)| (&self.txs[i], tip))
+    }
+
+    /// Removes `hash` from the pool (a transaction [`Self::room_for`] chose
+    /// to evict); false when it is not there.
+    pub fn evict(&mut self, hash: &B256) -> bool {
+        let Some(i) = self.txs.iter().position(|tx| tx.hash == *hash) else {
+            return false;
+        };
+        if let Some(tx) = self.txs.remove(i) {
+            self.known.remove(&tx.hash);
+            self.bytes = self.bytes.saturating_sub(tx.raw.len() as u64);
+        }
+        true
     }
 
     /// Appends a transaction CheckTx admitted (after [`Self::room_for`])
@@ -235,19 +304,59 @@ mod tests {
     fn refuses_a_known_hash_and_what_passes_either_bound() {
         let mut p = pool(2, 100);
         let (h1, r1) = tx(1, 60);
-        p.room_for(&h1, r1.len()).unwrap();
+        assert_eq!(p.room_for(&h1, r1.len(), 1, 0), Ok(Room::Free));
         p.push(h1, r1, 21_000, from(h1.0[0], 1));
-        assert_eq!(p.room_for(&h1, 60), Err(PoolError::Known));
+        assert_eq!(p.room_for(&h1, 60, 1, 0), Err(PoolError::Known));
         let (h2, _) = tx(2, 41);
         assert!(matches!(
-            p.room_for(&h2, 41),
+            p.room_for(&h2, 41, 1, 0),
             Err(PoolError::Full { bytes: 60, .. })
         ));
-        p.room_for(&h2, 40).unwrap();
+        p.room_for(&h2, 40, 1, 0).unwrap();
         p.push(h2, Bytes::from(vec![2; 40]), 21_000, from(2, 1));
         let (h3, _) = tx(3, 0);
-        let full = p.room_for(&h3, 0).unwrap_err();
+        let full = p.room_for(&h3, 0, 1, 0).unwrap_err();
         assert!(full.to_string().contains("2 transactions of 2"), "{full}");
+    }
+
+    #[test]
+    fn a_full_pool_evicts_its_cheapest_last_transaction_for_one_paying_more() {
+        let mut p = pool(3, 1_000);
+        // Sender 1 holds nonces 0 and 1 at tip 5, sender 2 nonce 0 at tip 3.
+        for (n, sender, nonce, tip) in [(1, 1, 0, 5), (2, 1, 1, 5), (3, 2, 0, 3)] {
+            let (h, r) = tx(n, 10);
+            p.push(
+                h,
+                r,
+                21_000,
+                Origin {
+                    nonce,
+                    ..from(sender, tip)
+                },
+            );
+        }
+        let (h4, _) = tx(4, 10);
+        // Paying no more than the cheapest (3): refused, nothing evicted.
+        assert!(matches!(
+            p.room_for(&h4, 10, 3, 0),
+            Err(PoolError::Full { .. })
+        ));
+        // Paying more: it takes sender 2's place (its last and cheapest).
+        assert_eq!(p.room_for(&h4, 10, 4, 0), Ok(Room::Evicting(tx(3, 0).0)));
+        assert!(p.evict(&tx(3, 0).0));
+        assert!(!p.evict(&tx(3, 0).0));
+        assert_eq!((p.len(), p.bytes), (2, 20));
+        // Sender 1's nonce 0 is never evicted before its nonce 1: at tip 6
+        // the cheapest last is nonce 1 (tip 5), leaving nonce 0 in place.
+        let (h5, r5) = tx(5, 10);
+        p.push(h5, r5, 21_000, from(5, 9));
+        assert_eq!(p.room_for(&h4, 10, 6, 0), Ok(Room::Evicting(tx(2, 0).0)));
+        // Tips are effective: over a base fee of 1,004 sender 1's fee caps
+        // (1,005) leave it 1, so a newcomer paying 2 takes its place.
+        assert_eq!(
+            p.room_for(&h4, 10, 2, 1_004),
+            Ok(Room::Evicting(tx(2, 0).0))
+        );
     }
 
     #[test]
@@ -307,7 +416,7 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p.first(5).iter().map(|r| r[0]).collect::<Vec<_>>(), [2, 4]);
         // What left is forgotten: it may come again, and its bytes are free.
-        p.room_for(&B256::repeat_byte(3), 10).unwrap();
+        p.room_for(&B256::repeat_byte(3), 10, 1, 0).unwrap();
         assert_eq!(p.bytes, 20);
     }
 

@@ -14,11 +14,12 @@ use alloy_primitives::{keccak256, Bytes, B256};
 use feth_profiler_rpc::Work;
 
 use super::{Consensus, Node, NodeError};
-use crate::app_pool::{AppPool, PoolError};
+use crate::app_pool::{AppPool, PoolError, Room};
 use crate::error::TxError;
 use crate::exec::TxOutcome;
 use crate::locks::{Poisoned, Rank, Ranked};
 use crate::mempool::CheckKind;
+use crate::proposal;
 use crate::tx::VerifiedTx;
 
 /// The pool, locked; `None` without `app-mempool`.
@@ -62,15 +63,23 @@ impl Node {
         // Outside the locks, as without the patch (`web3-recover`).
         self.recover_ahead(raw);
         let node = self.enter()?;
+        let base_fee = u128::from(self.next_base_fee()?);
         let Some(mut pool) = self.pool()? else {
             return Ok(None);
         };
         let hash = keccak256(raw);
-        if let Err(e) = pool.room_for(&hash, raw.len()) {
-            return Ok(Some(Err(e.into())));
-        }
+        // Undecodable bytes pay nothing; CheckTx refuses them with the reason.
+        let tip = proposal::effective_tip(raw, base_fee).unwrap_or(0);
+        let room = match pool.room_for(&hash, raw.len(), tip, base_fee) {
+            Ok(room) => room,
+            Err(e) => return Ok(Some(Err(e.into()))),
+        };
         Ok(Some(match node.check_tx(raw, CheckKind::New)? {
             Ok(admitted) => {
+                if let Room::Evicting(cheapest) = room {
+                    pool.evict(&cheapest);
+                    tracing::info!(%cheapest, by = %hash, "pool full: the cheapest evicted");
+                }
                 pool.push(hash, raw.clone(), admitted.gas_wanted(), admitted.origin());
                 Ok(hash)
             }

@@ -181,3 +181,53 @@ async fn txpool_tells_queued_from_pending_and_inspects_as_geth() {
     let content = call(&rpc, "txpool_content", json!([])).await.unwrap();
     assert_eq!(nonces(&content, "pending", &a), ["0", "1", "2", "3"]);
 }
+
+#[tokio::test]
+async fn a_full_pool_takes_a_better_paying_transaction_in_place_of_the_cheapest() {
+    let config = NodeConfig {
+        pool: PoolLimits {
+            max_txs: 2,
+            max_bytes: 1 << 20,
+        },
+        ..NodeConfig::new(Patches::ALL.with(Patch::AppMempool))
+    };
+    let node = TestNode::with_config(&funded_keys(), config);
+    let rpc = web3(&node);
+    let (a, b, c) = (key(1), key(2), key(3));
+    let owner = [
+        Tx::transfer(0, c.address, 1).sign(&a),
+        Tx::transfer(1, c.address, 1).sign(&a),
+    ];
+    for raw in &owner {
+        send(&rpc, raw).await.expect("admitted");
+    }
+    // One sender owns the pool; a victim paying 100 × the tip takes the
+    // place of its last transaction (evicting its first would leave a gap).
+    let victim = Tx {
+        fee: Fee::Eip1559 {
+            max_fee: 200 * GWEI,
+            tip: 100 * GWEI,
+        },
+        ..Tx::transfer(0, c.address, 1)
+    }
+    .sign(&b);
+    send(&rpc, &victim).await.expect("admitted by eviction");
+    assert_eq!(pending(&rpc).await, "0x2");
+    let proposal = node.propose(1 << 20);
+    assert_eq!(proposal, vec![victim.clone(), owner[0].clone()]);
+    // Paying no more than what is left: refused, as before.
+    let late = Tx::transfer(0, a.address, 1).sign(&c);
+    let full = send(&rpc, &late).await.expect_err("the pool is full");
+    assert!(
+        full["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("txpool is full")),
+        "{full}"
+    );
+    let results = node.block(&proposal);
+    assert!(results.tx_results.iter().all(|r| r.code == 0));
+    // After the block the evicted nonce is free again: its sender resends it.
+    send(&rpc, &owner[1])
+        .await
+        .expect("admitted after the block");
+}

@@ -199,7 +199,7 @@ impl Application for AbciApp {
         match verdict {
             Ok(tx) => ResponseCheckTx {
                 code: 0,
-                gas_wanted: i64::try_from(tx.gas_wanted()).unwrap_or(i64::MAX),
+                gas_wanted: i64::try_from(node.gas_wanted(&tx)).unwrap_or(i64::MAX),
                 ..Default::default()
             },
             Err(e) => ResponseCheckTx {

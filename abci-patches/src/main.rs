@@ -11,7 +11,7 @@ use clap::{Parser, ValueEnum};
 use abcid::abci_server::{AbciAddr, AbciServer, ABCI_CONNECTIONS};
 use abcid::app_pool::PoolLimits;
 use abcid::grpc_server::GrpcAbci;
-use abcid::node::{Node, NodeConfig};
+use abcid::node::{Node, NodeConfig, DEFAULT_MAX_TX_GAS_WANTED};
 use abcid::nonce_queue::QueueConfig;
 use abcid::store::PersistPause;
 use abcid::{app::AbciApp, patches::Patches, rpc::RpcConfig};
@@ -79,6 +79,11 @@ struct Args {
     queue: QueueArgs,
     #[command(flatten)]
     pool: PoolArgs,
+    /// The most gas CheckTx tells CometBFT a transaction wants, which it
+    /// counts against `block.max_gas` when it reaps a proposal (0: the gas
+    /// limit, uncapped). PrepareProposal still fits the block by gas limits.
+    #[arg(long, default_value_t = DEFAULT_MAX_TX_GAS_WANTED)]
+    max_tx_gas_wanted: u64,
 }
 
 /// The bounds of the `app-mempool` patch's pool (abci-patches/README.md,
@@ -236,6 +241,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             max_txs: args.pool.app_mempool_size,
             max_bytes: args.pool.app_mempool_max_bytes,
         },
+        max_tx_gas_wanted: args.max_tx_gas_wanted,
     };
     let node = Arc::new(Node::open_with(&args.home, config).context("cannot open abcid's state")?);
     let (height, app_hash) = node.enter()?.info()?;

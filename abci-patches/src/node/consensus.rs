@@ -196,6 +196,11 @@ impl Consensus<'_> {
         self.node.patches
     }
 
+    /// The gas CheckTx answers `admitted` wants ([`Node::gas_wanted`]).
+    pub fn gas_wanted(&self, admitted: &Admitted) -> u64 {
+        self.node.gas_wanted(admitted)
+    }
+
     /// The verifier of this chain, once InitChain has run.
     pub fn verifier(&self) -> Result<Verifier, NodeError> {
         self.node.verifier()

@@ -23,7 +23,7 @@ use crate::exec::ExecutedBlock;
 use crate::fee_market;
 use crate::genesis::Genesis;
 use crate::locks::{AppLock, Poisoned, Rank, Ranked, ReadGuard, StateLock, WriteGuard};
-use crate::mempool::CheckState;
+use crate::mempool::{Admitted, CheckState};
 use crate::nonce_queue::QueueConfig;
 use crate::patches::{Patch, Patches};
 use crate::proposal::Origin;
@@ -131,16 +131,32 @@ pub struct NodeConfig {
     pub persist_pause: Option<PersistPause>,
     /// The bounds of `app-mempool`'s pool.
     pub pool: PoolLimits,
+    /// The most gas CheckTx says a transaction wants (0: its gas limit,
+    /// uncapped); see [`DEFAULT_MAX_TX_GAS_WANTED`].
+    pub max_tx_gas_wanted: u64,
 }
 
+/// The default cap on the gas CheckTx answers a transaction wants: a plain
+/// transfer's 21,000, the least any transaction uses. CometBFT reaps a
+/// proposal's candidates by that figure against `block.max_gas`, in arrival
+/// order; counted by gas limits, transactions claiming gas they never use
+/// (30 M for a transfer) fill the reap and keep a paying transaction behind
+/// them out of it for as long as they last. Capped, the reap takes as many
+/// candidates as the block could hold of transfers, PrepareProposal orders
+/// them by tip and cuts the block to its gas by their real limits.
+/// cosmos/evm caps the same figure (`evm.max-tx-gas-wanted`), for the same
+/// reason: a transaction's gas limit is not what it will use.
+pub const DEFAULT_MAX_TX_GAS_WANTED: u64 = 21_000;
+
 impl NodeConfig {
-    /// `patches`, the default queue bounds, no pause.
+    /// `patches`, the default queue bounds and gas-wanted cap, no pause.
     pub fn new(patches: Patches) -> Self {
         Self {
             patches,
             queue: QueueConfig::default(),
             persist_pause: None,
             pool: PoolLimits::default(),
+            max_tx_gas_wanted: DEFAULT_MAX_TX_GAS_WANTED,
         }
     }
 }
@@ -158,6 +174,8 @@ pub struct Node {
     /// `optimistic-execution`: speculations FinalizeBlock used, and dropped.
     speculations: Speculations,
     check: Mutex<CheckState>,
+    /// [`NodeConfig::max_tx_gas_wanted`].
+    max_tx_gas_wanted: u64,
     /// `app-mempool` on: the transactions admitted over web3.
     pool: Option<Mutex<AppPool>>,
     /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
@@ -193,6 +211,7 @@ impl Node {
             queue,
             persist_pause,
             pool,
+            max_tx_gas_wanted,
         } = config;
         let config = StoreConfig {
             cache_size: patches.has(Patch::RamBlockTxs).then_some(CAPPED_CACHE_SIZE),
@@ -229,6 +248,7 @@ impl Node {
                 .then(|| Arc::new(SenderCache::default())),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
             snapshots,
+            max_tx_gas_wanted,
             #[cfg(test)]
             park: Default::default(),
         })
@@ -259,6 +279,14 @@ impl Node {
     /// The patches in force.
     pub fn patches(&self) -> Patches {
         self.patches
+    }
+
+    /// The gas CheckTx answers `admitted` wants (see [`NodeConfig`]).
+    pub fn gas_wanted(&self, admitted: &Admitted) -> u64 {
+        match self.max_tx_gas_wanted {
+            0 => admitted.gas_wanted(),
+            cap => admitted.gas_wanted().min(cap),
+        }
     }
 
     /// Enters the node for one ABCI call: waits for the one lock around the

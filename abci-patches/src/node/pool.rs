@@ -80,7 +80,8 @@ impl Node {
                     pool.evict(&cheapest);
                     tracing::info!(%cheapest, by = %hash, "pool full: the cheapest evicted");
                 }
-                pool.push(hash, raw.clone(), admitted.gas_wanted(), admitted.origin());
+                let gas = self.gas_wanted(&admitted);
+                pool.push(hash, raw.clone(), gas, admitted.origin());
                 Ok(hash)
             }
             Err(e) => Err(e.into()),

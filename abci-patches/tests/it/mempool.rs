@@ -1,6 +1,7 @@
 //! CheckTx: admission against the pending (check) state, and recheck after a
 //! committed block.
 
+use abcid::node::NodeConfig;
 use abcid::patches::{Patch, Patches};
 use alloy_primitives::{Address, Bytes, U256};
 use tendermint_proto::v0_38::abci::{CheckTxType, ResponseCheckTx};
@@ -60,6 +61,32 @@ fn admits_the_next_nonce_and_refuses_with_documented_codes() {
     let pending = node.node.account(&a.address, true).unwrap().unwrap();
     assert_eq!(pending.nonce, 1);
     assert_eq!(pending.balance, U256::from(FUNDED) - first.max_cost());
+}
+
+#[test]
+fn the_gas_a_transaction_claims_is_capped_for_cometbfts_reap() {
+    let claiming = |nonce| Tx {
+        gas_limit: 30_000_000,
+        ..Tx::transfer(nonce, key(2).address, 1)
+    };
+    // By default CheckTx says no transaction wants more than a transfer's
+    // 21,000: CometBFT's reap by gas wanted is not filled by claims.
+    let node = TestNode::new();
+    let response = node.check(&claiming(0).sign(&key(1)), CheckTxType::New);
+    assert_eq!(
+        (response.code, response.gas_wanted),
+        (0, 21_000),
+        "{}",
+        response.log
+    );
+    // Uncapped (0), the gas limit is said.
+    let config = NodeConfig {
+        max_tx_gas_wanted: 0,
+        ..NodeConfig::new(Patches::ALL)
+    };
+    let node = TestNode::with_config(&funded_keys(), config);
+    let response = node.check(&claiming(0).sign(&key(1)), CheckTxType::New);
+    assert_eq!(response.gas_wanted, 30_000_000, "{}", response.log);
 }
 
 #[test]

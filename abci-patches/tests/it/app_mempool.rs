@@ -101,8 +101,8 @@ async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
     send(&rpc, &next).await.expect("a's next nonce is 1 now");
 }
 
-#[tokio::test]
-async fn a_full_pool_refuses_and_reserves_nothing() {
+/// A node whose own pool holds two transactions at most.
+fn two_slot_pool() -> TestNode {
     let config = NodeConfig {
         pool: PoolLimits {
             max_txs: 2,
@@ -110,7 +110,12 @@ async fn a_full_pool_refuses_and_reserves_nothing() {
         },
         ..NodeConfig::new(Patches::ALL.with(Patch::AppMempool))
     };
-    let node = TestNode::with_config(&funded_keys(), config);
+    TestNode::with_config(&funded_keys(), config)
+}
+
+#[tokio::test]
+async fn a_full_pool_refuses_and_reserves_nothing() {
+    let node = two_slot_pool();
     let rpc = web3(&node);
     let (a, b, c) = (key(1), key(2), key(3));
     send(&rpc, &Tx::transfer(0, b.address, 1).sign(&a))
@@ -184,14 +189,7 @@ async fn txpool_tells_queued_from_pending_and_inspects_as_geth() {
 
 #[tokio::test]
 async fn a_full_pool_takes_a_better_paying_transaction_in_place_of_the_cheapest() {
-    let config = NodeConfig {
-        pool: PoolLimits {
-            max_txs: 2,
-            max_bytes: 1 << 20,
-        },
-        ..NodeConfig::new(Patches::ALL.with(Patch::AppMempool))
-    };
-    let node = TestNode::with_config(&funded_keys(), config);
+    let node = two_slot_pool();
     let rpc = web3(&node);
     let (a, b, c) = (key(1), key(2), key(3));
     let owner = [

@@ -18,8 +18,9 @@
 //! claiming much gas for little tip cannot hold it back. A full pool takes a
 //! newcomer paying a higher effective tip in place of its cheapest
 //! transaction that is its sender's last ([`AppPool::room_for`]), so one
-//! sender cannot own the pool against those who pay more. The pool is bounded by transactions and
-//! bytes, as CometBFT's mempool is (`mempool.size`, `mempool.max_txs_bytes`).
+//! sender cannot own the pool against those who pay more. The pool is
+//! bounded by transactions and bytes, as CometBFT's mempool is
+//! (`mempool.size`, `mempool.max_txs_bytes`).
 
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet, VecDeque};

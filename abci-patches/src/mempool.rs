@@ -26,7 +26,7 @@ use alloy_primitives::{Address, B256, U256};
 use crate::error::TxError;
 use crate::exec::{check_account, Spend};
 use crate::nonce_queue::{NonceQueue, QueueConfig};
-use crate::proposal::Origin;
+use crate::proposal::{self, Origin};
 use crate::state::{AccountRecord, StateDiff};
 use crate::tx::VerifiedTx;
 
@@ -85,16 +85,14 @@ impl Admitted {
 
 impl From<&VerifiedTx> for Admitted {
     fn from(tx: &VerifiedTx) -> Self {
+        let (tip, fee_cap) = proposal::fees(&tx.envelope);
         Self {
             hash: tx.hash,
             spend: Spend::from(tx),
             gas_limit: tx.envelope.gas_limit(),
             queued: false,
-            tip: tx
-                .envelope
-                .max_priority_fee_per_gas()
-                .unwrap_or(tx.envelope.max_fee_per_gas()),
-            fee_cap: tx.envelope.max_fee_per_gas(),
+            tip,
+            fee_cap,
         }
     }
 }

@@ -26,6 +26,7 @@ use alloy_consensus::Transaction;
 use alloy_primitives::{Address, B256, U256};
 
 use crate::error::TxError;
+use crate::proposal;
 use crate::tx::VerifiedTx;
 
 /// The bounds of the queue.
@@ -215,11 +216,7 @@ impl NonceQueue {
 /// geth's replacement rule: at least 10 % more fee cap and priority fee.
 fn pays_enough_more(new: &VerifiedTx, old: &VerifiedTx) -> bool {
     let bumped = |new: u128, old: u128| new.saturating_mul(10) >= old.saturating_mul(11);
-    let tip = |tx: &VerifiedTx| {
-        tx.envelope
-            .max_priority_fee_per_gas()
-            .unwrap_or(tx.envelope.max_fee_per_gas())
-    };
+    let tip = |tx: &VerifiedTx| proposal::fees(&tx.envelope).0;
     bumped(
         new.envelope.max_fee_per_gas(),
         old.envelope.max_fee_per_gas(),

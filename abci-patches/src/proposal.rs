@@ -21,6 +21,7 @@ use alloy_eips::eip2718::Decodable2718;
 use alloy_primitives::Address;
 
 use crate::error::TxError;
+use crate::tx::VerifiedTx;
 
 /// Why ProcessProposal refuses a proposal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,11 +110,34 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// The origin of a verified transaction.
+    pub fn of(tx: &VerifiedTx) -> Self {
+        let (tip, fee_cap) = fees(&tx.envelope);
+        Origin {
+            sender: tx.sender,
+            nonce: tx.envelope.nonce(),
+            tip,
+            fee_cap,
+        }
+    }
+
     /// What the transaction pays its proposer per gas over `base_fee`: its
     /// tip, at most what its fee cap leaves above the base fee (EIP-1559).
     pub fn effective_tip(&self, base_fee: u128) -> u128 {
-        self.tip.min(self.fee_cap.saturating_sub(base_fee))
+        effective(self.tip, self.fee_cap, base_fee)
     }
+}
+
+/// The priority fee and the fee cap per gas `tx` offers (a legacy
+/// transaction's gas price for both).
+pub fn fees(tx: &TxEnvelope) -> (u128, u128) {
+    let cap = tx.max_fee_per_gas();
+    (tx.max_priority_fee_per_gas().unwrap_or(cap), cap)
+}
+
+/// `tip`, at most what `cap` leaves above `base_fee`.
+fn effective(tip: u128, cap: u128, base_fee: u128) -> u128 {
+    tip.min(cap.saturating_sub(base_fee))
 }
 
 /// `txs` in the order a block builder takes them (geth's
@@ -252,9 +276,8 @@ pub fn fee_cap(raw: &[u8]) -> Option<u128> {
 pub fn effective_tip(raw: &[u8], base_fee: u128) -> Option<u128> {
     let mut buf = raw;
     let tx = TxEnvelope::decode_2718(&mut buf).ok()?;
-    let cap = tx.max_fee_per_gas();
-    let tip = tx.max_priority_fee_per_gas().unwrap_or(cap);
-    Some(tip.min(cap.saturating_sub(base_fee)))
+    let (tip, cap) = fees(&tx);
+    Some(effective(tip, cap, base_fee))
 }
 
 /// How many of `txs`, from the first, fit in a block of `max_bytes` raw bytes

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use alloy_consensus::Transaction as _;
 use alloy_primitives::B256;
 use feth_profiler_rpc::Work;
 
@@ -370,17 +369,7 @@ impl Node {
 
     /// Who sent `raw` at which nonce and tip, when it verifies.
     fn origin(&self, verifier: &Verifier, raw: &[u8]) -> Option<Origin> {
-        let tx = verifier.verify(raw).ok()?;
-        let tip = tx
-            .envelope
-            .max_priority_fee_per_gas()
-            .unwrap_or(tx.envelope.max_fee_per_gas());
-        Some(Origin {
-            sender: tx.sender,
-            nonce: tx.envelope.nonce(),
-            tip,
-            fee_cap: tx.envelope.max_fee_per_gas(),
-        })
+        Some(Origin::of(&verifier.verify(raw).ok()?))
     }
 }
 

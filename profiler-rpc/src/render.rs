@@ -18,7 +18,7 @@ use crate::folded::FoldedStacks;
 use crate::role::{Role, RoleFilter, PROFILER_THREAD_PREFIX};
 use crate::shared::{set_current_thread_batch, set_current_thread_lowest_priority, Shared};
 use crate::store::StoredFile;
-use crate::work::{self, ThreadWork, Work};
+use crate::work::{self, Work};
 
 /// Label key of the sample's work in protobuf samples.
 const ROLE_LABEL: &str = "role";
@@ -152,6 +152,7 @@ fn render_block(
     }
 
     let all = fold(&samples);
+    let work_of: HashMap<&Frames, Work> = samples.iter().map(|s| (&s.frames, s.work)).collect();
     let duration_ms = window.as_secs_f64() * 1e3;
     let mut files = Vec::new();
     for filter in RoleFilter::ALL {
@@ -182,7 +183,7 @@ fn render_block(
         };
         files.push(StoredFile {
             name: ProfileKind::Pb.file_name(filter),
-            bytes: encode_pprof(&report, height, &shared.thread_work)?,
+            bytes: encode_pprof(&report, height, &work_of)?,
         });
     }
 
@@ -329,11 +330,12 @@ fn sanitize_frame(name: &str) -> String {
 }
 
 /// Encodes a report as a pprof protobuf whose samples carry, besides pprof-rs's `thread`
-/// label, a `role` label (the sample's work) and a numeric `block_height` label.
+/// label, a `role` label (the sample's work, from `work_of`) and a numeric `block_height`
+/// label.
 fn encode_pprof(
     report: &Report,
     height: u64,
-    rules: &[ThreadWork],
+    work_of: &HashMap<&Frames, Work>,
 ) -> Result<Vec<u8>, ProfilerError> {
     let mut profile = report.pprof().map_err(|e| ProfilerError::Render {
         what: "pprof protobuf".into(),
@@ -350,12 +352,8 @@ fn encode_pprof(
     let num = i64::try_from(height).unwrap_or(i64::MAX);
     // pprof-rs writes one sample per entry of `data`, in its iteration order.
     for (sample, frames) in profile.sample.iter_mut().zip(report.data.keys()) {
-        let symbols = frames.frames.iter().flatten().map(Symbol::name);
-        let work = work::classify(
-            work::innermost_marker(symbols),
-            &frames.thread_name_or_id(),
-            rules,
-        );
+        // Every selected stack is one of the block's samples.
+        let work = work_of.get(frames).copied().unwrap_or(Work::Other);
         sample.label.push(pprof::protos::Label {
             key: role_key,
             str: work_names[&work],

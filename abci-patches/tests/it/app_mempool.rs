@@ -101,6 +101,17 @@ async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
     send(&rpc, &next).await.expect("a's next nonce is 1 now");
 }
 
+/// Sends `raw` and checks that the full pool refused it.
+async fn refused_full(rpc: &RpcModule<Web3>, raw: &Bytes) {
+    let full = send(rpc, raw).await.expect_err("the pool is full");
+    assert!(
+        full["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("txpool is full")),
+        "{full}"
+    );
+}
+
 /// A node whose own pool holds two transactions at most.
 fn two_slot_pool() -> TestNode {
     let config = NodeConfig {
@@ -125,13 +136,7 @@ async fn a_full_pool_refuses_and_reserves_nothing() {
         .await
         .unwrap();
     let late = Tx::transfer(0, a.address, 1).sign(&c);
-    let full = send(&rpc, &late).await.expect_err("the pool is full");
-    assert!(
-        full["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("txpool is full")),
-        "{full}"
-    );
+    refused_full(&rpc, &late).await;
     let proposal = node.propose(1 << 20);
     node.block(&proposal);
     // Refused before CheckTx: c's nonce 0 was never reserved.
@@ -215,13 +220,7 @@ async fn a_full_pool_takes_a_better_paying_transaction_in_place_of_the_cheapest(
     assert_eq!(proposal, vec![victim.clone(), owner[0].clone()]);
     // Paying no more than what is left: refused, as before.
     let late = Tx::transfer(0, a.address, 1).sign(&c);
-    let full = send(&rpc, &late).await.expect_err("the pool is full");
-    assert!(
-        full["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("txpool is full")),
-        "{full}"
-    );
+    refused_full(&rpc, &late).await;
     let results = node.block(&proposal);
     assert!(results.tx_results.iter().all(|r| r.code == 0));
     // After the block the evicted nonce is free again: its sender resends it.

@@ -88,6 +88,12 @@ impl Node {
         }))
     }
 
+    /// `nonce-queue`: how many transactions wait for a predecessor (0
+    /// without the patch).
+    pub fn queued_len(&self) -> Result<usize, NodeError> {
+        Ok(self.check()?.queue().len())
+    }
+
     /// `nonce-queue`: the transactions that wait for a predecessor (queued,
     /// as opposed to pending): all their hashes, and the first `n` of them.
     /// Empty without the patch.

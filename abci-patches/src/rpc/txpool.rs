@@ -48,8 +48,7 @@ struct Listing<T> {
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     m.register_async_method("txpool_status", |_, w, _| async move {
         let pool = mempool(&w, 0).await?;
-        let (queued, _) = w.node.queued(0).map_err(internal)?;
-        let queued = queued.len() as u64;
+        let queued = w.node.queued_len().map_err(internal)? as u64;
         RpcResult::Ok(Status {
             pending: U64::from(pool.total.saturating_sub(queued)),
             queued: U64::from(queued),

@@ -29,6 +29,9 @@ pub enum Refusal {
     AlreadyKnown,
     /// The sender cannot pay.
     InsufficientFunds,
+    /// The node could not reach what takes transactions (abcid's CometBFT,
+    /// a proxy's backend): nothing was taken; send the same again later.
+    Unavailable,
     /// Anything else.
     Other,
 }
@@ -44,13 +47,17 @@ impl Refusal {
             Refusal::RateLimited => "rate limited",
             Refusal::AlreadyKnown => "already known",
             Refusal::InsufficientFunds => "insufficient funds",
+            Refusal::Unavailable => "node unavailable",
             Refusal::Other => "other",
         }
     }
 
     /// Whether the same transaction should simply go again after a back-off.
     pub fn is_busy(self) -> bool {
-        matches!(self, Refusal::MempoolFull | Refusal::RateLimited)
+        matches!(
+            self,
+            Refusal::MempoolFull | Refusal::RateLimited | Refusal::Unavailable
+        )
     }
 }
 
@@ -70,6 +77,14 @@ const MEMPOOL_FULL: &[&str] = &[
     "mempool full",
 ];
 const RATE_LIMITED: &[&str] = &["rate limit", "too many requests"];
+// Last of all: a kind named in the text wins over the transport's words.
+const UNAVAILABLE: &[&str] = &[
+    "unavailable",
+    "connection refused",
+    "connection reset",
+    "error sending request",
+    "i/o timeout",
+];
 // Before the funds and fee phrases: "insufficient funds" is not a fee refusal.
 const INSUFFICIENT_FUNDS: &[&str] = &["insufficient funds", "insufficient balance"];
 const FEE_TOO_LOW: &[&str] = &[
@@ -106,6 +121,8 @@ pub fn classify(message: &str) -> Refusal {
         Refusal::InsufficientFunds
     } else if any(FEE_TOO_LOW) {
         Refusal::FeeTooLow
+    } else if any(UNAVAILABLE) {
+        Refusal::Unavailable
     } else {
         Refusal::Other
     }
@@ -168,6 +185,12 @@ mod tests {
             ("failed to check sender balance: sender balance < tx cost (0 < 21000): insufficient funds", Refusal::InsufficientFunds),
             ("rate limit exceeded", Refusal::RateLimited),
             ("exceeds block gas limit: gas 40000000, limit 30000000", Refusal::Other),
+            // A node whose consensus part is down (abcid restarting before
+            // its CometBFT; a Cosmos EVM node's broadcast to a stopped RPC)
+            ("consensus node unavailable: error sending request for url (http://127.0.0.1:35827/)", Refusal::Unavailable),
+            ("failed to broadcast transaction: post failed: Post \"http://localhost:26657\": dial tcp 127.0.0.1:26657: connect: connection refused", Refusal::Unavailable),
+            ("503 Service Unavailable", Refusal::Unavailable),
+            ("consensus node unavailable: mempool is full", Refusal::MempoolFull),
         ];
         for (text, kind) in cases {
             assert_eq!(classify(text), kind, "{text}");
@@ -180,5 +203,6 @@ mod tests {
         assert_eq!(classify("rpc error: Mempool Is Full"), Refusal::MempoolFull);
         assert!(classify("TOO MANY REQUESTS").is_busy());
         assert!(!classify("nonce too low").is_busy());
+        assert!(classify("Consensus node UNAVAILABLE").is_busy());
     }
 }

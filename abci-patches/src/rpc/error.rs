@@ -1,5 +1,6 @@
 //! The JSON-RPC errors abcid answers, with geth's codes: `-32000` for what
-//! geth reports as a plain error, `-32602` for arguments it cannot take.
+//! geth reports as a plain error, `-32602` for arguments it cannot take,
+//! and EIP-1474's `-32002` when its CometBFT cannot be reached.
 
 use jsonrpsee::types::ErrorObjectOwned;
 
@@ -17,10 +18,18 @@ pub const INVALID_PARAMS: i32 = -32602;
 /// The method exists in the standard but abcid cannot serve it honestly.
 pub const UNSUPPORTED: i32 = -32601;
 const INTERNAL_ERROR: i32 = -32603;
+/// EIP-1474's "resource unavailable": CometBFT did not answer, nothing was
+/// taken, the same transaction may go again.
+pub const RESOURCE_UNAVAILABLE: i32 = -32002;
 
 /// A `-32000` error with `message`.
 pub fn server_error(message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(SERVER_ERROR, message.into(), None::<()>)
+}
+
+/// A `-32002` error with `message`: what takes transactions is unreachable.
+pub fn unavailable(message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(RESOURCE_UNAVAILABLE, message.into(), None::<()>)
 }
 
 /// A `-32602` error with `message`.

@@ -9,7 +9,9 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::RpcModule;
 
 use super::comet::BroadcastError;
-use super::error::{internal, internal_failure, server_error, RpcResult, SERVER_ERROR};
+use super::error::{
+    internal, internal_failure, server_error, unavailable, RpcResult, SERVER_ERROR,
+};
 use super::Web3;
 use crate::app_pool::PoolError;
 use crate::node::Refused;
@@ -60,6 +62,7 @@ fn answer(e: BroadcastError) -> ErrorObjectOwned {
             log,
             Some(serde_json::json!({ "abci_code": code })),
         ),
+        e @ BroadcastError::Unavailable(_) => unavailable(e.to_string()),
         other => server_error(other.to_string()),
     }
 }

@@ -288,7 +288,7 @@ async fn send_raw_transaction_reports_bad_hex_and_an_unreachable_cometbft() {
     let unreachable = call(&f.rpc, "eth_sendRawTransaction", json!([raw]))
         .await
         .expect_err("nothing listens");
-    assert_eq!(unreachable["code"], -32000);
+    assert_eq!(unreachable["code"], -32002, "EIP-1474 resource unavailable");
     let message = unreachable["message"].as_str().unwrap();
     assert!(
         message.starts_with("consensus node unavailable: "),

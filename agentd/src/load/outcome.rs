@@ -37,6 +37,8 @@ pub(super) fn classify(result: Result<alloy_primitives::B256, RpcError>) -> Outc
             Refusal::NonceTooHigh => Outcome::NonceTooHigh,
             Refusal::FeeTooLow => Outcome::FeeTooLow(message),
             Refusal::InsufficientFunds => Outcome::InsufficientFunds(message),
+            // Nothing was taken, as when the node itself did not answer.
+            Refusal::Unavailable => Outcome::Timeout,
             Refusal::Other => Outcome::Rejected(message),
         },
         Err(RpcError::Transport { .. }) => Outcome::Timeout,
@@ -90,6 +92,8 @@ mod tests {
             (refused("invalid nonce; got 3, expected 5: invalid sequence"), NonceTooLow),
             (refused("invalid nonce; got 9, expected 5: invalid sequence"), NonceTooHigh),
             (refused("rate limit exceeded"), Busy),
+            // abcid restarted before its CometBFT
+            (refused("consensus node unavailable: error sending request for url (http://127.0.0.1:35827/)"), Timeout),
             // Case does not matter.
             (refused("Already Known"), Accepted),
         ];

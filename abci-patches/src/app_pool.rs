@@ -18,8 +18,12 @@
 //! claiming much gas for little tip cannot hold it back. A full pool takes a
 //! newcomer paying a higher effective tip in place of its cheapest
 //! transaction that is its sender's last ([`AppPool::room_for`]), so one
-//! sender cannot own the pool against those who pay more. The pool is
-//! bounded by transactions and bytes, as CometBFT's mempool is
+//! sender cannot own the pool against those who pay more; and a newcomer
+//! whose sender holds fewer than [`PoolLimits::account_slots`] transactions
+//! paying as much as the last transaction of the sender holding the most,
+//! above its slots, in that one's place (geth's 16 slots per account), so
+//! one sender cannot own it against those who pay the same either. The pool
+//! is bounded by transactions and bytes, as CometBFT's mempool is
 //! (`mempool.size`, `mempool.max_txs_bytes`).
 
 use std::cmp::Reverse;
@@ -36,16 +40,31 @@ pub struct PoolLimits {
     pub max_txs: usize,
     /// Most raw bytes held, all transactions together.
     pub max_bytes: u64,
+    /// Transactions each sender may hold in a full pool against one of a
+    /// sender holding more (geth's `AccountSlots`).
+    pub account_slots: usize,
 }
 
 impl Default for PoolLimits {
-    /// The devnet's CometBFT mempool bounds: 10,000 transactions, 1 GiB.
+    /// The devnet's CometBFT mempool bounds (10,000 transactions, 1 GiB)
+    /// and geth's 16 slots per sender.
     fn default() -> Self {
         Self {
             max_txs: 10_000,
             max_bytes: 1 << 30,
+            account_slots: 16,
         }
     }
+}
+
+/// A sender's transactions in the pool.
+#[derive(Debug, Clone, Copy)]
+struct Holding {
+    /// How many.
+    count: usize,
+    /// The highest nonce, and where its transaction is.
+    last_nonce: u64,
+    last: usize,
 }
 
 /// Why the pool did not take a transaction before CheckTx ran.
@@ -122,16 +141,20 @@ impl AppPool {
     /// Whether a transaction of `len` bytes with `hash`, paying an effective
     /// `tip` over `base_fee`, may be admitted, and where: asked before
     /// CheckTx, so that a refused one reserves nothing. In a full pool it
-    /// takes the place of the cheapest transaction that is its sender's last
-    /// (so no sender is left a gap) when it pays a higher effective tip, as
-    /// geth's pool evicts the cheapest for a better-paying newcomer: one
-    /// sender cannot own the pool against those who pay more.
+    /// takes the place of a transaction that is its sender's last (so no
+    /// sender is left a gap):
+    /// - the cheapest, when it pays a higher effective tip, as geth's pool
+    ///   evicts the cheapest for a better-paying newcomer;
+    /// - else, when its sender (`sender`, asked only of a full pool) holds
+    ///   fewer than [`PoolLimits::account_slots`], the last of the sender
+    ///   holding the most, above its slots, when it pays at least as much.
     pub fn room_for(
         &self,
         hash: &B256,
         len: usize,
         tip: u128,
         base_fee: u128,
+        sender: impl FnOnce() -> Option<Address>,
     ) -> Result<Room, PoolError> {
         if self.known.contains(hash) {
             return Err(PoolError::Known);
@@ -143,16 +166,19 @@ impl AppPool {
         if fits(self.txs.len(), self.bytes) {
             return Ok(Room::Free);
         }
-        match self.cheapest_last(base_fee) {
-            Some((cheapest, its_tip))
-                if its_tip < tip
-                    && fits(
-                        self.txs.len() - 1,
-                        self.bytes.saturating_sub(cheapest.raw.len() as u64),
-                    ) =>
-            {
-                Ok(Room::Evicting(cheapest.hash))
-            }
+        let freed = |i: usize| {
+            fits(
+                self.txs.len() - 1,
+                self.bytes.saturating_sub(self.txs[i].raw.len() as u64),
+            )
+        };
+        let holdings = self.holdings();
+        let evict = match self.cheapest_last(&holdings, base_fee) {
+            Some((i, its_tip)) if its_tip < tip => Some(i),
+            _ => sender().and_then(|s| self.over_its_slots(&holdings, s, tip, base_fee)),
+        };
+        match evict {
+            Some(i) if freed(i) => Ok(Room::Evicting(self.txs[i].hash)),
             _ => Err(PoolError::Full {
                 txs: self.txs.len(),
                 max_txs: self.limits.max_txs,
@@ -162,21 +188,53 @@ impl AppPool {
         }
     }
 
-    /// Of each sender's last transaction (its highest nonce), the one paying
-    /// the least effective tip over `base_fee` (the latest on a tie), with
-    /// that tip.
-    fn cheapest_last(&self, base_fee: u128) -> Option<(&Pooled, u128)> {
-        let mut last: HashMap<Address, (u64, usize)> = HashMap::new();
+    /// Each sender's count and last transaction.
+    fn holdings(&self) -> HashMap<Address, Holding> {
+        let mut held: HashMap<Address, Holding> = HashMap::new();
         for (i, tx) in self.txs.iter().enumerate() {
-            let entry = last.entry(tx.origin.sender).or_insert((tx.origin.nonce, i));
-            if tx.origin.nonce >= entry.0 {
-                *entry = (tx.origin.nonce, i);
+            let h = held.entry(tx.origin.sender).or_insert(Holding {
+                count: 0,
+                last_nonce: tx.origin.nonce,
+                last: i,
+            });
+            h.count += 1;
+            if tx.origin.nonce >= h.last_nonce {
+                (h.last_nonce, h.last) = (tx.origin.nonce, i);
             }
         }
-        last.values()
-            .map(|&(_, i)| (i, self.txs[i].origin.effective_tip(base_fee)))
+        held
+    }
+
+    /// Of each sender's last transaction, where the one paying the least
+    /// effective tip over `base_fee` is (the latest on a tie), with that tip.
+    fn cheapest_last(
+        &self,
+        holdings: &HashMap<Address, Holding>,
+        base_fee: u128,
+    ) -> Option<(usize, u128)> {
+        holdings
+            .values()
+            .map(|h| (h.last, self.txs[h.last].origin.effective_tip(base_fee)))
             .min_by_key(|&(i, tip)| (tip, Reverse(i)))
-            .map(|(i, tip)| (&self.txs[i], tip))
+    }
+
+    /// Where the last transaction of the sender holding the most is, when
+    /// that sender holds more than its slots, `newcomer` fewer, and the
+    /// newcomer's `tip` is at least that transaction's.
+    fn over_its_slots(
+        &self,
+        holdings: &HashMap<Address, Holding>,
+        newcomer: Address,
+        tip: u128,
+        base_fee: u128,
+    ) -> Option<usize> {
+        let slots = self.limits.account_slots;
+        if holdings.get(&newcomer).is_some_and(|h| h.count >= slots) {
+            return None;
+        }
+        let (_, most) = holdings.iter().max_by_key(|(_, h)| (h.count, h.last))?;
+        let its_tip = self.txs[most.last].origin.effective_tip(base_fee);
+        (most.count > slots && its_tip <= tip).then_some(most.last)
     }
 
     /// Removes `hash` from the pool (a transaction [`Self::room_for`] chose
@@ -298,25 +356,29 @@ mod tests {
     }
 
     fn pool(max_txs: usize, max_bytes: u64) -> AppPool {
-        AppPool::new(PoolLimits { max_txs, max_bytes })
+        AppPool::new(PoolLimits {
+            max_txs,
+            max_bytes,
+            account_slots: 2,
+        })
     }
 
     #[test]
     fn refuses_a_known_hash_and_what_passes_either_bound() {
         let mut p = pool(2, 100);
         let (h1, r1) = tx(1, 60);
-        assert_eq!(p.room_for(&h1, r1.len(), 1, 0), Ok(Room::Free));
+        assert_eq!(p.room_for(&h1, r1.len(), 1, 0, || None), Ok(Room::Free));
         p.push(h1, r1, 21_000, from(h1.0[0], 1));
-        assert_eq!(p.room_for(&h1, 60, 1, 0), Err(PoolError::Known));
+        assert_eq!(p.room_for(&h1, 60, 1, 0, || None), Err(PoolError::Known));
         let (h2, _) = tx(2, 41);
         assert!(matches!(
-            p.room_for(&h2, 41, 1, 0),
+            p.room_for(&h2, 41, 1, 0, || None),
             Err(PoolError::Full { bytes: 60, .. })
         ));
-        p.room_for(&h2, 40, 1, 0).unwrap();
+        p.room_for(&h2, 40, 1, 0, || None).unwrap();
         p.push(h2, Bytes::from(vec![2; 40]), 21_000, from(2, 1));
         let (h3, _) = tx(3, 0);
-        let full = p.room_for(&h3, 0, 1, 0).unwrap_err();
+        let full = p.room_for(&h3, 0, 1, 0, || None).unwrap_err();
         assert!(full.to_string().contains("2 transactions of 2"), "{full}");
     }
 
@@ -339,11 +401,14 @@ mod tests {
         let (h4, _) = tx(4, 10);
         // Paying no more than the cheapest (3): refused, nothing evicted.
         assert!(matches!(
-            p.room_for(&h4, 10, 3, 0),
+            p.room_for(&h4, 10, 3, 0, || None),
             Err(PoolError::Full { .. })
         ));
         // Paying more: it takes sender 2's place (its last and cheapest).
-        assert_eq!(p.room_for(&h4, 10, 4, 0), Ok(Room::Evicting(tx(3, 0).0)));
+        assert_eq!(
+            p.room_for(&h4, 10, 4, 0, || None),
+            Ok(Room::Evicting(tx(3, 0).0))
+        );
         assert!(p.evict(&tx(3, 0).0));
         assert!(!p.evict(&tx(3, 0).0));
         assert_eq!((p.len(), p.bytes), (2, 20));
@@ -351,13 +416,75 @@ mod tests {
         // the cheapest last is nonce 1 (tip 5), leaving nonce 0 in place.
         let (h5, r5) = tx(5, 10);
         p.push(h5, r5, 21_000, from(5, 9));
-        assert_eq!(p.room_for(&h4, 10, 6, 0), Ok(Room::Evicting(tx(2, 0).0)));
+        assert_eq!(
+            p.room_for(&h4, 10, 6, 0, || None),
+            Ok(Room::Evicting(tx(2, 0).0))
+        );
         // Tips are effective: over a base fee of 1,004 sender 1's fee caps
         // (1,005) leave it 1, so a newcomer paying 2 takes its place.
         assert_eq!(
-            p.room_for(&h4, 10, 2, 1_004),
+            p.room_for(&h4, 10, 2, 1_004, || None),
             Ok(Room::Evicting(tx(2, 0).0))
         );
+    }
+
+    /// Sender 1 fills a pool of 4 at tip 5, over its 2 slots: sender 2,
+    /// paying the same, takes the place of its last transaction, and so on
+    /// until sender 1 holds its slots; no one paying less does.
+    #[test]
+    fn a_sender_over_its_slots_gives_way_to_one_under_them_paying_as_much() {
+        let mut p = pool(4, 1_000);
+        for nonce in 0..4u8 {
+            let (h, r) = tx(10 + nonce, 10);
+            p.push(
+                h,
+                r,
+                21_000,
+                Origin {
+                    nonce: nonce.into(),
+                    ..from(1, 5)
+                },
+            );
+        }
+        let sender = |n: u8| move || Some(Address::repeat_byte(n));
+        let (h, _) = tx(20, 10);
+        assert!(matches!(
+            p.room_for(&h, 10, 4, 0, sender(2)),
+            Err(PoolError::Full { .. })
+        ));
+        // Not asked for the sender when paying more than the cheapest.
+        let asked = || -> Option<Address> { panic!("the sender is not needed") };
+        assert_eq!(
+            p.room_for(&h, 10, 6, 0, asked),
+            Ok(Room::Evicting(tx(13, 0).0))
+        );
+        assert_eq!(
+            p.room_for(&h, 10, 5, 0, sender(2)),
+            Ok(Room::Evicting(tx(13, 0).0))
+        );
+        // Sender 1 itself gets nothing by it, nor one whose sender is unknown.
+        assert!(p.room_for(&h, 10, 5, 0, sender(1)).is_err());
+        assert!(p.room_for(&h, 10, 5, 0, || None).is_err());
+        for (n, nonce, last) in [(20, 0, 13), (21, 1, 12)] {
+            assert_eq!(
+                p.room_for(&tx(n, 0).0, 10, 5, 0, sender(2)),
+                Ok(Room::Evicting(tx(last, 0).0))
+            );
+            p.evict(&tx(last, 0).0);
+            let (h, r) = tx(n, 10);
+            p.push(
+                h,
+                r,
+                21_000,
+                Origin {
+                    nonce,
+                    ..from(2, 5)
+                },
+            );
+        }
+        // Both hold their 2 slots now: a third sender paying as much waits.
+        assert!(p.room_for(&tx(30, 0).0, 10, 5, 0, sender(3)).is_err());
+        assert_eq!(p.len(), 4);
     }
 
     #[test]
@@ -417,7 +544,8 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p.first(5).iter().map(|r| r[0]).collect::<Vec<_>>(), [2, 4]);
         // What left is forgotten: it may come again, and its bytes are free.
-        p.room_for(&B256::repeat_byte(3), 10, 1, 0).unwrap();
+        p.room_for(&B256::repeat_byte(3), 10, 1, 0, || None)
+            .unwrap();
         assert_eq!(p.bytes, 20);
     }
 

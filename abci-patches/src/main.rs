@@ -96,6 +96,10 @@ struct PoolArgs {
     /// Most raw bytes in the pool, all transactions together.
     #[arg(long, default_value_t = PoolLimits::default().max_bytes)]
     app_mempool_max_bytes: u64,
+    /// Transactions each sender keeps in a full pool against a newcomer of
+    /// a sender holding fewer who pays as much (geth's account slots).
+    #[arg(long, default_value_t = PoolLimits::default().account_slots)]
+    app_mempool_account_slots: usize,
 }
 
 /// The bounds of the `nonce-queue` patch (abci-patches/README.md, "Patches").
@@ -240,6 +244,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         pool: PoolLimits {
             max_txs: args.pool.app_mempool_size,
             max_bytes: args.pool.app_mempool_max_bytes,
+            account_slots: args.pool.app_mempool_account_slots,
         },
         max_tx_gas_wanted: args.max_tx_gas_wanted,
     };

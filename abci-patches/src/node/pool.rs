@@ -70,7 +70,9 @@ impl Node {
         let hash = keccak256(raw);
         // Undecodable bytes pay nothing; CheckTx refuses them with the reason.
         let tip = proposal::effective_tip(raw, base_fee).unwrap_or(0);
-        let room = match pool.room_for(&hash, raw.len(), tip, base_fee) {
+        // Its sender only when the pool is full (cached by `web3-recover`).
+        let sender = || Some(self.origin(&self.verifier().ok()?, raw)?.sender);
+        let room = match pool.room_for(&hash, raw.len(), tip, base_fee, sender) {
             Ok(room) => room,
             Err(e) => return Ok(Some(Err(e.into()))),
         };

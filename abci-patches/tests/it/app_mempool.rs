@@ -114,10 +114,17 @@ async fn refused_full(rpc: &RpcModule<Web3>, raw: &Bytes) {
 
 /// A node whose own pool holds two transactions at most.
 fn two_slot_pool() -> TestNode {
+    small_pool(2, PoolLimits::default().account_slots)
+}
+
+/// A node whose own pool holds `max_txs` transactions at most, and keeps a
+/// sender's `account_slots` against others paying as much.
+fn small_pool(max_txs: usize, account_slots: usize) -> TestNode {
     let config = NodeConfig {
         pool: PoolLimits {
-            max_txs: 2,
+            max_txs,
             max_bytes: 1 << 20,
+            account_slots,
         },
         ..NodeConfig::new(Patches::ALL.with(Patch::AppMempool))
     };
@@ -227,4 +234,42 @@ async fn a_full_pool_takes_a_better_paying_transaction_in_place_of_the_cheapest(
     send(&rpc, &owner[1])
         .await
         .expect("admitted after the block");
+}
+
+/// One sender fills the pool at the usual fee: others paying the same take
+/// the places of its last transactions, one each, until it holds its slot;
+/// then the pool is full for everyone paying that fee.
+#[tokio::test]
+async fn a_sender_owning_a_full_pool_gives_way_to_others_paying_as_much() {
+    let node = small_pool(3, 1);
+    let rpc = web3(&node);
+    let (a, b, c, d) = (key(1), key(2), key(3), key(4));
+    let owner: Vec<Bytes> = (0..3)
+        .map(|nonce| Tx::transfer(nonce, d.address, 1).sign(&a))
+        .collect();
+    for raw in &owner {
+        send(&rpc, raw).await.expect("admitted");
+    }
+    let others = [
+        Tx::transfer(0, d.address, 1).sign(&b),
+        Tx::transfer(0, d.address, 1).sign(&c),
+    ];
+    for raw in &others {
+        send(&rpc, raw)
+            .await
+            .expect("admitted in place of a's last");
+    }
+    refused_full(&rpc, &Tx::transfer(0, a.address, 1).sign(&d)).await;
+    refused_full(&rpc, &Tx::transfer(1, d.address, 1).sign(&b)).await;
+    let proposal = node.propose(1 << 20);
+    assert_eq!(
+        proposal,
+        [owner[0].clone(), others[0].clone(), others[1].clone()]
+    );
+    let results = node.block(&proposal);
+    assert!(results.tx_results.iter().all(|r| r.code == 0));
+    // a's evicted nonces were never its: they go again after the block.
+    for raw in &owner[1..] {
+        send(&rpc, raw).await.expect("admitted after the block");
+    }
 }

@@ -54,28 +54,34 @@ linted() {
 # go) by group, and only them.
 groups=()
 trap 'for g in "${groups[@]}"; do kill -- "-$g" 2>/dev/null || true; done' EXIT
-# Waits for background part $1 (pid $2, log $3) and shows its log.
+# Waits for background part $1 (pid $2, log $3) and shows its log, with
+# when it ended (its log's last write) on the suite's clock.
 finish() {
   local rc=0
   wait "$2" || rc=$?
   echo "--- $1 (log: $3) ---"
   cat "$3"
-  echo "--- $1: exit status $rc ---"
+  echo "--- $1: exit status $rc, ended at $(($(stat -c %Y "$3") - start))s ---"
   return "$rc"
 }
+# Each phase's start on the suite's clock, to keep the whole under CI's limit.
+start=$(date +%s)
+stamp() { echo "test: [$(($(date +%s) - start))s] $*"; }
 
+stamp "the installs"
 bash scripts/setup.sh --test-packages
+stamp "the linted build"
 linted bench --workspace --no-run --profile dev
 linted test --workspace --no-run
 
 failed=()
-echo "test: the tests that measure the machine, alone"
+stamp "the tests that measure the machine, alone"
 # --workspace, as the build: cargo unifies features over the packages it is
 # given, and `-p feth` alone rebuilt 111 dependencies with other features.
 linted test --workspace --no-fail-fast -- --test-threads 1 quiet:: ||
   failed+=("the machine-measuring tests (it::quiet)")
 
-echo "test: every other test; beside them at nice 19, the fuzz targets and the test tools' installs (logs: $logs/fuzz.log, $logs/tools.log)"
+stamp "every other test; beside them at nice 19, the fuzz targets and the test tools' installs (logs: $logs/fuzz.log, $logs/tools.log)"
 setsid nice -n 19 "$MAKE" --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_FLAGS=--dev \
   >"$logs/fuzz.log" 2>&1 &
 fuzz=$!
@@ -85,14 +91,16 @@ tools=$!
 groups+=("$tools")
 linted test --workspace --no-fail-fast -- --test-threads 1 --skip quiet:: ||
   failed+=("the other tests")
+stamp "the other tests ended"
 if finish "the test tools' installs" "$tools" "$logs/tools.log"; then
-  echo "test: the tests that need those tools (the ignored ones)"
+  stamp "the tests that need those tools (the ignored ones)"
   linted test --workspace --no-fail-fast -- --ignored --test-threads 1 ||
     failed+=("the tests that need the test tools")
 else
   failed+=("the test tools' installs (so the tests that need them did not run)")
 fi
 finish fuzz "$fuzz" "$logs/fuzz.log" || failed+=("the fuzz runs")
+stamp "every part ended"
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'test: FAILED: %s\n' "${failed[@]}" >&2

@@ -5,6 +5,9 @@
 //! the runs measured before it; a node that does not come back within
 //! `--deploy-timeout` ends the run naming the step, its phase and what the
 //! node still lacked.
+//!
+//! Not among the quiet tests: it asserts what ends a run and what is said,
+//! nothing a busy machine changes.
 
 use std::path::Path;
 use std::process::Command;

@@ -4,6 +4,7 @@
 //! (`jenkinsfile`) or the flags the docs name (`docs_flags`).
 
 mod common;
+mod compare_deploy;
 mod compare_gate;
 mod deploy_manifests;
 mod devnet_network;

@@ -6,7 +6,6 @@
 
 mod bench_profiler;
 mod bench_stages;
-mod compare_deploy;
 mod compare_live;
 mod compare_run;
 mod kvstore;

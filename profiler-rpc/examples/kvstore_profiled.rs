@@ -3,6 +3,10 @@
 //! block, check_tx and deliver_tx told apart (`recipes/kvstore-rs.toml`
 //! runs it beside the pinned CometBFT).
 //!
+//! The app's calls are marked with the work they do ([`Work::run`]), and
+//! its store's driver thread, which does the writes FinalizeBlock asks
+//! for, is named so that a rule counts it as execution ([`ThreadWork`]).
+//!
 //! `kvstore_profiled ABCI_ADDR PROFILER_ADDR OUT_DIR`: ABCI on
 //! `ABCI_ADDR` (CometBFT's `proxy_app`), the profiler's JSON-RPC on
 //! `PROFILER_ADDR` (loopback), profiles under `OUT_DIR/kvstore-rs/`.
@@ -11,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use feth_profiler_rpc::{
-    serve, tag_current_thread, BlockProfiler, ProfilerConfig, Role, ServerConfig,
+    serve, tag_current_thread, BlockProfiler, ProfilerConfig, Role, ServerConfig, ThreadWork, Work,
 };
 use tendermint_abci::{Application, KeyValueStoreApp, ServerBuilder};
 use tendermint_proto::v0_38::abci::{
@@ -19,6 +23,9 @@ use tendermint_proto::v0_38::abci::{
     RequestProcessProposal, RequestQuery, ResponseCheckTx, ResponseCommit, ResponseFinalizeBlock,
     ResponseInfo, ResponsePrepareProposal, ResponseProcessProposal, ResponseQuery,
 };
+
+/// The name of the thread that holds the store (tendermint-abci's driver).
+const DRIVER_THREAD: &str = "kvstore-driver";
 
 /// The app, its calls marked for the block profiler.
 #[derive(Clone)]
@@ -39,15 +46,15 @@ impl Application for Profiled {
 
     fn check_tx(&self, request: RequestCheckTx) -> ResponseCheckTx {
         tag_current_thread(Role::CheckTx);
-        self.app.check_tx(request)
+        Work::CheckTx.run(|| self.app.check_tx(request))
     }
 
     fn prepare_proposal(&self, request: RequestPrepareProposal) -> ResponsePrepareProposal {
-        self.app.prepare_proposal(request)
+        Work::Proposal.run(|| self.app.prepare_proposal(request))
     }
 
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
-        self.app.process_proposal(request)
+        Work::Proposal.run(|| self.app.process_proposal(request))
     }
 
     fn finalize_block(&self, request: RequestFinalizeBlock) -> ResponseFinalizeBlock {
@@ -56,7 +63,7 @@ impl Application for Profiled {
         self.height.store(height, Ordering::Release);
         self.profiler.begin_block(height);
         let txs = request.txs.len();
-        let mut done = self.app.finalize_block(request);
+        let mut done = Work::DeliverTx.run(|| self.app.finalize_block(request));
         // tendermint-abci 0.41's example answers with no transaction
         // results, and CometBFT 0.38 halts on a block whose results do not
         // match its transactions: one (code 0) per transaction.
@@ -67,7 +74,7 @@ impl Application for Profiled {
     }
 
     fn commit(&self) -> ResponseCommit {
-        let done = self.app.commit();
+        let done = Work::Commit.run(|| self.app.commit());
         self.profiler.end_block(self.height.load(Ordering::Acquire));
         done
     }
@@ -78,7 +85,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [abci, profiler_addr, out] = args.as_slice() else {
         return Err("usage: kvstore_profiled ABCI_ADDR PROFILER_ADDR OUT_DIR".into());
     };
-    let profiler = BlockProfiler::new(ProfilerConfig::new("kvstore-rs", out))?;
+    let mut config = ProfilerConfig::new("kvstore-rs", out);
+    // Under load the driver thread mostly stores FinalizeBlock's writes.
+    config.thread_work = vec![ThreadWork::new(DRIVER_THREAD, Work::DeliverTx)];
+    let profiler = BlockProfiler::new(config)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -88,11 +98,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let _server = runtime.block_on(serve(profiler.clone(), config))?;
     let (app, driver) = KeyValueStoreApp::new();
-    std::thread::spawn(move || {
-        if let Err(e) = driver.run() {
-            eprintln!("the kvstore driver stopped: {e}");
-        }
-    });
+    std::thread::Builder::new()
+        .name(DRIVER_THREAD.to_string())
+        .spawn(move || {
+            if let Err(e) = driver.run() {
+                eprintln!("the kvstore driver stopped: {e}");
+            }
+        })?;
     let app = Profiled {
         app,
         profiler,

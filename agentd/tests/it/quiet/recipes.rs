@@ -272,14 +272,20 @@ fn check_role_splits(r: &feth::compare::CompareReport) {
 
 /// tendermint-abci's kvstore example app, profiler-rpc embedded in a few
 /// lines (`profiler-rpc/examples/kvstore_profiled.rs`), run beside the
-/// pinned CometBFT from its recipe and loaded: armed for three blocks, the
-/// profiler outside abcid captures three consecutive blocks, each window
-/// from one Commit to the next with the app's FinalizeBlock marked in it.
+/// pinned CometBFT from its recipe and loaded: armed for eight one-second
+/// blocks, the profiler outside abcid captures eight consecutive blocks,
+/// each window
+/// from one Commit to the next with the app's FinalizeBlock marked in it,
+/// and splits their samples by the app's own marks: both roles, check_tx
+/// and deliver_tx, each sampled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rust_abci_app_of_ones_own_is_profiled_per_block_from_its_recipe() {
+    // The app's own CPU is small (its CheckTx and store writes are cheap):
+    // enough blocks of a second each that both roles are sampled.
+    const BLOCKS: usize = 8;
     use feth::kvstore::load::{client, OpenLoop, SendConfig};
-    use feth_profiler_rpc::api::EnableParams;
-    use feth_profiler_rpc::ProfilerClient;
+    use feth_profiler_rpc::api::{EnableParams, ProfileSummary};
+    use feth_profiler_rpc::{ProfilerClient, Work};
 
     let examples = std::path::Path::new(env!("CARGO_BIN_EXE_feth")).with_file_name("examples");
     let binary = examples.join("kvstore_profiled");
@@ -292,7 +298,7 @@ async fn a_rust_abci_app_of_ones_own_is_profiled_per_block_from_its_recipe() {
     let opts = RecipeOptions {
         dir: dir.path().join("kvrs"),
         binary: Some(binary),
-        vars: vec!["timeout_commit=200ms".into()],
+        vars: vec!["timeout_commit=1s".into()],
         ..RecipeOptions::default()
     };
     let net = RecipeDevnet::up(&Recipe::find("kvstore-rs").unwrap(), &opts)
@@ -310,7 +316,7 @@ async fn a_rust_abci_app_of_ones_own_is_profiled_per_block_from_its_recipe() {
 
     let profiler = ProfilerClient::new(net.state.urls.profiler.as_ref().unwrap(), None).unwrap();
     let params = EnableParams {
-        blocks: Some(3),
+        blocks: Some(BLOCKS as i64),
         frequency_hz: Some(997),
     };
     profiler.enable(params).await.unwrap();
@@ -318,17 +324,25 @@ async fn a_rust_abci_app_of_ones_own_is_profiled_per_block_from_its_recipe() {
     load.stop().await.unwrap();
     assert!(!status.armed);
     let profiles = profiler.list().await.unwrap();
-    assert_eq!(profiles.len(), 3, "{profiles:?}");
+    assert_eq!(profiles.len(), BLOCKS, "{profiles:?}");
     let heights: Vec<u64> = profiles.iter().map(|p| p.height).collect();
-    assert_eq!(
-        (heights[1], heights[2]),
-        (heights[0] + 1, heights[0] + 2),
-        "{heights:?}"
-    );
+    let consecutive: Vec<u64> = (0..BLOCKS as u64).map(|i| heights[0] + i).collect();
+    assert_eq!(heights, consecutive);
     for p in &profiles {
         let execution = p.execution_ms.expect("the app marks FinalizeBlock");
         assert!(execution > 0.0 && execution < p.duration_ms, "{p:?}");
     }
-    // The app itself costs so little CPU that a block holds about one
-    // sample at 997 Hz: which role each falls in is not asserted here.
+    // Both roles, each from the app's own marks: CheckTx on the mempool
+    // connection, FinalizeBlock and its store's driver thread.
+    let work = |kind: Work| -> u64 {
+        let of = |p: &ProfileSummary| p.work_samples.get(&kind).copied().unwrap_or(0);
+        profiles.iter().map(of).sum()
+    };
+    let (admission, execution) = (work(Work::CheckTx), work(Work::DeliverTx));
+    eprintln!(
+        "kvstore-rs samples over {BLOCKS} blocks: check_tx {admission}, deliver_tx {execution}"
+    );
+    assert!(admission > 0 && execution > 0, "{profiles:?}");
+    let checked: u64 = profiles.iter().map(|p| p.check_tx_samples).sum();
+    assert_eq!(checked, admission, "check_tx files hold the check_tx work");
 }

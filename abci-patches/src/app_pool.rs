@@ -62,8 +62,9 @@ impl Default for PoolLimits {
 struct Holding {
     /// How many.
     count: usize,
-    /// The highest nonce, and where its transaction is.
+    /// The highest nonce.
     last_nonce: u64,
+    /// Where the transaction of that nonce is in the pool.
     last: usize,
 }
 

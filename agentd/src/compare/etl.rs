@@ -4,12 +4,15 @@
 //! Every run gets a private Redis: each run's fresh chain reuses the heights
 //! of the one before, and an idempotent ingest would fold them together.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result};
 use feth_etl::ingest::{self, IngestConfig};
 use feth_etl::local_redis::LocalRedis;
 use feth_etl::stats::{self, StatsQuery};
 use serde::{Deserialize, Serialize};
 
+use crate::devnet::recipe::RecipeState;
 use crate::devnet::DevnetState;
 
 /// What the etl says of a window of blocks.
@@ -29,17 +32,48 @@ pub struct EtlFigures {
     pub block_time_p95_ms: Option<f64>,
 }
 
-/// Ingests the devnet's CometBFT and abcid logs (with its RPC for header
-/// times and results) and reads the figures of blocks `from ..= to`.
-pub async fn window(net: &DevnetState, from: u64, to: u64) -> Result<EtlFigures> {
+/// Where a run's etl reads: CometBFT's log (in any format the etl reads),
+/// abcid's when the node is abcid's devnet, and the CometBFT RPC for header
+/// times and results.
+#[derive(Debug, Clone)]
+pub struct EtlSource {
+    tendermint: PathBuf,
+    abcid: Option<PathBuf>,
+    comet_rpc: String,
+}
+
+impl EtlSource {
+    /// abcid's devnet: its CometBFT and abcid logs.
+    pub fn devnet(net: &DevnetState) -> Self {
+        Self {
+            tendermint: net.cometbft_log(),
+            abcid: Some(net.abcid_log()),
+            comet_rpc: net.rpc_url(),
+        }
+    }
+
+    /// A recipe devnet: the log its recipe names (`[logs]`); `None` when it
+    /// names none.
+    pub fn recipe(net: &RecipeState) -> Option<Self> {
+        Some(Self {
+            tendermint: net.etl_log()?,
+            abcid: None,
+            comet_rpc: net.urls.comet_rpc.clone(),
+        })
+    }
+}
+
+/// Ingests `source`'s logs (with its RPC for header times and results) and
+/// reads the figures of blocks `from ..= to`.
+pub async fn window(source: &EtlSource, from: u64, to: u64) -> Result<EtlFigures> {
     let redis = tokio::task::spawn_blocking(LocalRedis::start)
         .await
         .context("the redis-server start task failed")?
         .context("cannot start a private redis-server for the etl")?;
     let cfg = IngestConfig {
-        tendermint: vec![net.cometbft_log()],
-        abcid: vec![net.abcid_log()],
-        comet_rpc: Some(net.rpc_url()),
+        tendermint: vec![source.tendermint.clone()],
+        abcid: source.abcid.iter().cloned().collect(),
+        comet_rpc: Some(source.comet_rpc.clone()),
         redis: Some(redis.url.clone()),
         progress: false,
         ..IngestConfig::default()

@@ -14,10 +14,11 @@ use anyhow::{Context, Result};
 
 use super::conditions::{NodeConditions, CONFIG_KEYS};
 use super::deploy::{Deployer, Phase};
+use super::etl::{self, EtlFigures, EtlSource};
 use super::ladder::Step;
 use super::node::{AfterRun, MeasuredNode, RunRecords};
+use super::profile;
 use super::report::Settings;
-use super::{etl, profile};
 use crate::accounts::KeySet;
 use crate::devnet::recipe::{
     LoadKind, Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState,
@@ -339,18 +340,33 @@ impl MeasuredNode for StepNode {
     /// A devnet's logs through the etl, and its profiles when asked; a
     /// live node's logs are not feth's to read.
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
+        let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
         let net = match &self.net {
             Some(StepNet::Abcid(net)) => net,
-            Some(StepNet::Recipe(_)) | None if ctx.profile_blocks > 0 => {
+            Some(StepNet::Recipe(net)) => {
+                let etl = match EtlSource::recipe(&net.state) {
+                    Some(source) => recipe_etl(&source, first, last, &ctx).await,
+                    None => None,
+                };
+                let go = match ctx.profile_blocks > 0 {
+                    true => self.go_profiled(&ctx).await,
+                    false => None,
+                };
+                return Ok(RunRecords {
+                    etl,
+                    go,
+                    ..RunRecords::default()
+                });
+            }
+            None if ctx.profile_blocks > 0 => {
                 return Ok(RunRecords {
                     go: self.go_profiled(&ctx).await,
                     ..RunRecords::default()
                 })
             }
-            _ => return Ok(RunRecords::default()),
+            None => return Ok(RunRecords::default()),
         };
-        let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
-        let etl = etl::window(&net.state, first, last).await?;
+        let etl = etl::window(&EtlSource::devnet(&net.state), first, last).await?;
         let records = match ctx.profile_blocks > 0 {
             true => self.profiled(&ctx).await?,
             false => RunRecords::default(),
@@ -359,6 +375,25 @@ impl MeasuredNode for StepNode {
             etl: Some(etl),
             ..records
         })
+    }
+}
+
+/// A recipe devnet's log through the etl; `None`, with a warning, when the
+/// etl cannot read it (a chain's log it does not know): the comparison goes
+/// on without those figures.
+async fn recipe_etl(
+    source: &EtlSource,
+    first: u64,
+    last: u64,
+    ctx: &AfterRun<'_>,
+) -> Option<EtlFigures> {
+    match etl::window(source, first, last).await {
+        Ok(figures) => Some(figures),
+        Err(e) => {
+            let step = &ctx.step.name;
+            progress::println(ctx.bar, format!("warning: step {step}: no etl: {e:#}"));
+            None
+        }
     }
 }
 

@@ -247,6 +247,10 @@ fn a_gate_run_on_the_abcid_recipe_with_too_few_rounds_is_inconclusive() {
         let fixed = run.fixed.as_ref().expect("a fixed-rate window");
         // The recipe's processes (abcid and CometBFT) are the node.
         assert!(fixed.measure.node_cpu_us_per_tx.unwrap() > 0.0, "{run:?}");
+        // Its log (the recipe's `[logs]`) through the etl, as abcid's own
+        // devnet steps have it.
+        let etl = run.etl.as_ref().expect("the recipe's log through the etl");
+        assert!(etl.valid > 0 && etl.blocks > 0, "{etl:?}");
     }
     for run in r.runs.iter().filter(|x| x.step != "base") {
         assert_eq!(run.comet, ["mempool.size=8000"]);

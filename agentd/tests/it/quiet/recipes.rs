@@ -215,6 +215,11 @@ fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
         assert_eq!(c.block_max_gas, Some(-1), "the recipe's block gas: {c:?}");
     }
     assert_eq!(r.runs.len(), 4, "2 steps × 2 rounds");
+    for run in &r.runs {
+        // CometBFT's log, as the recipe names it, through the etl.
+        let etl = run.etl.as_ref().expect("the recipe's log through the etl");
+        assert!(etl.valid > 0 && etl.blocks > 0, "{etl:?}");
+    }
     let pooled = |m: &feth::saturate::StepMeasure| m.mempool_start.max(m.mempool_end).unwrap();
     for run in r.runs.iter().filter(|run| run.step != "base") {
         let m = &run.measure;

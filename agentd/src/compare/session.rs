@@ -341,39 +341,33 @@ impl MeasuredNode for StepNode {
     /// live node's logs are not feth's to read.
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
         let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
-        let net = match &self.net {
-            Some(StepNet::Abcid(net)) => net,
-            Some(StepNet::Recipe(net)) => {
-                let etl = match EtlSource::recipe(&net.state) {
-                    Some(source) => recipe_etl(&source, first, last, &ctx).await,
-                    None => None,
-                };
-                let go = match ctx.profile_blocks > 0 {
-                    true => self.go_profiled(&ctx).await,
-                    false => None,
+        let recipe_log = match &self.net {
+            Some(StepNet::Abcid(net)) => {
+                let etl = etl::window(&EtlSource::devnet(&net.state), first, last).await?;
+                let records = match ctx.profile_blocks > 0 {
+                    true => self.profiled(&ctx).await?,
+                    false => RunRecords::default(),
                 };
                 return Ok(RunRecords {
-                    etl,
-                    go,
-                    ..RunRecords::default()
+                    etl: Some(etl),
+                    ..records
                 });
             }
-            None if ctx.profile_blocks > 0 => {
-                return Ok(RunRecords {
-                    go: self.go_profiled(&ctx).await,
-                    ..RunRecords::default()
-                })
-            }
-            None => return Ok(RunRecords::default()),
+            Some(StepNet::Recipe(net)) => EtlSource::recipe(&net.state),
+            None => None,
         };
-        let etl = etl::window(&EtlSource::devnet(&net.state), first, last).await?;
-        let records = match ctx.profile_blocks > 0 {
-            true => self.profiled(&ctx).await?,
-            false => RunRecords::default(),
+        let etl = match recipe_log {
+            Some(source) => recipe_etl(&source, first, last, &ctx).await,
+            None => None,
+        };
+        let go = match ctx.profile_blocks > 0 {
+            true => self.go_profiled(&ctx).await,
+            false => None,
         };
         Ok(RunRecords {
-            etl: Some(etl),
-            ..records
+            etl,
+            go,
+            ..RunRecords::default()
         })
     }
 }

@@ -64,19 +64,21 @@ async fn armed(profiler: &ProfilerClient) -> Result<bool> {
     Ok(status.armed)
 }
 
-/// The whole node's profile of abcid's block profiles in `blocks` (each a
-/// `<height>/` folder with its `meta.json`) and CometBFT's `windows` over
+/// The whole node's profile of the app's block profiles in `blocks` (each a
+/// `<height>/` folder with its `meta.json`; its process named `app`, such
+/// as `abcid`) and CometBFT's `windows` over
 /// the same blocks, written into `dir`, scaled to the blocks' span.
 /// Returns what was written and the whole node's stacks, in µs of CPU.
 pub fn write_blocks(
+    app: &str,
     blocks: &[PathBuf],
     windows: &[Window],
     dir: &Path,
     title: &str,
 ) -> Result<(NodeProfileFiles, FoldedStacks)> {
-    let abcid = node::load_blocks("abcid", blocks)?;
+    let app = node::load_blocks(app, blocks)?;
     let comet = comet_part("cometbft", windows)?;
-    write(dir, title, &abcid, &comet, windows)
+    write(dir, title, &app, &comet, windows)
 }
 
 /// CometBFT's windows as one process: their stacks merged, over the sum

@@ -453,7 +453,7 @@ pub async fn stages(plan: StagesBenchPlan, out: &std::path::Path) -> Result<Stag
         "blocks {}-{}: the whole node, patches {}",
         heights.0, heights.1, plan.patches
     );
-    let (files, stacks) = node_profile::write_blocks(&blocks, &windows, out, &title)?;
+    let (files, stacks) = node_profile::write_blocks("abcid", &blocks, &windows, out, &title)?;
     let committed = committed_in(&client, heights).await?;
     let wall = wall_times(&counters, secs);
     Ok(StagesBench {

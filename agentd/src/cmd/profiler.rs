@@ -500,7 +500,7 @@ fn whole_node(
     let chain = blocks[0].chain_id.as_str();
     let title = format!("{chain} blocks {first}-{last}: the whole node, abcid and CometBFT");
     let dir = chain_dir.join(format!("node-{first}-{last}"));
-    let (files, _) = node_profile::write_blocks(&dirs, &windows, &dir, &title)?;
+    let (files, _) = node_profile::write_blocks("abcid", &dirs, &windows, &dir, &title)?;
     Ok(files)
 }
 

@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use feth_etl::rpc::Rpc;
 use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::diff::{diff_flamegraph, find_blocks, load_profile_set, DiffOptions};
-use feth_profiler_rpc::{ProfilerClient, RoleFilter};
+use feth_profiler_rpc::{download, ProfilerClient, RoleFilter};
 
 use crate::comet_pprof;
 use crate::devnet::DevnetState;
-use crate::eth::EthClient;
 use crate::go_profile::blocks::BlocksConfig;
 use crate::go_profile::roles::RoleTable;
 use crate::go_profile::{self, BlocksReport};
@@ -40,28 +40,56 @@ pub enum Captured {
     Nothing(String),
 }
 
+/// A node whose app embeds profiler-rpc, beside its CometBFT: abcid, or a
+/// recipe chain's app that names a `profiler` endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedNode {
+    /// The app's process, as the whole node's profile names it (`abcid`).
+    pub app: String,
+    /// The app's profiler (JSON-RPC).
+    pub profiler: String,
+    /// Its CometBFT's RPC.
+    pub comet_rpc: String,
+    /// Its CometBFT's Go pprof, when served.
+    pub pprof: Option<String>,
+}
+
+impl EmbeddedNode {
+    /// abcid's devnet: abcid's profiler beside the devnet's CometBFT.
+    pub fn devnet(net: &DevnetState) -> Self {
+        Self {
+            app: "abcid".to_string(),
+            profiler: net.profiler_url(),
+            comet_rpc: net.rpc_url(),
+            pprof: net.cometbft_pprof_url(),
+        }
+    }
+}
+
 /// Runs `load` (which must keep the node busy for at least `blocks` blocks
-/// after its first loaded one), arms abcid's profiler for `blocks` blocks
+/// after its first loaded one), arms the app's profiler for `blocks` blocks
 /// once a block holds transactions, waits until every captured block is
-/// rendered, and copies the profiles into `out`.
+/// rendered, and downloads their profiles into `out/<chain id>/<height>/`.
 pub async fn capture<T>(
-    net: &DevnetState,
+    node: &EmbeddedNode,
     blocks: u32,
     out: &Path,
     load: impl Future<Output = Result<T>>,
 ) -> Result<Captured> {
-    let profiler = ProfilerClient::new(&net.profiler_url(), None)?;
+    let app = &node.app;
+    let profiler = ProfilerClient::new(&node.profiler, None)?;
     let before = profiler
         .status()
         .await
-        .context("cannot read abcid's profiler status")?;
-    let client = EthClient::new(&net.web3_url(), Duration::from_secs(10))?;
-    let after = client
-        .block_number()
+        .with_context(|| format!("cannot read {app}'s profiler status"))?;
+    let rpc = Rpc::new(&node.comet_rpc, 20, 2)?;
+    let after = rpc
+        .status()
         .await
-        .context("cannot read the head")?;
+        .context("cannot read the head from CometBFT's /status")?
+        .latest_height;
     let arm = async {
-        wait_loaded_block(&client, after)
+        wait_loaded_block(&rpc, after)
             .await
             .context("the load under the profiled blocks never reached a block")?;
         profiler
@@ -70,26 +98,26 @@ pub async fn capture<T>(
                 frequency_hz: None,
             })
             .await
-            .context("cannot arm abcid's profiler")
+            .with_context(|| format!("cannot arm {app}'s profiler"))
     };
     let (loaded, armed) = tokio::join!(load, arm);
     loaded.context("the load under the profiled blocks")?;
     armed?;
-    let after = profiler
+    let idle = profiler
         .wait_idle(IDLE_TIMEOUT)
         .await
         .context("the profiled blocks were not all rendered")?;
-    if after.captured_total == before.captured_total {
-        let why = match after.last_error {
-            Some(e) if after.failures_total > before.failures_total => format!(
-                "abcid's profiler failed at {} (height {:?}): {}",
+    if idle.captured_total == before.captured_total {
+        let why = match idle.last_error {
+            Some(e) if idle.failures_total > before.failures_total => format!(
+                "{app}'s profiler failed at {} (height {:?}): {}",
                 e.stage, e.height, e.message
             ),
-            _ => format!("abcid's profiler wrote no profile of the {blocks} armed blocks and reported no failure"),
+            _ => format!("{app}'s profiler wrote no profile of the {blocks} armed blocks and reported no failure"),
         };
         return Ok(Captured::Nothing(why));
     }
-    copy_dir(&net.options.dir.join("flamegraphs"), out)?;
+    download_after(&profiler, after, &out.join(&idle.chain_id)).await?;
     // A block's window is its FinalizeBlock to Commit: a small block can
     // hold no sample at 99 Hz, and then its profile has no folded stacks.
     if let Err(e) = load_profile_set(out, RoleFilter::All) {
@@ -98,6 +126,20 @@ pub async fn capture<T>(
         )));
     }
     Ok(Captured::Profiles(out.to_path_buf()))
+}
+
+/// Downloads the profiles of the blocks above `after` into `chain_dir`.
+async fn download_after(profiler: &ProfilerClient, after: u64, chain_dir: &Path) -> Result<()> {
+    let mut profiles = profiler.list().await.context("cannot list the profiles")?;
+    profiles.retain(|p| p.height > after);
+    let plan = download::plan_download(chain_dir, &profiles);
+    for file in plan.files {
+        download::download_file(profiler, chain_dir, file)
+            .await
+            .with_context(|| format!("cannot download height {}'s profile", file.height))?;
+    }
+    download::write_metadata(chain_dir, &profiles)
+        .with_context(|| format!("cannot write profiles' metadata in {}", chain_dir.display()))
 }
 
 /// How long after the profiled load begins a Go node's per-block captures
@@ -126,22 +168,22 @@ pub async fn capture_go<T>(
 const COMETBFT_SECONDS: u64 = 4;
 
 /// Takes CometBFT's own CPU profile of the next [`COMETBFT_SECONDS`] from
-/// the devnet's Go pprof endpoint, folded and drawn under `out`, labelled
-/// with the blocks it covers; an error when the devnet does not serve it
-/// (one made before it did) or the capture fails. Returns the capture's
-/// folder and the window itself.
+/// `node`'s Go pprof endpoint, folded and drawn under `out`, labelled with
+/// the blocks it covers; an error when the node serves none (an abcid
+/// devnet made before it did, a recipe naming no `pprof`) or the capture
+/// fails. Returns the capture's folder and the window itself.
 pub async fn capture_cometbft(
-    net: &DevnetState,
+    node: &EmbeddedNode,
     out: &Path,
 ) -> Result<(PathBuf, comet_pprof::Window)> {
-    let pprof_url = net.cometbft_pprof_url().context(
-        "the devnet does not serve CometBFT's pprof (made before it did: recreate it with --fresh)",
+    let pprof_url = node.pprof.clone().context(
+        "the node serves no CometBFT pprof (an abcid devnet made before it did: recreate it with --fresh; a recipe: name its `pprof` endpoint)",
     )?;
     let cfg = comet_pprof::CaptureConfig {
         pprof_url,
         seconds: COMETBFT_SECONDS,
         label: "cometbft".to_string(),
-        comet_rpc: Some(net.rpc_url()),
+        comet_rpc: Some(node.comet_rpc.clone()),
         out: out.to_path_buf(),
     };
     let window = comet_pprof::take(&cfg).await?;
@@ -149,32 +191,40 @@ pub async fn capture_cometbft(
     Ok((capture.dir, window))
 }
 
-/// The whole node's profile of a step, in `out`: abcid's block profiles
-/// in `abcid` and CometBFT's `window`, weighed in CPU time over abcid's
-/// blocks (see [`crate::node_profile`]).
+/// The whole node's profile of a step, in `out`: the app's block profiles
+/// in `blocks` (its process named `app`) and CometBFT's `window`, weighed
+/// in CPU time over the app's blocks (see [`crate::node_profile`]).
 pub fn whole_node(
-    abcid: &Path,
+    app: &str,
+    blocks: &Path,
     window: comet_pprof::Window,
     out: &Path,
     title: &str,
 ) -> Result<PathBuf> {
-    let blocks = find_blocks(abcid)
-        .with_context(|| format!("cannot list the block profiles in {}", abcid.display()))?;
-    let (files, _) = node_profile::write_blocks(&blocks, &[window], out, title)?;
+    let found = find_blocks(blocks)
+        .with_context(|| format!("cannot list the block profiles in {}", blocks.display()))?;
+    let (files, _) = node_profile::write_blocks(app, &found, &[window], out, title)?;
     Ok(files.dir)
 }
 
-/// Waits until a block above `after` holds a transaction (polled every
-/// 100 ms, at most [`LOADED_TIMEOUT`]).
-async fn wait_loaded_block(client: &EthClient, after: u64) -> Result<()> {
+/// Waits until a block above `after` holds a transaction, read from
+/// CometBFT's RPC (polled every 100 ms, at most [`LOADED_TIMEOUT`]).
+async fn wait_loaded_block(rpc: &Rpc, after: u64) -> Result<()> {
     let started = std::time::Instant::now();
     let mut next = after + 1;
     while started.elapsed() < LOADED_TIMEOUT {
-        while let Some(block) = client.block(next).await? {
-            if !block.transactions.is_empty() {
+        let latest = rpc
+            .status()
+            .await
+            .context("CometBFT's /status")?
+            .latest_height;
+        if latest >= next {
+            let heights: Vec<u64> = (next..=latest).collect();
+            let (facts, _) = rpc.fetch(&heights, &[]).await?;
+            if facts.values().any(|f| f.txs.unwrap_or(0) > 0) {
                 return Ok(());
             }
-            next += 1;
+            next = latest + 1;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -201,41 +251,13 @@ pub fn diff(before: &Path, after: &Path, svg: &Path, title: &str) -> Result<()> 
     std::fs::write(svg, result.svg).with_context(|| format!("cannot write {}", svg.display()))
 }
 
-/// Copies the tree `from` into `to` (created), files and folders only.
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
-    let entries =
-        std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))?;
-    for entry in entries {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)
-                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn copies_a_tree_and_diffs_two_folded_sets() {
+    fn diffs_two_folded_sets() {
         let dir = tempfile::tempdir().unwrap();
-        let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
-        std::fs::create_dir_all(src.join("chain/7")).unwrap();
-        std::fs::write(src.join("chain/7/a.folded"), "main;work 3\n").unwrap();
-        copy_dir(&src, &dst).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dst.join("chain/7/a.folded")).unwrap(),
-            "main;work 3\n"
-        );
-        assert!(copy_dir(&dir.path().join("absent"), &dst).is_err());
-
         let before = dir.path().join("before.folded");
         let after = dir.path().join("after.folded");
         std::fs::write(&before, "main;work 30\nmain;idle 10\n").unwrap();

@@ -17,7 +17,7 @@ use super::deploy::{Deployer, Phase};
 use super::etl::{self, EtlFigures, EtlSource};
 use super::ladder::Step;
 use super::node::{AfterRun, MeasuredNode, RunRecords};
-use super::profile;
+use super::profile::{self, EmbeddedNode};
 use super::report::Settings;
 use crate::accounts::KeySet;
 use crate::devnet::recipe::{
@@ -341,34 +341,25 @@ impl MeasuredNode for StepNode {
     /// live node's logs are not feth's to read.
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
         let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
-        let recipe_log = match &self.net {
+        let etl = match &self.net {
             Some(StepNet::Abcid(net)) => {
-                let etl = etl::window(&EtlSource::devnet(&net.state), first, last).await?;
-                let records = match ctx.profile_blocks > 0 {
-                    true => self.profiled(&ctx).await?,
-                    false => RunRecords::default(),
-                };
-                return Ok(RunRecords {
-                    etl: Some(etl),
-                    ..records
-                });
+                Some(etl::window(&EtlSource::devnet(&net.state), first, last).await?)
             }
-            Some(StepNet::Recipe(net)) => EtlSource::recipe(&net.state),
+            Some(StepNet::Recipe(net)) => match EtlSource::recipe(&net.state) {
+                Some(source) => recipe_etl(&source, first, last, &ctx).await,
+                None => None,
+            },
             None => None,
         };
-        let etl = match recipe_log {
-            Some(source) => recipe_etl(&source, first, last, &ctx).await,
-            None => None,
+        let records = match (ctx.profile_blocks > 0, self.embedded()) {
+            (false, _) => RunRecords::default(),
+            (true, Some(node)) => self.profiled(&node, &ctx).await?,
+            (true, None) => RunRecords {
+                go: self.go_profiled(&ctx).await,
+                ..RunRecords::default()
+            },
         };
-        let go = match ctx.profile_blocks > 0 {
-            true => self.go_profiled(&ctx).await,
-            false => None,
-        };
-        Ok(RunRecords {
-            etl,
-            go,
-            ..RunRecords::default()
-        })
+        Ok(RunRecords { etl, ..records })
     }
 }
 
@@ -392,22 +383,38 @@ async fn recipe_etl(
 }
 
 impl StepNode {
-    /// Profiles a few blocks of the step under the overload: abcid's block
+    /// The step's node when its app embeds profiler-rpc: abcid's devnet, or
+    /// a recipe devnet whose recipe names a `profiler` endpoint.
+    fn embedded(&self) -> Option<EmbeddedNode> {
+        match &self.net {
+            Some(StepNet::Abcid(net)) => Some(EmbeddedNode::devnet(&net.state)),
+            Some(StepNet::Recipe(net)) => {
+                let s = &net.state;
+                let app = s.processes.iter().find(|p| p.name != "cometbft");
+                Some(EmbeddedNode {
+                    app: app.map_or_else(|| s.recipe.name.clone(), |p| p.name.clone()),
+                    profiler: s.urls.profiler.clone()?,
+                    comet_rpc: s.urls.comet_rpc.clone(),
+                    pprof: s.urls.pprof.clone(),
+                })
+            }
+            None => None,
+        }
+    }
+
+    /// Profiles a few blocks of the step under the overload, as abcid's
+    /// steps are, on any node whose app embeds profiler-rpc: the app's block
     /// profiles (under `<out>/<step>/`), CometBFT's own CPU over the same
     /// load (under `<out>/cometbft/<step>/`) and the whole node's profile
     /// of both (in `<out>/node/<step>/`). What could not be taken is left
     /// out with a warning; the comparison goes on.
-    async fn profiled(&mut self, ctx: &AfterRun<'_>) -> Result<RunRecords> {
-        let Some(StepNet::Abcid(net)) = &self.net else {
-            return Ok(RunRecords::default());
-        };
-        let state = net.state.clone();
+    async fn profiled(&mut self, node: &EmbeddedNode, ctx: &AfterRun<'_>) -> Result<RunRecords> {
         let folder = file_name(&ctx.step.name);
         let abcid_dir = ctx.out.join(&folder);
         let comet_dir = ctx.out.join("cometbft").join(&folder);
         let load = self.probe.step(ctx.rate, PROFILE_SECS);
-        let abcid = profile::capture(&state, ctx.profile_blocks, &abcid_dir, load);
-        let comet = profile::capture_cometbft(&state, &comet_dir);
+        let abcid = profile::capture(node, ctx.profile_blocks, &abcid_dir, load);
+        let comet = profile::capture_cometbft(node, &comet_dir);
         let (abcid, comet) = tokio::join!(abcid, comet);
         let warn = |what: &str, why: String| {
             let step = &ctx.step.name;
@@ -426,9 +433,10 @@ impl StepNode {
             .unzip();
         let node = match (&abcid, window) {
             (Some(abcid), Some(window)) => {
-                let title = format!("step {}: the whole node, abcid and CometBFT", ctx.step.name);
+                let (step, app) = (&ctx.step.name, &node.app);
+                let title = format!("step {step}: the whole node, {app} and CometBFT");
                 let dir = ctx.out.join("node").join(&folder);
-                profile::whole_node(abcid, window, &dir, &title)
+                profile::whole_node(app, abcid, window, &dir, &title)
                     .map_err(|e| warn("whole-node profile", format!("{e:#}")))
                     .ok()
             }

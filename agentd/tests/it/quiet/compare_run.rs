@@ -164,6 +164,9 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
         .find_map(|x| x.diff_flamegraph.clone())
         .expect("a differential flamegraph");
     assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
+    for run in r.runs.iter().filter(|x| x.round == 0) {
+        check_block_profiles_by_work(run);
+    }
     // CometBFT's own profile over the same load, for each step.
     for run in r.runs.iter().filter(|x| x.round == 0) {
         let dir = run.cometbft_profile.as_ref().expect("CometBFT's profile");
@@ -195,12 +198,46 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
     assert!(reference.measure.committed_tps > 0.0);
 }
 
+/// A step's first round holds abcid's block profiles, downloaded from its
+/// profiler, every sample under the work it was (`work;thread;…`): the
+/// admission the overload keeps busy is sampled as check_tx.
+fn check_block_profiles_by_work(run: &feth::compare::StepRun) {
+    use feth_profiler_rpc::{diff::load_profile_set, RoleFilter, Work};
+    let dir = run.flamegraph.as_ref().expect("the run's flamegraph");
+    let set =
+        load_profile_set(dir, RoleFilter::All).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    assert!(
+        set.sources.len() >= 2,
+        "two profiled blocks: {:?}",
+        set.sources
+    );
+    let mut by_work = std::collections::BTreeMap::new();
+    for (stack, n) in set.stacks.iter() {
+        let work = stack.split(';').next().unwrap_or_default();
+        assert!(
+            Work::from_name(work).is_some(),
+            "{stack} in {}",
+            dir.display()
+        );
+        *by_work.entry(work.to_string()).or_insert(0u64) += n;
+    }
+    assert!(
+        by_work.get("check_tx").is_some_and(|n| *n > 0),
+        "{by_work:?}"
+    );
+}
+
 /// Two rounds are too few for a verdict, whatever the steps: the gate says
 /// inconclusive. The steps are devnets of the abcid recipe (`--chain
 /// abcid`: abcid and CometBFT made as any recipe chain's nodes are), the
-/// second with a CometBFT setting, which is read back from its node.
+/// second with a CometBFT setting, which is read back from its node. Each
+/// step's first round is profiled as abcid's devnet steps are: abcid's
+/// blocks downloaded from its embedded profiler, CometBFT's own CPU, the
+/// whole node of both, and the differential flamegraphs.
 #[test]
 fn a_gate_run_on_the_abcid_recipe_with_too_few_rounds_is_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let flames = dir.path().join("flamegraphs");
     let (out, report) = compare(&[
         "--chain",
         "abcid",
@@ -211,7 +248,9 @@ fn a_gate_run_on_the_abcid_recipe_with_too_few_rounds_is_inconclusive() {
         "--rounds",
         "2",
         "--profile-blocks",
-        "0",
+        "2",
+        "--out",
+        flames.to_str().unwrap(),
         "--no-reference",
         "--max-regression",
         "5",
@@ -254,5 +293,28 @@ fn a_gate_run_on_the_abcid_recipe_with_too_few_rounds_is_inconclusive() {
     }
     for run in r.runs.iter().filter(|x| x.step != "base") {
         assert_eq!(run.comet, ["mempool.size=8000"]);
+    }
+    check_recipe_profiles(&r, &flames);
+}
+
+/// Each step's first round of a recipe compare holds the app's block
+/// profiles by work, CometBFT's profile and the whole node's; the second
+/// step has its differential flamegraphs.
+fn check_recipe_profiles(r: &CompareReport, flames: &std::path::Path) {
+    for run in r.runs.iter().filter(|x| x.round == 0) {
+        check_block_profiles_by_work(run);
+        let comet = run.cometbft_profile.as_ref().expect("CometBFT's profile");
+        assert!(comet.starts_with(flames) && comet.join("cometbft.folded").is_file());
+        let node = run.node_profile.as_ref().expect("the whole node's profile");
+        let folded = std::fs::read_to_string(node.join("node.folded")).unwrap();
+        for root in ["abcid;", "cometbft;"] {
+            assert!(folded.lines().any(|l| l.starts_with(root)), "{folded}");
+        }
+    }
+    let second = r.runs.iter().find(|x| x.round == 0 && x.step != "base");
+    let second = second.expect("the second step's first round");
+    for svg in [&second.diff_flamegraph, &second.node_diff_flamegraph] {
+        let svg = svg.as_ref().expect("a differential flamegraph");
+        assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
     }
 }

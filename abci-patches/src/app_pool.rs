@@ -31,6 +31,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use alloy_primitives::{Address, Bytes, B256};
 
+use crate::pool_journal::{Journal, JournalError};
 use crate::proposal::{self, Origin};
 
 /// The pool's bounds.
@@ -116,6 +117,8 @@ pub struct AppPool {
     known: HashSet<B256>,
     bytes: u64,
     limits: PoolLimits,
+    /// Where each admission is recorded, once attached.
+    journal: Option<Journal>,
 }
 
 impl AppPool {
@@ -126,7 +129,16 @@ impl AppPool {
             known: HashSet::new(),
             bytes: 0,
             limits,
+            journal: None,
         }
+    }
+
+    /// Records every admission from now on in `journal`, rewritten first
+    /// with what the pool holds.
+    pub fn attach(&mut self, mut journal: Journal) -> Result<(), JournalError> {
+        journal.rotate(self.txs.iter().map(|tx| tx.raw.as_ref()))?;
+        self.journal = Some(journal);
+        Ok(())
     }
 
     /// Transactions held.
@@ -253,8 +265,13 @@ impl AppPool {
 
     /// Appends a transaction CheckTx admitted (after [`Self::room_for`])
     /// with the gas it claims and its origin.
+    /// Recorded in the journal when one is attached (a failure is logged:
+    /// the transaction stays admitted).
     pub fn push(&mut self, hash: B256, raw: Bytes, gas: u64, origin: Origin) {
         if self.known.insert(hash) {
+            if let Some(Err(e)) = self.journal.as_mut().map(|j| j.append(&raw)) {
+                tracing::warn!(%hash, "admitted, not journaled: {e}");
+            }
             self.bytes = self.bytes.saturating_add(raw.len() as u64);
             self.txs.push_back(Pooled {
                 hash,
@@ -324,7 +341,21 @@ impl AppPool {
             }
         }
         self.txs = kept;
+        self.rotate_if_due();
         outcome.map(|()| dropped)
+    }
+
+    /// Rewrites the journal with what the pool holds once it has grown
+    /// past its bound (a failure is logged; appends go on).
+    fn rotate_if_due(&mut self) {
+        let Some(journal) = self.journal.as_mut() else {
+            return;
+        };
+        if journal.due(self.txs.len()) {
+            if let Err(e) = journal.rotate(self.txs.iter().map(|tx| tx.raw.as_ref())) {
+                tracing::warn!("{e}");
+            }
+        }
     }
 }
 

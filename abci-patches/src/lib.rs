@@ -51,6 +51,7 @@ pub mod metrics;
 pub mod node;
 pub mod nonce_queue;
 pub mod patches;
+pub mod pool_journal;
 pub mod proposal;
 pub mod records;
 pub mod rpc;

@@ -233,6 +233,9 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
+/// `app-mempool`'s journal, in the node's home.
+const POOL_JOURNAL: &str = "pool.journal";
+
 fn run(args: Args) -> anyhow::Result<()> {
     let listen = AbciListen::from_args(&args)?;
     std::fs::create_dir_all(&args.home)
@@ -252,6 +255,13 @@ fn run(args: Args) -> anyhow::Result<()> {
     let (height, app_hash) = node.enter()?.info()?;
     tracing::info!(height, %app_hash, home = %args.home.display(), "state loaded");
     tracing::info!(patches = %args.patches, version = %abcid::rpc::client_version(args.patches), "patches in force");
+    let journal = args.home.join(POOL_JOURNAL);
+    if let Some(r) = node
+        .reload_pool(&journal)
+        .context("cannot reload the pool from its journal")?
+    {
+        tracing::info!(read = r.read, admitted = r.admitted, journal = %journal.display(), "pool reloaded from its journal");
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

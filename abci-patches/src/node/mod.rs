@@ -34,7 +34,7 @@ use crate::store::{PersistPause, Store, StoreConfig, StoreError, CAPPED_CACHE_SI
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 pub use consensus::{Consensus, ConsensusNode, OwnedBlock};
-pub use pool::Refused;
+pub use pool::{Refused, Reloaded};
 
 /// How many events the feed holds for its slowest reader; a reader further
 /// behind misses events and is told so ([`tokio::sync::broadcast`]'s
@@ -77,6 +77,9 @@ pub enum NodeError {
     /// A lock was poisoned by a panic elsewhere.
     #[error("internal state lock poisoned")]
     Poisoned,
+    /// `app-mempool`'s journal could not be read or written.
+    #[error(transparent)]
+    Journal(#[from] crate::pool_journal::JournalError),
 }
 
 impl From<Poisoned> for NodeError {

@@ -8,6 +8,7 @@
 //! a ledger the pool's transactions are not in yet.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::MutexGuard;
 
 use alloy_primitives::{keccak256, Bytes, B256};
@@ -19,8 +20,18 @@ use crate::error::TxError;
 use crate::exec::TxOutcome;
 use crate::locks::{Poisoned, Rank, Ranked};
 use crate::mempool::CheckKind;
+use crate::pool_journal::Journal;
 use crate::proposal;
 use crate::tx::VerifiedTx;
+
+/// What [`Node::reload_pool`] found in the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Transactions read back.
+    pub read: usize,
+    /// Of those, admitted again.
+    pub admitted: usize,
+}
 
 /// The pool, locked; `None` without `app-mempool`.
 pub(super) type PoolGuard<'a> = Option<Ranked<MutexGuard<'a, AppPool>>>;
@@ -87,6 +98,32 @@ impl Node {
                 Ok(hash)
             }
             Err(e) => Err(e.into()),
+        }))
+    }
+
+    /// `app-mempool`: opens the pool's journal at `path`, admits again
+    /// through CheckTx, in order, each transaction it holds (what the state
+    /// no longer admits, included or invalid meanwhile, is gone), rewrites
+    /// it with what was admitted and records every admission in it from
+    /// then on. Returns how many were read and admitted; `None` without the
+    /// patch. Called once, before the node serves anyone.
+    pub fn reload_pool(&self, path: &Path) -> Result<Option<Reloaded>, NodeError> {
+        if self.pool.is_none() {
+            return Ok(None);
+        }
+        let (journal, txs) = Journal::open(path)?;
+        let mut admitted = 0;
+        if self.chain()?.is_some() {
+            for raw in &txs {
+                admitted += usize::from(matches!(self.submit(raw)?, Some(Ok(_))));
+            }
+        }
+        if let Some(mut pool) = self.pool()? {
+            pool.attach(journal)?;
+        }
+        Ok(Some(Reloaded {
+            read: txs.len(),
+            admitted,
         }))
     }
 

@@ -273,3 +273,73 @@ async fn a_sender_owning_a_full_pool_gives_way_to_others_paying_as_much() {
         send(&rpc, raw).await.expect("admitted after the block");
     }
 }
+
+/// What the pool accepted survives a restart: its journal is read back and
+/// each transaction admitted again through CheckTx, in order; one a block
+/// included before the restart is refused and gone; what is admitted after
+/// the reload is journaled too.
+#[tokio::test]
+async fn the_pool_reloads_what_it_accepted_after_a_restart() {
+    use abcid::node::Reloaded;
+    let node = TestNode::with_patches(&funded_keys(), Patches::ALL.with(Patch::AppMempool));
+    let journal = node.dir.path().join("pool.journal");
+    let nothing = Reloaded {
+        read: 0,
+        admitted: 0,
+    };
+    assert_eq!(node.node.reload_pool(&journal).unwrap(), Some(nothing));
+    let rpc = web3(&node);
+    let (a, b) = (key(1), key(2));
+    let included = Tx::transfer(0, b.address, 1).sign(&a);
+    send(&rpc, &included).await.expect("admitted");
+    assert_eq!(node.block(std::slice::from_ref(&included)).tx_results[0].code, 0);
+    let waiting = [
+        Tx::transfer(1, b.address, 1).sign(&a),
+        Tx::transfer(0, a.address, 1).sign(&b),
+    ];
+    for raw in &waiting {
+        send(&rpc, raw).await.expect("admitted");
+    }
+    drop(rpc);
+
+    let node = node.reopen();
+    assert!(
+        node.propose(1 << 20).is_empty(),
+        "nothing before the reload"
+    );
+    let reloaded = node.node.reload_pool(&journal).unwrap();
+    let want = Reloaded {
+        read: 3,
+        admitted: 2,
+    };
+    assert_eq!(reloaded, Some(want));
+    assert_eq!(node.propose(1 << 20), waiting.to_vec());
+
+    let rpc = web3(&node);
+    let later = Tx::transfer(2, b.address, 1).sign(&a);
+    send(&rpc, &later).await.expect("admitted after the reload");
+    drop(rpc);
+    let node = node.reopen();
+    let reloaded = node.node.reload_pool(&journal).unwrap();
+    let want = Reloaded {
+        read: 3,
+        admitted: 3,
+    };
+    assert_eq!(
+        reloaded,
+        Some(want),
+        "rewritten at the reload, then appended"
+    );
+    let mut all = waiting.to_vec();
+    all.push(later);
+    assert_eq!(node.propose(1 << 20), all);
+}
+
+/// Without `app-mempool` there is no pool to journal.
+#[test]
+fn without_the_pool_nothing_is_journaled() {
+    let node = TestNode::with_patches(&funded_keys(), Patches::ALL);
+    let journal = node.dir.path().join("pool.journal");
+    assert_eq!(node.node.reload_pool(&journal).unwrap(), None);
+    assert!(!journal.exists());
+}

@@ -141,3 +141,58 @@ async fn stuffing_then_victim(net: &TestNet, patches: &str) {
         "{patches}: all 40 stuffed transactions went first"
     );
 }
+
+/// With `app-mempool`, what abcid accepted survives its restart, by SIGKILL
+/// or by SIGTERM: CometBFT is down, so nothing is included and every
+/// accepted transfer waits in abcid's own pool; abcid is stopped with them
+/// there; after the devnet's restart every one is committed (the pool's
+/// journal, read back and admitted again). Before, all were lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_transactions_survive_a_sigkill_and_a_graceful_restart() {
+    const SENDERS: usize = 8;
+    const EACH: u64 = 5;
+    let mut net = TestNet::start_with(|o| o.patches = "all,app-mempool".to_string()).await;
+    let (keys, _dir) = funded(&net, SENDERS, 0x46).await;
+    let client = net.client();
+    let chain_id = client.chain_id().await.unwrap();
+    let fee = 2 * client.gas_price().await.unwrap();
+    for (round, how) in [(0, "SIGKILL"), (1, "SIGTERM")] {
+        net.kill_cometbft();
+        let mut hashes = Vec::new();
+        for key in &keys.keys {
+            for nonce in round * EACH..(round + 1) * EACH {
+                let raw = transfer(chain_id, key, nonce, 21_000, fee);
+                hashes.push(client.send_raw(&raw).await.expect("accepted into the pool"));
+            }
+        }
+        let status: serde_json::Value = client
+            .call("txpool_status", serde_json::json!([]))
+            .await
+            .unwrap();
+        let pooled = format!("0x{:x}", SENDERS as u64 * EACH);
+        assert_eq!(status["pending"], pooled, "{how}: {status}");
+        if how == "SIGKILL" {
+            net.kill_abcid();
+        }
+        // Stops what runs (abcid by SIGTERM, with its grace) and starts both.
+        net.devnet.restart().await.unwrap();
+        let client = net.client();
+        wait_until(
+            &format!("every transfer accepted before the {how} is committed"),
+            Duration::from_secs(60),
+            || async {
+                for hash in &hashes {
+                    if client.receipt(*hash).await.ok().flatten().is_none() {
+                        return false;
+                    }
+                }
+                true
+            },
+        )
+        .await;
+        for address in &keys.addresses {
+            let nonce = client.nonce(*address, false).await.unwrap();
+            assert_eq!(nonce, (round + 1) * EACH, "{how}: {address}");
+        }
+    }
+}

@@ -633,9 +633,11 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
     state.abcid_pid = Some(pid);
     state.abcid_started = process::start_time(pid);
     let deadline = Instant::now() + Duration::from_secs(30);
+    // By the binary's own name: a build kept as `abcid-before` is abcid too.
+    let name = binary_name(&state.abcid).to_string();
     while !abci_listening(o)? {
-        if !process::is_running(pid, "abcid") || Instant::now() > deadline {
-            process::stop_spawned(pid, state.abcid_started, "abcid", Duration::ZERO);
+        if !process::is_running(pid, &name) || Instant::now() > deadline {
+            process::stop_spawned(pid, state.abcid_started, &name, Duration::ZERO);
             state.abcid_pid = None;
             state.abcid_started = None;
             bail!(
@@ -731,7 +733,7 @@ pub fn down(dir: &Path) -> Result<usize> {
 }
 
 /// A binary's file name: the name `process::is_ours` matches its process by.
-fn binary_name(bin: &Path) -> &str {
+pub(crate) fn binary_name(bin: &Path) -> &str {
     bin.file_name().and_then(|n| n.to_str()).unwrap_or_default()
 }
 

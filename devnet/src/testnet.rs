@@ -75,8 +75,9 @@ impl TestNet {
     /// its own, as it does when its application disappears).
     pub fn kill_abcid(&mut self) {
         let pid = self.devnet.state.abcid_pid.take().expect("abcid runs");
+        let name = crate::binary_name(&self.devnet.state.abcid);
         assert!(
-            process::stop(pid, "abcid", Duration::ZERO),
+            process::stop(pid, name, Duration::ZERO),
             "abcid was running"
         );
     }
@@ -89,8 +90,9 @@ impl TestNet {
             .cometbft_pid
             .take()
             .expect("cometbft runs");
+        let name = crate::binary_name(&self.devnet.state.cometbft);
         assert!(
-            process::stop(pid, "cometbft", Duration::ZERO),
+            process::stop(pid, name, Duration::ZERO),
             "cometbft was running"
         );
     }

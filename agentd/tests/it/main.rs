@@ -7,6 +7,7 @@ mod common;
 mod compare_deploy;
 mod compare_gate;
 mod deploy_manifests;
+mod devnet_builds;
 mod devnet_network;
 mod devnet_nodes;
 mod docs_flags;

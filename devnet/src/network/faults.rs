@@ -16,11 +16,13 @@ impl NetworkState {
         let mut killed = 0;
         if let Some(pid) = s.cometbft_pid.take() {
             let started = s.cometbft_started.take();
-            killed += usize::from(process::kill_spawned(pid, started, "cometbft"));
+            let name = crate::binary_name(&s.cometbft);
+            killed += usize::from(process::kill_spawned(pid, started, name));
         }
         if let Some(pid) = s.abcid_pid.take() {
             let started = s.abcid_started.take();
-            killed += usize::from(process::kill_spawned(pid, started, "abcid"));
+            let name = crate::binary_name(&s.abcid);
+            killed += usize::from(process::kill_spawned(pid, started, name));
         }
         self.save()?;
         Ok(killed)

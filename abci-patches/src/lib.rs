@@ -40,6 +40,7 @@ pub mod blocklog;
 pub mod call;
 pub mod checkexec;
 pub mod codec;
+pub mod dropped;
 pub mod error;
 pub mod exec;
 pub mod fee_market;

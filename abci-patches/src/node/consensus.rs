@@ -30,6 +30,7 @@ use feth_profiler_rpc::Work;
 use super::{Chain, Node, NodeError, NodeEvent, Pending, Speculation};
 use crate::blocklog::BlockLine;
 use crate::checkexec;
+use crate::dropped::DropKind;
 use crate::error::TxError;
 use crate::exec::{self, BlockInput, ExecutedBlock, Spend, TxOutcome};
 use crate::fee_market;
@@ -344,7 +345,26 @@ impl Consensus<'_> {
         hash: B256,
         kind: CheckKind,
     ) -> Result<Verdict, NodeError> {
-        Work::CheckTx.run(|| self.check_tx_unmarked(raw, hash, kind))
+        let verdict = Work::CheckTx.run(|| self.check_tx_unmarked(raw, hash, kind))?;
+        self.note_drop(hash, kind, &verdict)?;
+        Ok(verdict)
+    }
+
+    /// A recheck's refusal is a drop (CometBFT's mempool lets the
+    /// transaction go, as abcid's pool does), remembered with its reason;
+    /// an admission forgets an earlier drop of the same transaction.
+    fn note_drop(&self, hash: B256, kind: CheckKind, verdict: &Verdict) -> Result<(), NodeError> {
+        let mut drops = self.node.drops()?;
+        match (kind, verdict) {
+            (CheckKind::Recheck, Err(TxError::Replaced)) => {
+                let reason = TxError::Replaced.to_string();
+                drops.record(hash, DropKind::Replaced, reason);
+            }
+            (CheckKind::Recheck, Err(e)) => drops.record(hash, DropKind::Invalid, e.to_string()),
+            (CheckKind::New, Ok(_)) => drops.forget(&hash),
+            _ => {}
+        }
+        Ok(())
     }
 
     /// [`Self::check_tx`]'s work.

@@ -17,6 +17,7 @@ use feth_profiler_rpc::Work;
 
 use crate::app_pool::{AppPool, PoolLimits};
 pub use crate::call::{CallFailure, CallLimits, CallOutcome, CallRequest};
+use crate::dropped::{DropCounts, DropLog, Dropped};
 use crate::error::TxError;
 use crate::exec::ExecutedBlock;
 use crate::fee_market;
@@ -180,6 +181,9 @@ pub struct Node {
     max_tx_gas_wanted: u64,
     /// `app-mempool` on: the transactions admitted over web3.
     pool: Option<Mutex<AppPool>>,
+    /// Transactions dropped after they were accepted, by reason (a leaf
+    /// lock: nothing is locked while it is held).
+    dropped: Mutex<DropLog>,
     /// `sender-cache` on: senders recovered by CheckTx, by transaction hash.
     senders: Option<Arc<SenderCache>>,
     /// Committed blocks and admitted transactions, as they happen.
@@ -245,6 +249,7 @@ impl Node {
             pool: patches
                 .has(Patch::AppMempool)
                 .then(|| Mutex::new(AppPool::new(pool))),
+            dropped: Mutex::default(),
             senders: patches
                 .has(Patch::SenderCache)
                 .then(|| Arc::new(SenderCache::default())),
@@ -313,6 +318,22 @@ impl Node {
         Ok(Ranked::take(Rank::Check, || {
             self.check.lock().map_err(|_| Poisoned)
         })?)
+    }
+
+    /// The drop log, locked (a leaf: take no other lock while holding it).
+    fn drops(&self) -> Result<MutexGuard<'_, DropLog>, NodeError> {
+        Ok(self.dropped.lock().map_err(|_| Poisoned)?)
+    }
+
+    /// Why `hash`, once accepted, was dropped, while it is remembered
+    /// ([`crate::dropped`]).
+    pub fn dropped(&self, hash: &B256) -> Result<Option<Dropped>, NodeError> {
+        Ok(self.drops()?.get(hash).cloned())
+    }
+
+    /// How many accepted transactions were dropped, by reason.
+    pub fn drop_counts(&self) -> Result<DropCounts, NodeError> {
+        Ok(self.drops()?.counts())
     }
 
     fn chain(&self) -> Result<Ranked<RwLockReadGuard<'_, Option<Chain>>>, NodeError> {

@@ -16,6 +16,7 @@ use feth_profiler_rpc::Work;
 
 use super::{Consensus, Node, NodeError};
 use crate::app_pool::{AppPool, PoolError, Room};
+use crate::dropped::DropKind;
 use crate::error::TxError;
 use crate::exec::TxOutcome;
 use crate::locks::{Poisoned, Rank, Ranked};
@@ -92,6 +93,8 @@ impl Node {
                 if let Room::Evicting(cheapest) = room {
                     pool.evict(&cheapest);
                     tracing::info!(%cheapest, by = %hash, "pool full: the cheapest evicted");
+                    let reason = format!("evicted from the full pool by {hash}");
+                    self.drops()?.record(cheapest, DropKind::Evicted, reason);
                 }
                 let gas = self.gas_wanted(&admitted);
                 pool.push(hash, raw.clone(), gas, admitted.origin());

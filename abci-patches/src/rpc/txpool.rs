@@ -5,13 +5,15 @@
 //! predecessor are `queued` (they sit in the same pool, and are told apart by
 //! the node's queue). CometBFT's RPC lists at most 100 mempool transactions,
 //! so the listings show the first 100 pending and 100 queued while
-//! `txpool_status` counts them all.
+//! `txpool_status` counts them all. `txpool_status` also counts the
+//! transactions dropped after they were accepted, by reason, and
+//! `txpool_dropped` tells why one was ([`crate::dropped`]).
 
 use std::collections::BTreeMap;
 
 use alloy_consensus::transaction::Recovered;
 use alloy_consensus::Transaction as _;
-use alloy_primitives::{TxKind, U64};
+use alloy_primitives::{TxKind, B256, U64};
 use alloy_rpc_types_eth::Transaction;
 use jsonrpsee::RpcModule;
 use serde::Serialize;
@@ -19,17 +21,20 @@ use serde::Serialize;
 use super::comet::Mempool;
 use super::error::{internal, server_error, RpcResult};
 use super::Web3;
+use crate::dropped::DropCounts;
 use crate::tx::VerifiedTx;
 
 /// The most transactions CometBFT's `unconfirmed_txs` lists, and the most
 /// queued ones listed.
 const CONTENT_LIMIT: u32 = 100;
 
-/// `txpool_status`.
+/// `txpool_status`: geth's two counts, and abcid's drops by reason since
+/// it started.
 #[derive(Debug, Clone, Serialize)]
 struct Status {
     pending: U64,
     queued: U64,
+    dropped: DropCounts,
 }
 
 /// Entries by sender (EIP-55 checksummed, as geth writes them), then by
@@ -44,7 +49,9 @@ struct Listing<T> {
     queued: BySender<T>,
 }
 
-/// Registers `txpool_status`, `txpool_content` and `txpool_inspect`.
+/// Registers `txpool_status`, `txpool_content`, `txpool_inspect` and
+/// `txpool_dropped` (why a transaction accepted earlier was dropped: `null`
+/// when it was not, or is no longer remembered; [`crate::dropped`]).
 pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
     m.register_async_method("txpool_status", |_, w, _| async move {
         let pool = mempool(&w, 0).await?;
@@ -52,7 +59,12 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         RpcResult::Ok(Status {
             pending: U64::from(pool.total.saturating_sub(queued)),
             queued: U64::from(queued),
+            dropped: w.node.drop_counts().map_err(internal)?,
         })
+    })?;
+    m.register_method("txpool_dropped", |p, w, _| {
+        let hash: B256 = p.one()?;
+        w.node.dropped(&hash).map_err(internal)
     })?;
     m.register_async_method("txpool_content", |_, w, _| async move {
         listing(&w, rpc_transaction).await

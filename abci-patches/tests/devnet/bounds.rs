@@ -73,11 +73,14 @@ async fn txpool_shows_what_waits_in_cometbfts_mempool() {
         &json!({"jsonrpc": "2.0", "id": 1, "method": "txpool_status", "params": []}),
     )
     .await;
+    let r = &status["result"];
     assert_eq!(
-        status["result"],
-        json!({"pending": "0x3", "queued": "0x0"}),
+        (&r["pending"], &r["queued"]),
+        (&json!("0x3"), &json!("0x0")),
         "{status}"
     );
+    let none = json!({"evicted": 0, "replaced": 0, "invalid": 0});
+    assert_eq!(r["dropped"], none, "{status}");
     let (_, content) = post(
         &web3,
         &json!({"jsonrpc": "2.0", "id": 1, "method": "txpool_content", "params": []}),

@@ -671,7 +671,7 @@ async fn a_standard_client_reads_logs_filters_and_subscriptions() {
     // so a receipt can be served a moment before.
     wait_until("the mempool is empty", Duration::from_secs(10), || async {
         let status: Value = p.raw_request("txpool_status".into(), ()).await.unwrap();
-        status == json!({ "pending": "0x0", "queued": "0x0" })
+        (&status["pending"], &status["queued"]) == (&json!("0x0"), &json!("0x0"))
     })
     .await;
     let content: Value = p.raw_request("txpool_content".into(), ()).await.unwrap();

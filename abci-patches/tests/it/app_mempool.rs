@@ -29,6 +29,19 @@ async fn pending(rpc: &RpcModule<Web3>) -> Value {
     status["pending"].clone()
 }
 
+/// `txpool_dropped` of `raw`: why it was dropped, or null.
+async fn dropped(rpc: &RpcModule<Web3>, raw: &Bytes) -> Value {
+    call(rpc, "txpool_dropped", json!([tx_hash(raw)]))
+        .await
+        .expect("txpool_dropped answers")
+}
+
+/// `txpool_status`'s drop counts.
+async fn drop_counts(rpc: &RpcModule<Web3>) -> Value {
+    let status = call(rpc, "txpool_status", json!([])).await.expect("status");
+    status["dropped"].clone()
+}
+
 #[tokio::test]
 async fn admits_over_web3_proposes_in_order_and_empties_on_commit() {
     for patches in [
@@ -96,7 +109,15 @@ async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
     assert!(line.recheck > Duration::ZERO, "{line:?}");
     assert!(line.commit >= line.store + line.recheck, "{line:?}");
     assert_eq!(pending(&rpc).await, "0x1");
-    assert_eq!(node.propose(1 << 20), vec![untouched]);
+    assert_eq!(node.propose(1 << 20), vec![untouched.clone()]);
+    // The dropped one answers why; the one still pooled was not dropped.
+    let why = dropped(&rpc, &pooled).await;
+    assert_eq!(why["kind"], "invalid", "{why}");
+    let reason = why["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("nonce too low"), "{why}");
+    assert_eq!(dropped(&rpc, &untouched).await, Value::Null);
+    let counts = drop_counts(&rpc).await;
+    assert_eq!(counts, json!({"evicted": 0, "replaced": 0, "invalid": 1}));
     let next = Tx::transfer(1, b.address, 1).sign(&a);
     send(&rpc, &next).await.expect("a's next nonce is 1 now");
 }
@@ -167,7 +188,11 @@ async fn txpool_tells_queued_from_pending_and_inspects_as_geth() {
         send(&rpc, &raw).await.expect("admitted or queued");
     }
     let status = call(&rpc, "txpool_status", json!([])).await.unwrap();
-    assert_eq!(status, json!({"pending": "0x2", "queued": "0x2"}));
+    let none = json!({"evicted": 0, "replaced": 0, "invalid": 0});
+    assert_eq!(
+        status,
+        json!({"pending": "0x2", "queued": "0x2", "dropped": none})
+    );
     let nonces = |listing: &Value, part: &str, who: &Key| -> Vec<String> {
         listing[part][who.address.to_checksum(None)]
             .as_object()
@@ -194,7 +219,10 @@ async fn txpool_tells_queued_from_pending_and_inspects_as_geth() {
         .await
         .expect("admitted");
     let status = call(&rpc, "txpool_status", json!([])).await.unwrap();
-    assert_eq!(status, json!({"pending": "0x5", "queued": "0x0"}));
+    assert_eq!(
+        (&status["pending"], &status["queued"]),
+        (&json!("0x5"), &json!("0x0"))
+    );
     let content = call(&rpc, "txpool_content", json!([])).await.unwrap();
     assert_eq!(nonces(&content, "pending", &a), ["0", "1", "2", "3"]);
 }
@@ -230,10 +258,18 @@ async fn a_full_pool_takes_a_better_paying_transaction_in_place_of_the_cheapest(
     refused_full(&rpc, &late).await;
     let results = node.block(&proposal);
     assert!(results.tx_results.iter().all(|r| r.code == 0));
-    // After the block the evicted nonce is free again: its sender resends it.
+    let why = dropped(&rpc, &owner[1]).await;
+    assert_eq!(why["kind"], "evicted", "{why}");
+    let by = format!("evicted from the full pool by {}", tx_hash(&victim));
+    assert_eq!(why["reason"], by.as_str());
+    assert_eq!(drop_counts(&rpc).await["evicted"], 1);
+    // After the block the evicted nonce is free again: its sender resends
+    // it, and it is no longer dropped.
     send(&rpc, &owner[1])
         .await
         .expect("admitted after the block");
+    assert_eq!(dropped(&rpc, &owner[1]).await, Value::Null);
+    assert_eq!(drop_counts(&rpc).await["evicted"], 1, "counted still");
 }
 
 /// One sender fills the pool at the usual fee: others paying the same take
@@ -292,7 +328,10 @@ async fn the_pool_reloads_what_it_accepted_after_a_restart() {
     let (a, b) = (key(1), key(2));
     let included = Tx::transfer(0, b.address, 1).sign(&a);
     send(&rpc, &included).await.expect("admitted");
-    assert_eq!(node.block(std::slice::from_ref(&included)).tx_results[0].code, 0);
+    assert_eq!(
+        node.block(std::slice::from_ref(&included)).tx_results[0].code,
+        0
+    );
     let waiting = [
         Tx::transfer(1, b.address, 1).sign(&a),
         Tx::transfer(0, a.address, 1).sign(&b),

@@ -150,6 +150,13 @@ fn recheck_after_commit_drops_what_the_block_invalidated_and_keeps_the_rest() {
         vec![4, 0, 0, 4, 6],
         "a0 and d0 were used, d1 can no longer pay, a1 and c0 stay"
     );
+    // What CometBFT lets go of after its recheck is remembered with why.
+    let dropped = |raw: &Bytes| node.node.dropped(&tx_hash(raw)).unwrap();
+    let d1 = dropped(&mempool[4]).expect("d1 dropped");
+    assert_eq!(d1.kind, abcid::dropped::DropKind::Invalid);
+    assert!(d1.reason.contains("insufficient funds"), "{d1:?}");
+    assert_eq!(dropped(&mempool[1]), None);
+    assert_eq!(node.node.drop_counts().unwrap().invalid, 3);
     assert_eq!(
         node.node.account(&a.address, true).unwrap().unwrap().nonce,
         2

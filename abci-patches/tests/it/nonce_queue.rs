@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use abcid::nonce_queue::QueueConfig;
 use abcid::patches::{Patch, Patches};
-use alloy_primitives::{Address, Bytes, U256};
+use alloy_primitives::{keccak256, Address, Bytes, U256};
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::response_process_proposal::ProposalStatus;
 use tendermint_proto::v0_38::abci::{CheckTxType, RequestPrepareProposal, RequestProcessProposal};
@@ -199,6 +199,16 @@ fn replaced(node: TestNode) {
     );
     assert_eq!(code(&node, &new, CheckTxType::Recheck).0, 0);
     assert_eq!(code(&node, &priced(0, 1), CheckTxType::Recheck).0, 0);
+    // The replaced one is remembered as dropped, and why; its replacement is not.
+    let dropped = node.node.dropped(&keccak256(&old)).unwrap();
+    let dropped = dropped.expect("the replaced one is dropped");
+    assert_eq!(dropped.kind, abcid::dropped::DropKind::Replaced);
+    assert_eq!(
+        dropped.reason,
+        "replaced by a transaction with a higher fee"
+    );
+    assert_eq!(node.node.dropped(&keccak256(&new)).unwrap(), None);
+    assert_eq!(node.node.drop_counts().unwrap().replaced, 1);
     assert_eq!(
         node.node
             .account(&key(1).address, true)

@@ -84,8 +84,9 @@ pub struct AfterRun<'a> {
 pub struct RunRecords {
     /// The etl's figures over the saturation window.
     pub etl: Option<EtlFigures>,
-    /// abcid's block profiles.
-    pub abcid: Option<PathBuf>,
+    /// The app's block profiles, from its embedded profiler (abcid's, or a
+    /// recipe app's).
+    pub app: Option<PathBuf>,
     /// CometBFT's capture.
     pub cometbft: Option<PathBuf>,
     /// The whole node's profile, of both.

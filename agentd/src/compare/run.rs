@@ -656,7 +656,7 @@ async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun>
             backlog: fixed_backlog,
         }),
         etl: records.etl,
-        flamegraph: records.abcid,
+        flamegraph: records.app,
         diff_flamegraph: None,
         cometbft_profile: records.cometbft,
         node_profile: records.node,

@@ -410,17 +410,17 @@ impl StepNode {
     /// out with a warning; the comparison goes on.
     async fn profiled(&mut self, node: &EmbeddedNode, ctx: &AfterRun<'_>) -> Result<RunRecords> {
         let folder = file_name(&ctx.step.name);
-        let abcid_dir = ctx.out.join(&folder);
+        let app_dir = ctx.out.join(&folder);
         let comet_dir = ctx.out.join("cometbft").join(&folder);
         let load = self.probe.step(ctx.rate, PROFILE_SECS);
-        let abcid = profile::capture(node, ctx.profile_blocks, &abcid_dir, load);
+        let app = profile::capture(node, ctx.profile_blocks, &app_dir, load);
         let comet = profile::capture_cometbft(node, &comet_dir);
-        let (abcid, comet) = tokio::join!(abcid, comet);
+        let (app, comet) = tokio::join!(app, comet);
         let warn = |what: &str, why: String| {
             let step = &ctx.step.name;
             progress::println(ctx.bar, format!("warning: step {step}: no {what}: {why}"));
         };
-        let abcid = match abcid? {
+        let app = match app? {
             profile::Captured::Profiles(dir) => Some(dir),
             profile::Captured::Nothing(why) => {
                 warn("flamegraph", why);
@@ -431,12 +431,12 @@ impl StepNode {
             .map_err(|e| warn("CometBFT profile", format!("{e:#}")))
             .ok()
             .unzip();
-        let node = match (&abcid, window) {
-            (Some(abcid), Some(window)) => {
-                let (step, app) = (&ctx.step.name, &node.app);
-                let title = format!("step {step}: the whole node, {app} and CometBFT");
+        let whole = match (&app, window) {
+            (Some(blocks), Some(window)) => {
+                let (step, name) = (&ctx.step.name, &node.app);
+                let title = format!("step {step}: the whole node, {name} and CometBFT");
                 let dir = ctx.out.join("node").join(&folder);
-                profile::whole_node(app, abcid, window, &dir, &title)
+                profile::whole_node(name, blocks, window, &dir, &title)
                     .map_err(|e| warn("whole-node profile", format!("{e:#}")))
                     .ok()
             }
@@ -444,9 +444,9 @@ impl StepNode {
         };
         Ok(RunRecords {
             etl: None,
-            abcid,
+            app,
             cometbft,
-            node,
+            node: whole,
             go: None,
         })
     }

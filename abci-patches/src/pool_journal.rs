@@ -31,8 +31,8 @@ const MAX_RECORD: u32 = 128 << 20;
 #[derive(Debug, thiserror::Error)]
 #[error("{action} the pool's journal {}: {source}", path.display())]
 pub struct JournalError {
-    /// What was being done (`opening`, `reading`, `appending to`,
-    /// `rewriting`).
+    /// What was being done (`opening`, `reading`, `cutting`, `appending
+    /// to`, `rewriting`).
     action: &'static str,
     /// The file.
     path: PathBuf,
@@ -110,11 +110,6 @@ impl Journal {
         self.file = open_append(&self.path).map_err(fail)?;
         self.records = records;
         Ok(())
-    }
-
-    /// Records in the file.
-    pub fn records(&self) -> usize {
-        self.records
     }
 }
 
@@ -214,7 +209,7 @@ mod tests {
             .map(|n| Bytes::from(raw(n, 100 * n as usize)))
             .collect();
         assert_eq!(txs, want);
-        assert_eq!(j.records(), 3);
+        assert_eq!(j.records, 3);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
@@ -261,7 +256,7 @@ mod tests {
         assert!(j.due(5) && !j.due(6));
         let held = [raw(7, 20), raw(9, 20)];
         j.rotate(held.iter().map(Vec::as_slice)).unwrap();
-        assert_eq!(j.records(), 2);
+        assert_eq!(j.records, 2);
         j.append(&raw(11, 5)).unwrap();
         drop(j);
         let (_, txs) = Journal::open(&path).unwrap();

@@ -353,15 +353,17 @@ impl Consensus<'_> {
     /// A recheck's refusal is a drop (CometBFT's mempool lets the
     /// transaction go, as abcid's pool does), remembered with its reason;
     /// an admission forgets an earlier drop of the same transaction.
+    /// The log is locked only for those two cases, not for every CheckTx.
     fn note_drop(&self, hash: B256, kind: CheckKind, verdict: &Verdict) -> Result<(), NodeError> {
-        let mut drops = self.node.drops()?;
         match (kind, verdict) {
-            (CheckKind::Recheck, Err(TxError::Replaced)) => {
-                let reason = TxError::Replaced.to_string();
-                drops.record(hash, DropKind::Replaced, reason);
+            (CheckKind::Recheck, Err(e)) => {
+                let drop = match e {
+                    TxError::Replaced => DropKind::Replaced,
+                    _ => DropKind::Invalid,
+                };
+                self.node.drops()?.record(hash, drop, e.to_string());
             }
-            (CheckKind::Recheck, Err(e)) => drops.record(hash, DropKind::Invalid, e.to_string()),
-            (CheckKind::New, Ok(_)) => drops.forget(&hash),
+            (CheckKind::New, Ok(_)) => self.node.drops()?.forget(&hash),
             _ => {}
         }
         Ok(())

@@ -165,30 +165,7 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
         .expect("a differential flamegraph");
     assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
     for run in r.runs.iter().filter(|x| x.round == 0) {
-        check_block_profiles_by_work(run);
-    }
-    // CometBFT's own profile over the same load, for each step.
-    for run in r.runs.iter().filter(|x| x.round == 0) {
-        let dir = run.cometbft_profile.as_ref().expect("CometBFT's profile");
-        let under_cometbft = dir.components().any(|c| c.as_os_str() == "cometbft");
-        assert!(
-            dir.starts_with(&flames) && under_cometbft,
-            "{}",
-            dir.display()
-        );
-        let folded = std::fs::read_to_string(dir.join("cometbft.folded")).unwrap();
-        assert!(
-            folded
-                .lines()
-                .any(|l| l.contains("github.com/cometbft/cometbft/")),
-            "{folded}"
-        );
-        // The whole node: both processes in one profile.
-        let node = run.node_profile.as_ref().expect("the whole node's profile");
-        let folded = std::fs::read_to_string(node.join("node.folded")).unwrap();
-        for root in ["abcid;", "cometbft;"] {
-            assert!(folded.lines().any(|l| l.starts_with(root)), "{folded}");
-        }
+        check_first_round_profiles(run, &flames);
     }
     // Its differential flamegraph shows both processes.
     let node_diff = r.runs[1].node_diff_flamegraph.as_ref().expect("node diff");
@@ -196,6 +173,32 @@ fn removing_fast_ecrecover_from_all_is_a_loss_and_the_gate_says_regression() {
     assert!(svg.contains("cometbft") && svg.contains("abcid"));
     let reference = r.reference.as_ref().expect("the kvstore reference");
     assert!(reference.measure.committed_tps > 0.0);
+}
+
+/// A step's first round, profiled under `flames`: abcid's blocks by work,
+/// CometBFT's own profile over the same load (CometBFT's frames, in its
+/// `cometbft/` folder) and the whole node with both processes.
+fn check_first_round_profiles(run: &feth::compare::StepRun, flames: &std::path::Path) {
+    check_block_profiles_by_work(run);
+    let dir = run.cometbft_profile.as_ref().expect("CometBFT's profile");
+    let under_cometbft = dir.components().any(|c| c.as_os_str() == "cometbft");
+    assert!(
+        dir.starts_with(flames) && under_cometbft,
+        "{}",
+        dir.display()
+    );
+    let folded = std::fs::read_to_string(dir.join("cometbft.folded")).unwrap();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.contains("github.com/cometbft/cometbft/")),
+        "{folded}"
+    );
+    let node = run.node_profile.as_ref().expect("the whole node's profile");
+    let folded = std::fs::read_to_string(node.join("node.folded")).unwrap();
+    for root in ["abcid;", "cometbft;"] {
+        assert!(folded.lines().any(|l| l.starts_with(root)), "{folded}");
+    }
 }
 
 /// A step's first round holds abcid's block profiles, downloaded from its
@@ -297,19 +300,12 @@ fn a_gate_run_on_the_abcid_recipe_with_too_few_rounds_is_inconclusive() {
     check_recipe_profiles(&r, &flames);
 }
 
-/// Each step's first round of a recipe compare holds the app's block
-/// profiles by work, CometBFT's profile and the whole node's; the second
-/// step has its differential flamegraphs.
+/// Each step's first round of a recipe compare is profiled as abcid's
+/// devnet steps are ([`check_first_round_profiles`]); the second step has
+/// its differential flamegraphs.
 fn check_recipe_profiles(r: &CompareReport, flames: &std::path::Path) {
     for run in r.runs.iter().filter(|x| x.round == 0) {
-        check_block_profiles_by_work(run);
-        let comet = run.cometbft_profile.as_ref().expect("CometBFT's profile");
-        assert!(comet.starts_with(flames) && comet.join("cometbft.folded").is_file());
-        let node = run.node_profile.as_ref().expect("the whole node's profile");
-        let folded = std::fs::read_to_string(node.join("node.folded")).unwrap();
-        for root in ["abcid;", "cometbft;"] {
-            assert!(folded.lines().any(|l| l.starts_with(root)), "{folded}");
-        }
+        check_first_round_profiles(run, flames);
     }
     let second = r.runs.iter().find(|x| x.round == 0 && x.step != "base");
     let second = second.expect("the second step's first round");

@@ -100,6 +100,11 @@ struct PoolArgs {
     /// a sender holding fewer who pays as much (geth's account slots).
     #[arg(long, default_value_t = PoolLimits::default().account_slots)]
     app_mempool_account_slots: usize,
+    /// The web3 URLs of the nodes whose pools newly pooled transactions are
+    /// forwarded to (comma-separated; every node of a network names every
+    /// other).
+    #[arg(long, value_delimiter = ',', value_name = "URL,...")]
+    pool_peers: Vec<String>,
 }
 
 /// The bounds of the `nonce-queue` patch (abci-patches/README.md, "Patches").
@@ -268,16 +273,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         .thread_name("web3")
         .build()
         .context("cannot start the async runtime")?;
-    let (web3_addr, web3_handle) = runtime
-        .block_on(abcid::rpc::serve(
-            node.clone(),
-            args.web3,
-            &args.cometbft_rpc,
-            args.rpc.config(),
-        ))
-        .context("cannot start the web3 server")?;
-    tracing::info!(addr = %web3_addr, "web3 JSON-RPC listening");
-
     let (profiler, profiler_server) = if args.no_profiler {
         (None, None)
     } else {
@@ -303,6 +298,20 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
 
     let app = AbciApp::new(node.clone(), profiler);
+    let (web3_addr, web3_handle) = runtime
+        .block_on(abcid::rpc::serve(
+            node.clone(),
+            args.web3,
+            &args.cometbft_rpc,
+            RpcConfig {
+                pool_peers: args.pool.pool_peers.clone(),
+                ..args.rpc.config()
+            },
+            Some(app.metrics()),
+        ))
+        .context("cannot start the web3 server")?;
+    tracing::info!(addr = %web3_addr, "web3 JSON-RPC listening");
+
     let metrics_server = match args.metrics {
         Some(addr) => {
             let metrics = app.metrics();

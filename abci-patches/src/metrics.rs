@@ -10,6 +10,8 @@
 //!   with a non-zero code (rejected by FinalizeBlock's checks);
 //! - `abcid_check_tx_duration_seconds{type="new"|"recheck"}`: CheckTx as
 //!   CometBFT waits for it (waiting to enter the application included);
+//!   with `app-mempool`, the new ones as web3 runs them (waiting for the
+//!   pool included), the pool's recheck being part of Commit;
 //! - `abcid_finalize_block_duration_seconds`: FinalizeBlock's execution
 //!   (the block log line's `finalize_ms`);
 //! - `abcid_store_commit_duration_seconds`: Commit's write of the block to

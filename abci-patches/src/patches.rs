@@ -102,6 +102,22 @@ pub enum Patch {
     /// Cosmos SDK 0.50's optimistic execution does. Needs `parallel-abci`
     /// (with one application lock the thread would bypass it).
     OptimisticExecution,
+    /// Before: `eth_sendRawTransaction` forwards the bytes to CometBFT's RPC
+    /// (`broadcast_tx_sync`); CometBFT's mempool connection runs CheckTx one
+    /// transaction at a time over the ABCI socket, keeps the transaction,
+    /// and hands it to PrepareProposal. Why: CometBFT's mempool is where an
+    /// ABCI application's transactions wait, and its gossip reaches every
+    /// validator. After: the web3 worker runs the same CheckTx itself and
+    /// keeps the transaction in abcid's own pool ([`crate::app_pool`]),
+    /// PrepareProposal proposes from it, and Commit drops what the block
+    /// included and rechecks the rest, as Cosmos EVM chains do with
+    /// CometBFT's mempool off (`mempool.type = "nop"`, which the devnet sets
+    /// with this patch). The pool is shared as CometBFT's mempool would be:
+    /// each node forwards what clients send it to the pools of its peers
+    /// (`--pool-peers`, which a devnet of several nodes sets), so a
+    /// transaction sent to any node, a full node included, is proposed by
+    /// whichever validator proposes next.
+    AppMempool,
     /// Before: Commit writes the block (state, transactions, receipts, the
     /// block and its indexes) in one durable redb transaction, and returns
     /// once it is on disk, while CometBFT holds its mempool lock and no
@@ -118,20 +134,6 @@ pub enum Patch {
     /// 3.4 % in one compare and an inconclusive 1.5 % in another
     /// (docs/MEASUREMENTS.md); it is for disks slower than the chain.
     AsyncCommit,
-    /// Before: `eth_sendRawTransaction` forwards the bytes to CometBFT's RPC
-    /// (`broadcast_tx_sync`); CometBFT's mempool connection runs CheckTx one
-    /// transaction at a time over the ABCI socket, keeps the transaction,
-    /// and hands it to PrepareProposal. Why: CometBFT's mempool is where an
-    /// ABCI application's transactions wait, and its gossip reaches every
-    /// validator. After: the web3 worker runs the same CheckTx itself and
-    /// keeps the transaction in abcid's own pool ([`crate::app_pool`]),
-    /// PrepareProposal proposes from it, and Commit drops what the block
-    /// included and rechecks the rest, as Cosmos EVM chains do with
-    /// CometBFT's mempool off (`mempool.type = "nop"`, which the devnet sets
-    /// with this patch). Opt-in, not in `all`: the pool is not gossiped, so
-    /// a transaction is proposed only by the validator that received it (a
-    /// node that never proposes never includes its pool's transactions).
-    AppMempool,
     /// Not a tuning but a mempool policy, so not in `all`: with it, CheckTx
     /// admits a bounded window of future nonces per sender and keeps them
     /// queued until their predecessors arrive (or a time limit passes), a
@@ -148,7 +150,7 @@ pub enum Patch {
 
 impl Patch {
     /// Every patch, in the order of the ladder.
-    pub const ALL: [Patch; 12] = [
+    pub const ALL: [Patch; 13] = [
         Patch::ParallelAbci,
         Patch::RwLock,
         Patch::CheckTxLite,
@@ -161,11 +163,12 @@ impl Patch {
         Patch::SnapshotReads,
         Patch::Web3Recover,
         Patch::OptimisticExecution,
+        Patch::AppMempool,
     ];
 
     /// Tunings measured without a gain on the reference machine: switches
     /// outside `all`, named on their own (`all,async-commit`).
-    pub const OPT_IN: [Patch; 2] = [Patch::AsyncCommit, Patch::AppMempool];
+    pub const OPT_IN: [Patch; 1] = [Patch::AsyncCommit];
 
     /// The mempool policies: switches outside `all`, named on their own.
     pub const POLICIES: [Patch; 1] = [Patch::NonceQueue];
@@ -260,15 +263,23 @@ impl fmt::Display for Patches {
         if *self == Self::NONE {
             return f.write_str("none");
         }
-        let (mut names, rest) = if self.0 & Self::ALL.0 == Self::ALL.0 {
-            (vec!["all"], Patches(self.0 & !Self::ALL.0))
-        } else {
-            (Vec::new(), *self)
-        };
-        names.extend(rest.iter().map(Patch::name));
+        // `all` less a few tunings reads as such: `all,-app-mempool`.
+        let missing = Patches(Self::ALL.0 & !self.0);
+        if missing.iter().count() > MOST_LEFT_OUT {
+            let names: Vec<&str> = self.iter().map(Patch::name).collect();
+            return f.write_str(&names.join(","));
+        }
+        let mut names = vec!["all".to_string()];
+        names.extend(missing.iter().map(|p| format!("-{p}")));
+        let extra = Patches(self.0 & !Self::ALL.0);
+        names.extend(extra.iter().map(|p| p.name().to_string()));
         f.write_str(&names.join(","))
     }
 }
+
+/// Most tunings a set may leave out of `all` and still print as
+/// `all,-NAME,…`.
+const MOST_LEFT_OUT: usize = 3;
 
 /// A patch list that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -338,14 +349,20 @@ mod tests {
             assert_eq!(round.to_string(), patch.name());
         }
         assert_eq!(Patches::ALL.to_string(), "all");
-        assert_eq!(Patches::ALL.iter().count(), 12);
+        assert_eq!(Patches::ALL.iter().count(), 13);
+        assert!(Patches::ALL.has(Patch::AppMempool));
         assert!(!Patches::ALL.has(Patch::AsyncCommit));
         let opt_in: Patches = "all,async-commit".parse().unwrap();
         assert_eq!(opt_in.to_string(), "all,async-commit");
         let queued: Patches = "all,nonce-queue".parse().unwrap();
         assert!(queued.has(Patch::NonceQueue) && !Patches::ALL.has(Patch::NonceQueue));
         assert_eq!(queued.to_string(), "all,nonce-queue");
-        assert_eq!(queued.iter().count(), 13);
+        assert_eq!(queued.iter().count(), 14);
+        let shy: Patches = "all,-app-mempool,nonce-queue".parse().unwrap();
+        assert_eq!(shy.to_string(), "all,-app-mempool,nonce-queue");
+        assert_eq!(shy.to_string().parse::<Patches>().unwrap(), shy);
+        let few: Patches = "rwlock,quiet-logs,-rwlock".parse().unwrap();
+        assert_eq!(few.to_string(), "quiet-logs");
     }
 
     #[test]

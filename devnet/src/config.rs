@@ -217,19 +217,32 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir(home.path().join("config")).unwrap();
         let path = home.path().join("config").join("config.toml");
-        let mempool_type = |patches: &str, set: &[&str]| {
+        let with_build = |patches: &str, set: &[&str], all_pools: bool| {
             std::fs::write(&path, "[mempool]\ntype = \"flood\"\n").unwrap();
             let opts = DevnetOptions {
                 patches: patches.to_string(),
                 set: set.iter().map(|s| s.to_string()).collect(),
+                all_pools,
                 ..DevnetOptions::default()
                     .with_ports(Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap())
             };
             write_config(home.path(), &opts).unwrap();
             read_settings(home.path(), &["mempool.type"]).unwrap()[0].clone()
         };
-        assert_eq!(mempool_type("all", &[]), "mempool.type=\"flood\"");
+        let mempool_type = |patches: &str, set: &[&str]| with_build(patches, set, true);
+        assert_eq!(mempool_type("all", &[]), "mempool.type=\"nop\"");
+        assert_eq!(
+            mempool_type("all,-app-mempool", &[]),
+            "mempool.type=\"flood\""
+        );
+        assert_eq!(mempool_type("rwlock", &[]), "mempool.type=\"flood\"");
         assert_eq!(mempool_type("all,app-mempool", &[]), "mempool.type=\"nop\"");
+        // A build from before `all` held the pool.
+        assert_eq!(with_build("all", &[], false), "mempool.type=\"flood\"");
+        assert_eq!(
+            with_build("all,app-mempool", &[], false),
+            "mempool.type=\"nop\""
+        );
         assert_eq!(
             mempool_type("all,app-mempool,-app-mempool", &[]),
             "mempool.type=\"flood\""

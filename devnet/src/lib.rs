@@ -155,6 +155,14 @@ pub struct DevnetOptions {
     /// `--rpc-max-log-blocks 100` for a test of the web3 limits).
     #[serde(default)]
     pub abcid_args: Vec<String>,
+    /// Whether the build's `all` holds `app-mempool` (builds before its
+    /// pools were forwarded between nodes, `--pool-peers`, did not).
+    #[serde(default = "default_all_pools")]
+    pub all_pools: bool,
+}
+
+fn default_all_pools() -> bool {
+    true
 }
 
 fn default_block_gas_limit() -> u64 {
@@ -207,6 +215,7 @@ impl Default for DevnetOptions {
             fee_market: false,
             abcid: None,
             abcid_args: Vec::new(),
+            all_pools: true,
         }
     }
 }
@@ -248,10 +257,11 @@ impl DevnetOptions {
             .is_some_and(|(_, value)| value.as_str() == Some("grpc"))
     }
 
-    /// Whether abcid's patches name `app-mempool` (the last mention counts:
-    /// `all,app-mempool,-app-mempool` does not). Its pool takes CometBFT's
-    /// mempool bounds, and CometBFT's mempool is off (`mempool.type =
-    /// "nop"`, unless `--set mempool.type=…` says otherwise).
+    /// Whether abcid's patches hold `app-mempool`: named, or in `all` (with
+    /// a build whose `all` holds it); the last mention counts
+    /// (`all,-app-mempool` does not). Its pool takes CometBFT's mempool
+    /// bounds, and CometBFT's mempool is off (`mempool.type = "nop"`,
+    /// unless `--set mempool.type=…` says otherwise).
     pub fn app_mempool(&self) -> bool {
         self.patches
             .split(',')
@@ -259,7 +269,8 @@ impl DevnetOptions {
             .rev()
             .find_map(|item| match item {
                 "app-mempool" => Some(true),
-                "-app-mempool" | "none" => Some(false),
+                "all" => Some(self.all_pools),
+                "-app-mempool" | "none" | "-all" => Some(false),
                 _ => None,
             })
             .unwrap_or(false)
@@ -279,9 +290,12 @@ impl DevnetOptions {
     }
 
     /// These options for `abcid`: TCP when the build cannot listen on a
-    /// unix socket (an older one, run by `feth compare --build-a`).
+    /// unix socket (an older one, run by `feth compare --build-a`), and
+    /// what its `all` holds.
     pub(crate) fn for_abcid(mut self, abcid: &Path) -> Self {
-        if !self.abci_tcp && !tools::abcid_takes_unix_abci(abcid) {
+        let help = tools::abcid_help(abcid);
+        self.all_pools = help.split_whitespace().any(|word| word == "--pool-peers");
+        if !self.abci_tcp && !tools::takes_unix_abci(&help) {
             tracing::warn!(
                 "{} cannot listen on a unix socket: CometBFT connects over TCP",
                 abcid.display()

@@ -120,20 +120,24 @@ pub fn abcid() -> Result<PathBuf> {
 /// Whether the abcid binary `abcid` has the option `flag` (`--metrics`):
 /// an older build, run by `feth compare --build-a`, may not.
 pub(crate) fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
-    Command::new(abcid).arg("--help").output().is_ok_and(|out| {
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .any(|word| word == flag)
-    })
+    abcid_help(abcid)
+        .split_whitespace()
+        .any(|word| word == flag)
 }
 
 /// Whether `abcid --abci` takes `unix://PATH` (builds before it did take a
-/// TCP address only).
-pub(crate) fn abcid_takes_unix_abci(abcid: &Path) -> bool {
+/// TCP address only), given its `--help`.
+pub(crate) fn takes_unix_abci(help: &str) -> bool {
+    help.contains("unix://PATH")
+}
+
+/// What `abcid --help` prints (nothing when it cannot run).
+pub(crate) fn abcid_help(abcid: &Path) -> String {
     Command::new(abcid)
         .arg("--help")
         .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("unix://PATH"))
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default()
 }
 
 /// The abcid binary of a build given as a path: the binary itself, or a

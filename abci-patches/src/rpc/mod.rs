@@ -26,6 +26,7 @@ mod convert;
 mod error;
 mod eth;
 mod filters;
+mod forward;
 pub mod fuzz;
 pub mod logs;
 mod peer;
@@ -50,6 +51,7 @@ use comet::CometClient;
 pub use eth::client_version;
 use filters::Filters;
 
+use crate::metrics::Metrics;
 use crate::node::Node;
 
 /// The bounds of the web3 server: what one request, one connection and the
@@ -101,6 +103,9 @@ pub struct RpcConfig {
     pub max_log_subscriptions_per_connection: usize,
     /// Most filters one client (peer address) may have installed at once.
     pub max_filters_per_client: usize,
+    /// `app-mempool`: the web3 URLs of the nodes whose pools this node's
+    /// newly pooled transactions are forwarded to ([`forward`]).
+    pub pool_peers: Vec<String>,
 }
 
 impl Default for RpcConfig {
@@ -125,6 +130,7 @@ impl Default for RpcConfig {
             max_log_subscriptions: 1_000,
             max_log_subscriptions_per_connection: 100,
             max_filters_per_client: 100,
+            pool_peers: Vec::new(),
         }
     }
 }
@@ -138,6 +144,9 @@ pub struct Web3 {
     heavy: Semaphore,
     evm: Semaphore,
     subscriptions: pubsub::LogSubscriptions,
+    forward: Option<forward::Forwarder>,
+    /// abcid's metrics, where `app-mempool`'s CheckTx is timed.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Web3 {
@@ -212,10 +221,34 @@ impl Web3 {
                 config.max_log_subscriptions_per_connection,
             ),
             comet: CometClient::new(comet_url)?,
+            forward: forwarder(&node, &config.pool_peers)?,
+            metrics: None,
             node,
             config,
         })
     }
+}
+
+/// The forwarding of the pool to `peers`, when there are any; refused
+/// without `app-mempool` (there is no pool of the node's own to share).
+fn forwarder(node: &Arc<Node>, peers: &[String]) -> anyhow::Result<Option<forward::Forwarder>> {
+    if peers.is_empty() {
+        return Ok(None);
+    }
+    if !node.patches().has(crate::patches::Patch::AppMempool) {
+        anyhow::bail!(
+            "--pool-peers forwards the app-mempool pool: add app-mempool to --patches, or drop --pool-peers"
+        );
+    }
+    let node = node.clone();
+    let pool: forward::PoolReader = Arc::new(move || match node.pooled(usize::MAX) {
+        Ok(pooled) => pooled.map(|(_, txs)| txs).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!("cannot read the pool to forward it: {e}");
+            Vec::new()
+        }
+    });
+    forward::Forwarder::spawn(peers, pool).map(Some)
 }
 
 /// Every web3 method, over `web3`.
@@ -234,12 +267,14 @@ fn methods(web3: Arc<Web3>) -> anyhow::Result<RpcModule<Web3>> {
 }
 
 /// Starts the web3 server on `addr`, forwarding transactions to CometBFT's
-/// RPC at `comet_url`, within the bounds of `config`.
+/// RPC at `comet_url`, within the bounds of `config`; `metrics` times the
+/// CheckTx `app-mempool` runs on its workers.
 pub async fn serve(
     node: Arc<Node>,
     addr: SocketAddr,
     comet_url: &str,
     config: RpcConfig,
+    metrics: Option<Arc<Metrics>>,
 ) -> anyhow::Result<(SocketAddr, ServerHandle)> {
     let server_config = ServerConfig::builder()
         .max_connections(config.max_connections)
@@ -249,7 +284,9 @@ pub async fn serve(
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;
-    let module = module(node, comet_url, config)?;
+    let mut web3 = Web3::new(node, comet_url, config)?;
+    web3.metrics = metrics;
+    let module = methods(Arc::new(web3))?;
     let middleware = RpcServiceBuilder::new()
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
     let builder = Server::builder()

@@ -7,7 +7,9 @@
 //! so the listings show the first 100 pending and 100 queued while
 //! `txpool_status` counts them all. `txpool_status` also counts the
 //! transactions dropped after they were accepted, by reason, and
-//! `txpool_dropped` tells why one was ([`crate::dropped`]).
+//! `txpool_dropped` tells why one was ([`crate::dropped`]). A node that
+//! forwards its pool (`--pool-peers`) adds `forwarded`: what its peers were
+//! sent, what failed and what their full queues left out.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +22,7 @@ use serde::Serialize;
 
 use super::comet::Mempool;
 use super::error::{internal, server_error, RpcResult};
+use super::forward::{ForwardCounts, Forwarder};
 use super::Web3;
 use crate::dropped::DropCounts;
 use crate::tx::VerifiedTx;
@@ -35,6 +38,8 @@ struct Status {
     pending: U64,
     queued: U64,
     dropped: DropCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forwarded: Option<ForwardCounts>,
 }
 
 /// Entries by sender (EIP-55 checksummed, as geth writes them), then by
@@ -60,6 +65,7 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
             pending: U64::from(pool.total.saturating_sub(queued)),
             queued: U64::from(queued),
             dropped: w.node.drop_counts().map_err(internal)?,
+            forwarded: w.forward.as_ref().map(Forwarder::counts),
         })
     })?;
     m.register_method("txpool_dropped", |p, w, _| {

@@ -50,11 +50,15 @@ async fn announce_body(net: &TestNet, length: usize) -> String {
 }
 
 /// With 3 s between blocks, transactions sent just after a commit wait in
-/// CometBFT's mempool, where `txpool_status` counts them and
-/// `txpool_content` lists them by sender and nonce.
+/// CometBFT's mempool (`all,-app-mempool`), where `txpool_status` counts
+/// them and `txpool_content` lists them by sender and nonce.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn txpool_shows_what_waits_in_cometbfts_mempool() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "3s".to_string()).await;
+    let net = TestNet::start_with(|o| {
+        o.timeout_commit = "3s".to_string();
+        o.patches = "all,-app-mempool".to_string();
+    })
+    .await;
     let p = net.wallet(&net.root);
     let web3 = net.web3();
     net.wait_blocks(1).await;

@@ -247,8 +247,12 @@ async fn app_hashes(client: &EthClient, upto: u64) -> Vec<alloy_primitives::B256
     out
 }
 
+/// On CometBFT's mempool path (`all,-app-mempool`), where a dead CometBFT
+/// stops web3 taking transactions. With abcid's own pool web3 goes on
+/// taking them and what it accepted survives a SIGKILL
+/// (`agentd/tests/it/mempool_attacks.rs`).
 async fn crash_and_recover(kill_abcid: bool) {
-    let mut net = TestNet::start().await;
+    let mut net = TestNet::start_with(|o| o.patches = "all,-app-mempool".into()).await;
     let to = Address::repeat_byte(0x99);
     let client = net.client();
     let sent = stream(&client, &net.root, 0, 60, to).await;

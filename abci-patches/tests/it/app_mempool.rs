@@ -377,8 +377,113 @@ async fn the_pool_reloads_what_it_accepted_after_a_restart() {
 /// Without `app-mempool` there is no pool to journal.
 #[test]
 fn without_the_pool_nothing_is_journaled() {
-    let node = TestNode::with_patches(&funded_keys(), Patches::ALL);
+    let without = Patches::ALL.without(Patch::AppMempool);
+    let node = TestNode::with_patches(&funded_keys(), without);
     let journal = node.dir.path().join("pool.journal");
     assert_eq!(node.node.reload_pool(&journal).unwrap(), None);
     assert!(!journal.exists());
+}
+
+/// A JSON-RPC call over HTTP to `url`: its result, or its error.
+async fn call_http(url: &str, method: &str, params: Value) -> Result<Value, Value> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let reply: Value = reqwest::Client::new()
+        .post(url)
+        .json(&request)
+        .send()
+        .await
+        .expect("the node answers")
+        .json()
+        .await
+        .expect("JSON");
+    match reply.get("error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(reply["result"].clone()),
+    }
+}
+
+/// Forwarding between pools (`--pool-peers`): what a client sends to A is
+/// admitted into B's pool in order; B forwards none of it again, and a
+/// batch forwarded twice is known, not admitted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_sent_to_one_node_reaches_its_peers_pool_once() {
+    use abcid::metrics::Metrics;
+    use abcid::rpc::RpcConfig;
+    use std::sync::Arc;
+    let patches = Patches::ALL.with(Patch::AppMempool);
+    let b = TestNode::with_patches(&funded_keys(), patches);
+    // B's own peer is down: a transaction B forwarded would count as failed.
+    let b_config = RpcConfig {
+        pool_peers: vec![closed_port_url()],
+        ..Default::default()
+    };
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let metrics = Arc::new(Metrics::new(patches, b.node.speculations()));
+    let (b_addr, _b_server) = abcid::rpc::serve(
+        b.node.clone(),
+        listen,
+        &closed_port_url(),
+        b_config,
+        Some(metrics.clone()),
+    )
+    .await
+    .expect("B serves web3");
+    let b_url = format!("http://{b_addr}");
+    let a = TestNode::with_patches(&funded_keys(), patches);
+    let a_config = RpcConfig {
+        pool_peers: vec![b_url.clone()],
+        ..Default::default()
+    };
+    let a_rpc = abcid::rpc::module(a.node.clone(), &closed_port_url(), a_config).expect("module");
+    let (k1, k2) = (key(1), key(2));
+    let txs = [
+        Tx::transfer(0, k2.address, 1).sign(&k1),
+        Tx::transfer(0, k1.address, 1).sign(&k2),
+        Tx::transfer(1, k2.address, 1).sign(&k1),
+    ];
+    for raw in &txs {
+        send(&a_rpc, raw).await.expect("admitted by A");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while b.propose(1 << 20).len() < txs.len() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B's pool never got them"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.propose(1 << 20), txs.to_vec());
+    // A counts a batch once B has answered, just after B pooled it.
+    let counts = json!({"sent": 3, "failed": 0, "overflowed": 0});
+    loop {
+        let a_status = call(&a_rpc, "txpool_status", json!([])).await.unwrap();
+        if a_status["forwarded"] == counts {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{a_status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // B timed each forwarded transaction's CheckTx.
+    let checked = r#"abcid_check_tx_duration_seconds_count{type="new"} 3"#;
+    assert!(metrics.encode().contains(checked), "{}", metrics.encode());
+    let b_status = call_http(&b_url, "txpool_status", json!([])).await.unwrap();
+    let none = json!({"sent": 0, "failed": 0, "overflowed": 0});
+    assert_eq!(
+        b_status["forwarded"], none,
+        "B forwards what it was forwarded"
+    );
+
+    let again = call_http(&b_url, "abcid_forwardTransactions", json!([txs])).await;
+    let known = json!({"admitted": 0, "known": 3, "refused": 0});
+    assert_eq!(again, Ok(known));
+    let too_many = vec![txs[0].clone(); 257];
+    let e = call_http(&b_url, "abcid_forwardTransactions", json!([too_many]))
+        .await
+        .expect_err("over the batch bound");
+    assert_eq!(e["code"], -32602, "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("at most 256 transactions in one call, not 257"),
+        "{e}"
+    );
 }

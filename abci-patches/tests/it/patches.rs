@@ -355,12 +355,15 @@ fn print_patches_names_the_set_or_refuses_an_unknown_patch() {
     let out = run("all,-rwlock,-quiet-logs");
     assert!(out.status.success(), "{out:?}");
     let named = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(named, "all,-rwlock,-quiet-logs\n");
+    let out = run("all,-rwlock,-quiet-logs,-fast-ecrecover,-app-mempool");
+    let named = String::from_utf8(out.stdout).unwrap();
     assert!(
         named.contains("sender-cache") && named.contains("parallel-abci"),
         "{named}"
     );
     assert!(
-        !named.contains("rwlock") && !named.contains("quiet-logs"),
+        !named.contains("rwlock") && !named.contains("quiet-logs") && !named.contains("app-"),
         "{named}"
     );
     assert_eq!(

@@ -1,6 +1,7 @@
 //! The web3 handlers, called in-process through jsonrpsee's [`RpcModule`]
 //! (no socket), on a node with two committed blocks.
 
+use abcid::patches::{Patch, Patches};
 use abcid::rpc::Web3;
 use alloy_primitives::{Address, Bytes, B256, U256};
 use jsonrpsee::RpcModule;
@@ -277,6 +278,8 @@ async fn estimate_gas_is_the_least_that_succeeds() {
     );
 }
 
+/// Without `app-mempool` a transaction goes through CometBFT's RPC, here
+/// unreachable; with it (in `all`) the node's own pool takes it.
 #[tokio::test]
 async fn send_raw_transaction_reports_bad_hex_and_an_unreachable_cometbft() {
     let f = fixture();
@@ -285,7 +288,12 @@ async fn send_raw_transaction_reports_bad_hex_and_an_unreachable_cometbft() {
         .expect_err("not hex");
     assert_eq!(bad["code"], -32602, "{bad}");
     let raw = Tx::transfer(3, key(2).address, 1).sign(&key(1));
-    let unreachable = call(&f.rpc, "eth_sendRawTransaction", json!([raw]))
+    let pooled = call(&f.rpc, "eth_sendRawTransaction", json!([raw])).await;
+    assert_eq!(pooled, Ok(json!(tx_hash(&raw))));
+    let node = TestNode::with_patches(&funded_keys(), Patches::ALL.without(Patch::AppMempool));
+    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url(), Default::default())
+        .expect("module");
+    let unreachable = call(&rpc, "eth_sendRawTransaction", json!([raw]))
         .await
         .expect_err("nothing listens");
     assert_eq!(unreachable["code"], -32002, "EIP-1474 resource unavailable");

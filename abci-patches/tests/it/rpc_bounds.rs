@@ -39,6 +39,7 @@ async fn served(config: RpcConfig) -> (TestNode, String, ServerHandle, Address) 
         "127.0.0.1:0".parse().expect("an address"),
         &closed_port_url(),
         config,
+        None,
     )
     .await
     .expect("the server starts");

@@ -359,6 +359,8 @@ impl DevnetArgs {
             fee_market: self.fee_market,
             abcid: self.abcid,
             abcid_args: Vec::new(),
+            // Read from the build when the devnet starts.
+            all_pools: true,
         }
     }
 }

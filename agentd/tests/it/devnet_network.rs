@@ -3,7 +3,8 @@
 //! committed by 4 validators; injected link latency raises the block time;
 //! one validator cut off leaves 3 of 4 going, two halt the chain, healing
 //! resumes it with nothing accepted lost; a validator and a full node killed
-//! and restarted under load catch up, and the agent's accounting adds up.
+//! and restarted under load catch up, and the agent's accounting adds up;
+//! with `app-mempool`, the nodes' pools are shared through the links.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use alloy_primitives::{Address, Bytes, B256, U256};
 use feth::accounts::KeySet;
 use feth::blocks;
 use feth::devnet::links::LinkShape;
-use feth::devnet::network::{Network, NodeRole};
+use feth::devnet::network::{Network, NetworkOptions, NodeRole};
 use feth::eth::EthClient;
 use feth::load::pick::RateSchedule;
 use feth::load::plan::LoadPlan;
@@ -32,8 +33,16 @@ struct TestNetwork {
 
 impl TestNetwork {
     async fn start(validators: usize, full_nodes: usize) -> Self {
+        Self::start_with(validators, full_nodes, |_| {}).await
+    }
+
+    async fn start_with(
+        validators: usize,
+        full_nodes: usize,
+        tweak: impl Fn(&mut NetworkOptions),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let net = Network::start_private(dir.path(), validators, full_nodes, |_| {})
+        let net = Network::start_private(dir.path(), validators, full_nodes, tweak)
             .await
             .expect("network starts");
         let root = feth::keys::read_key_file(&net.state.root_key()).unwrap();
@@ -278,4 +287,78 @@ async fn a_validator_and_a_full_node_killed_under_load_catch_up_and_the_load_add
     })
     .await;
     assert_eq!(committed_by(&f0, &keys).await, totals.included);
+}
+
+/// A transaction's receipt status through `client`, once it has one.
+async fn committed(client: &EthClient, hash: B256) -> bool {
+    let receipt = client.receipt(hash).await.ok().flatten();
+    receipt.and_then(|r| r.status).map(|s| s.to::<u64>()) == Some(1)
+}
+
+/// `app-mempool` takes CometBFT's mempool off, so only the nodes' own
+/// forwarding shares a transaction: one sent to any node of 4 validators
+/// and a full node (which never proposes) behind 50 ms links is committed;
+/// one sent to the full node while it is cut off is committed once it is
+/// healed, with nothing sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_app_mempool_a_transaction_sent_to_any_node_is_committed() {
+    let mut t = TestNetwork::start_with(4, 1, |o| {
+        o.node.patches = "all,app-mempool".to_string();
+        o.links = LinkShape {
+            latency_ms: 50,
+            ..LinkShape::default()
+        };
+    })
+    .await;
+    let v0 = t.client("v0");
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["v0", "v1", "v2", "v3", "f0"];
+    let (keys, _) = feth::fund::fund_seeded(
+        &v0,
+        &t.root,
+        B256::repeat_byte(9),
+        names.len(),
+        U256::from(10u64).pow(U256::from(18u64)),
+        &dir.path().join("keys.txt"),
+    )
+    .await
+    .unwrap();
+    let to = Address::repeat_byte(0x51);
+    let mut sent = Vec::new();
+    for (name, key) in names.iter().zip(&keys.keys) {
+        let hash = t
+            .client(name)
+            .send_raw(&transfer(key, 0, to))
+            .await
+            .unwrap();
+        sent.push((name, hash));
+    }
+    for (name, hash) in sent {
+        let what = format!("the transaction sent to {name} is committed");
+        wait_until(&what, Duration::from_secs(30), || committed(&v0, hash)).await;
+    }
+    let f0 = t.client("f0");
+    let status: serde_json::Value = f0
+        .call("txpool_status", serde_json::json!([]))
+        .await
+        .unwrap();
+    assert!(status["forwarded"]["sent"].as_u64() >= Some(1), "{status}");
+
+    let (key, address) = (&keys.keys[4], keys.addresses[4]);
+    wait_until("f0 has the block", Duration::from_secs(30), || async {
+        f0.nonce(address, false).await.unwrap_or(0) == 1
+    })
+    .await;
+    t.net.state.partition(&["f0".to_string()]).await.unwrap();
+    let hash = f0.send_raw(&transfer(key, 1, to)).await.unwrap();
+    let cut = t.height("v0").await;
+    t.advance("v0", 4, Duration::from_secs(30)).await;
+    assert!(!committed(&v0, hash).await, "f0 is cut off since {cut}");
+    t.net.state.heal(&[]).await.unwrap();
+    wait_until(
+        "f0's pool reaches the others after healing",
+        Duration::from_secs(30),
+        || committed(&v0, hash),
+    )
+    .await;
 }

@@ -45,7 +45,7 @@ fn paying(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn future_nonces_claiming_whole_blocks_do_not_stop_inclusion() {
     // CometBFT's mempool, then the node's own pool (CometBFT's off).
-    for patches in ["all,nonce-queue", "all,nonce-queue,app-mempool"] {
+    for patches in ["all,nonce-queue,-app-mempool", "all,nonce-queue"] {
         let net = TestNet::start_with(|o| o.patches = patches.to_string()).await;
         jam_then_victim(&net, patches).await;
     }
@@ -89,7 +89,7 @@ async fn jam_then_victim(net: &TestNet, patches: &str) {
 async fn transactions_claiming_unused_gas_do_not_delay_a_paying_one() {
     // CometBFT's mempool (its reap counts the gas CheckTx says, capped),
     // then the node's own pool.
-    for patches in ["all", "all,app-mempool"] {
+    for patches in ["all,-app-mempool", "all"] {
         let net = TestNet::start_with(|o| o.patches = patches.to_string()).await;
         stuffing_then_victim(&net, patches).await;
     }
@@ -142,7 +142,7 @@ async fn stuffing_then_victim(net: &TestNet, patches: &str) {
     );
 }
 
-/// With `app-mempool`, what abcid accepted survives its restart, by SIGKILL
+/// With `app-mempool` (in `all`), what abcid accepted survives its restart, by SIGKILL
 /// or by SIGTERM: CometBFT is down, so nothing is included and every
 /// accepted transfer waits in abcid's own pool; abcid is stopped with them
 /// there; after the devnet's restart every one is committed (the pool's
@@ -151,7 +151,7 @@ async fn stuffing_then_victim(net: &TestNet, patches: &str) {
 async fn accepted_transactions_survive_a_sigkill_and_a_graceful_restart() {
     const SENDERS: usize = 8;
     const EACH: u64 = 5;
-    let mut net = TestNet::start_with(|o| o.patches = "all,app-mempool".to_string()).await;
+    let mut net = TestNet::start().await;
     let (keys, _dir) = funded(&net, SENDERS, 0x46).await;
     let client = net.client();
     let chain_id = client.chain_id().await.unwrap();

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use alloy_primitives::{Address, B256};
+use alloy_primitives::{Address, B256, U256};
 use feth::accounts::KeySet;
 use feth::eth::EthClient;
 use feth::load::pick::RateSchedule;
@@ -101,12 +101,24 @@ async fn check_every_nonce(client: &EthClient, sender: Address, before: u64, r: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_pipelined_sender_commits_every_nonce_in_order_on_abcid_with_the_nonce_queue() {
     let net = TestNet::start_with(|o| o.patches = "all,nonce-queue".to_string()).await;
-    let (keys, _dir) = crate::common::funded(&net, 1, 21).await;
+    // 100 ether: with abcid's own pool one sender sends about 5,000
+    // transfers a second, 1 ether's worth in 5 s.
+    let dir = tempfile::tempdir().unwrap();
+    let (keys, _) = feth::fund::fund_seeded(
+        &net.client(),
+        &net.root,
+        B256::repeat_byte(21),
+        1,
+        U256::from(10u64).pow(U256::from(20u64)),
+        &dir.path().join("keys.txt"),
+    )
+    .await
+    .unwrap();
     let client = net.client();
     let sender = keys.addresses[0];
     let before = client.nonce(sender, false).await.unwrap();
-    // Parallel requests: abcid answers each call of a batch after CometBFT's
-    // CheckTx (about 30 ms), so one ordered batch at a time would not do.
+    // Parallel requests: one ordered batch at a time would wait for each
+    // batch's CheckTx.
     let report = one_sender(&net.web3(), keys, 1).await;
     check_every_nonce(&client, sender, before, &report).await;
 }

@@ -11,6 +11,10 @@
 //! Wiring: one proxy per ordered pair of nodes (dialer i → target j); node
 //! i's `p2p.persistent_peers` names node j's ID at proxy (i,j)'s address,
 //! with peer exchange off, so no node ever learns another's direct address.
+//! With `app-mempool`, a second proxy per ordered pair leads to node j's
+//! web3 port, and node i's abcid forwards its pool there (`--pool-peers`):
+//! the pools share what CometBFT's mempool, off with the patch, would have,
+//! over links of the same shape, cut by the same partitions.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,12 +89,37 @@ pub struct Link {
     pub to: String,
     /// The proxy's loopback port.
     pub port: u16,
+    /// What it carries.
+    #[serde(default)]
+    pub carries: Carries,
+}
+
+/// What a link carries to the dialed node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Carries {
+    /// CometBFT's peer-to-peer traffic, to its p2p port.
+    #[default]
+    P2p,
+    /// `app-mempool`: abcid's forwarded transactions, to its web3 port.
+    Pool,
 }
 
 impl Link {
     /// The proxy's name in toxiproxy.
     pub fn proxy(&self) -> String {
-        format!("{}-{}", self.from, self.to)
+        match self.carries {
+            Carries::P2p => format!("{}-{}", self.from, self.to),
+            Carries::Pool => format!("{}-{}-pool", self.from, self.to),
+        }
+    }
+
+    /// The dialed node's port it leads to.
+    pub(crate) fn upstream(&self, to: &DevnetState) -> u16 {
+        match self.carries {
+            Carries::P2p => to.options.p2p_port,
+            Carries::Pool => to.options.web3_port,
+        }
     }
 
     /// Whether it touches `node`.
@@ -302,7 +331,8 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     let toxiproxy = tools::toxiproxy(true)?;
     let names = node_names(opts.validators, opts.full_nodes);
     let n = names.len();
-    let mut free = free_ports(Ports::COUNT * n + n * (n - 1) + 1)?;
+    let carried = carried(&opts.node.clone().for_abcid(&abcid), &abcid);
+    let mut free = free_ports(Ports::COUNT * n + carried.len() * n * (n - 1) + 1)?;
     let abcid_metrics = tools::abcid_has_flag(&abcid, "--metrics");
     let root = keys::random_key();
     let root_hex = keys::key_hex(&root);
@@ -342,15 +372,21 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     }
     distinct_ports(&nodes)?;
     let mut links = Vec::new();
-    for from in &nodes {
-        for to in nodes.iter().filter(|to| to.name != from.name) {
-            let port = free.pop().context("ran out of free ports")?;
-            links.push(Link {
-                from: from.name.clone(),
-                to: to.name.clone(),
-                port,
-            });
+    for carries in carried {
+        for from in &nodes {
+            for to in nodes.iter().filter(|to| to.name != from.name) {
+                let port = free.pop().context("ran out of free ports")?;
+                links.push(Link {
+                    from: from.name.clone(),
+                    to: to.name.clone(),
+                    port,
+                    carries,
+                });
+            }
         }
+    }
+    for node in &mut nodes {
+        name_pool_peers(node, &links);
     }
     let toxiproxy_port = free.pop().context("ran out of free ports")?;
     genesis::write(&nodes, &opts.node, keys::address_of(&root))?;
@@ -369,6 +405,35 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     }
     state.save()?;
     Ok(state)
+}
+
+/// What the links carry: CometBFT's traffic, and with `app-mempool` (when
+/// the build can forward) abcid's forwarded transactions.
+fn carried(node: &DevnetOptions, abcid: &Path) -> Vec<Carries> {
+    if !node.app_mempool() {
+        return vec![Carries::P2p];
+    }
+    if !tools::abcid_has_flag(abcid, "--pool-peers") {
+        tracing::warn!(
+            "{} cannot forward its pool (no --pool-peers): a transaction is proposed only by the node it was sent to",
+            abcid.display()
+        );
+        return vec![Carries::P2p];
+    }
+    vec![Carries::P2p, Carries::Pool]
+}
+
+/// Gives `node`'s abcid its pool's peers: the proxies of its pool links.
+fn name_pool_peers(node: &mut Node, links: &[Link]) {
+    let peers: Vec<String> = links
+        .iter()
+        .filter(|l| l.carries == Carries::Pool && l.from == node.name)
+        .map(|l| format!("http://127.0.0.1:{}", l.port))
+        .collect();
+    if !peers.is_empty() {
+        let args = &mut node.state.options.abcid_args;
+        args.extend(["--pool-peers".to_string(), peers.join(",")]);
+    }
 }
 
 /// Fails when two nodes would listen on one port (a stride too small for
@@ -402,7 +467,7 @@ fn write_node_config(state: &NetworkState, node: &Node) -> Result<()> {
     let peers: Vec<String> = state
         .links
         .iter()
-        .filter(|l| l.from == node.name)
+        .filter(|l| l.carries == Carries::P2p && l.from == node.name)
         .map(|l| Ok(format!("{}@127.0.0.1:{}", state.node(&l.to)?.id, l.port)))
         .collect::<Result<_>>()?;
     let mut options = node.state.options.clone();

@@ -76,7 +76,7 @@ async fn start_all(state: &mut NetworkState) -> Result<()> {
     state.toxiproxy_pid = Some(pid);
     let proxy = state.proxy_client()?;
     for link in &state.links {
-        let upstream = state.node(&link.to)?.state.options.p2p_port;
+        let upstream = link.upstream(&state.node(&link.to)?.state);
         let listen = format!("127.0.0.1:{}", link.port);
         proxy
             .create(&link.proxy(), &listen, &format!("127.0.0.1:{upstream}"))

@@ -265,7 +265,7 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
 }
 
 /// Issue 26: a node whose transactions wait in an application-side mempool
-/// (abcid's `app-mempool`, CometBFT's `mempool.type = "nop"`), as Cosmos EVM
+/// (abcid's `app-mempool`, in `all`; CometBFT's `mempool.type = "nop"`), as Cosmos EVM
 /// chains run theirs. CometBFT's `/num_unconfirmed_txs` says 0 throughout
 /// while the node's `txpool_status` counts what waits; a saturation step
 /// reads the mempool from the latter and counts the chain's blocks.
@@ -274,7 +274,6 @@ async fn an_app_side_mempool_is_read_from_txpool_status() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let net = TestNet::start_with(|o| {
         o.timeout_commit = "1s".into();
-        o.patches = "all,app-mempool".into();
     })
     .await;
     let state = &net.devnet.state;

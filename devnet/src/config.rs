@@ -113,9 +113,10 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     for (key, value) in settings {
         set_key(&mut doc, key, value)?;
     }
-    if opts.app_mempool() {
-        set_key(&mut doc, "mempool.type", s("nop".into()))?;
-    }
+    // Both ways: a devnet started again with other patches keeps its
+    // config.toml, and abcid without its pool needs CometBFT's mempool.
+    let mempool = if opts.app_mempool() { "nop" } else { "flood" };
+    set_key(&mut doc, "mempool.type", s(mempool.into()))?;
     for text in &opts.set {
         let (key, value) = parse_override(text)?;
         // `cometbft init` writes every key CometBFT reads: one missing is a
@@ -218,7 +219,9 @@ mod tests {
         std::fs::create_dir(home.path().join("config")).unwrap();
         let path = home.path().join("config").join("config.toml");
         let with_build = |patches: &str, set: &[&str], all_pools: bool| {
-            std::fs::write(&path, "[mempool]\ntype = \"flood\"\n").unwrap();
+            // What an earlier start with the pool left (a devnet started
+            // again keeps its config.toml).
+            std::fs::write(&path, "[mempool]\ntype = \"nop\"\n").unwrap();
             let opts = DevnetOptions {
                 patches: patches.to_string(),
                 set: set.iter().map(|s| s.to_string()).collect(),

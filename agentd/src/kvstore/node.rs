@@ -64,6 +64,9 @@ impl KvNodeConfig {
             rpc_max_body_bytes: self.rpc_max_body_bytes,
             rpc_max_open_connections: self.rpc_max_open_connections,
             set,
+            // No abcid: its patches do not apply, and `none` keeps
+            // CometBFT's mempool on (`app-mempool` would turn it off).
+            patches: "none".to_string(),
             ..DevnetOptions::default()
         }
         .with_ports(ports)
@@ -199,5 +202,6 @@ mod tests {
             vec!["proxy_app=kvstore", "mempool.recheck=false"],
             "the application first, the caller's settings after"
         );
+        assert!(!opts.app_mempool(), "CometBFT's mempool stays on");
     }
 }

@@ -324,6 +324,15 @@ async fn with_app_mempool_a_transaction_sent_to_any_node_is_committed() {
     .await
     .unwrap();
     let to = Address::repeat_byte(0x51);
+    // Each node admits its sender's transfer once it has the funding block.
+    for (name, address) in names.iter().zip(&keys.addresses) {
+        let client = t.client(name);
+        let what = format!("{name} has its sender's funds");
+        wait_until(&what, Duration::from_secs(60), || async {
+            client.balance(*address).await.is_ok_and(|b| b > U256::ZERO)
+        })
+        .await;
+    }
     let mut sent = Vec::new();
     for (name, key) in names.iter().zip(&keys.keys) {
         let hash = t
@@ -335,7 +344,7 @@ async fn with_app_mempool_a_transaction_sent_to_any_node_is_committed() {
     }
     for (name, hash) in sent {
         let what = format!("the transaction sent to {name} is committed");
-        wait_until(&what, Duration::from_secs(30), || committed(&v0, hash)).await;
+        wait_until(&what, Duration::from_secs(60), || committed(&v0, hash)).await;
     }
     let f0 = t.client("f0");
     let status: serde_json::Value = f0

@@ -203,11 +203,16 @@ pub fn module(
     comet_url: &str,
     config: RpcConfig,
 ) -> anyhow::Result<RpcModule<Web3>> {
-    methods(Arc::new(Web3::new(node, comet_url, config)?))
+    methods(Arc::new(Web3::new(node, comet_url, config, None)?))
 }
 
 impl Web3 {
-    fn new(node: Arc<Node>, comet_url: &str, config: RpcConfig) -> anyhow::Result<Self> {
+    fn new(
+        node: Arc<Node>,
+        comet_url: &str,
+        config: RpcConfig,
+        metrics: Option<Arc<Metrics>>,
+    ) -> anyhow::Result<Self> {
         Ok(Self {
             filters: Filters::new(
                 config.filter_timeout,
@@ -222,7 +227,7 @@ impl Web3 {
             ),
             comet: CometClient::new(comet_url)?,
             forward: forwarder(&node, &config.pool_peers)?,
-            metrics: None,
+            metrics,
             node,
             config,
         })
@@ -284,9 +289,7 @@ pub async fn serve(
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;
-    let mut web3 = Web3::new(node, comet_url, config)?;
-    web3.metrics = metrics;
-    let module = methods(Arc::new(web3))?;
+    let module = methods(Arc::new(Web3::new(node, comet_url, config, metrics)?))?;
     let middleware = RpcServiceBuilder::new()
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
     let builder = Server::builder()

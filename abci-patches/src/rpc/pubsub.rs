@@ -347,8 +347,9 @@ mod tests {
             "{deployed:?}"
         );
         let emitter = me.create(0);
-        let web3 =
-            Arc::new(Web3::new(node.clone(), "http://127.0.0.1:9", Default::default()).unwrap());
+        let web3 = Arc::new(
+            Web3::new(node.clone(), "http://127.0.0.1:9", Default::default(), None).unwrap(),
+        );
         let rpc = super::super::methods(web3.clone()).unwrap();
         let mut subs = Vec::new();
         for _ in 0..4 {

@@ -408,12 +408,13 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
 }
 
 /// What the links carry: CometBFT's traffic, and with `app-mempool` (when
-/// the build can forward) abcid's forwarded transactions.
+/// the build can forward, which [`DevnetOptions::all_pools`] read from it)
+/// abcid's forwarded transactions.
 fn carried(node: &DevnetOptions, abcid: &Path) -> Vec<Carries> {
     if !node.app_mempool() {
         return vec![Carries::P2p];
     }
-    if !tools::abcid_has_flag(abcid, "--pool-peers") {
+    if !node.all_pools {
         tracing::warn!(
             "{} cannot forward its pool (no --pool-peers): a transaction is proposed only by the node it was sent to",
             abcid.display()

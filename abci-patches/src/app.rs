@@ -247,7 +247,9 @@ impl Application for AbciApp {
 
 impl AbciApp {
     /// PrepareProposal's work: what CometBFT's mempool offers, then the
-    /// node's own pool, without what cannot be valid, priced and fitted.
+    /// node's own pool, without what cannot be valid, priced, each sender's
+    /// in nonce order with `nonce-queue` or after a replacement by fee, by
+    /// tip, and fitted.
     fn propose(&self, request: RequestPrepareProposal) -> ResponsePrepareProposal {
         let node = self.enter("PrepareProposal");
         let max_gas = node
@@ -269,7 +271,10 @@ impl AbciApp {
         let mut txs = node
             .priced_for_next_block(valid)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        if node.patches().has(Patch::NonceQueue) {
+        let replaced = node
+            .any_replaced()
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        if replaced || node.patches().has(Patch::NonceQueue) {
             txs = node
                 .order_by_nonce(&txs)
                 .unwrap_or_else(|e| fatal("PrepareProposal", e));

@@ -263,6 +263,39 @@ impl AppPool {
         true
     }
 
+    /// Puts a transaction CheckTx admitted as a replacement by fee in the
+    /// place of `old`, keeping its sender's transactions in nonce order;
+    /// journaled as [`Self::push`] does. False, and nothing changed, when
+    /// `old` is not there (evicted meanwhile).
+    pub fn replace(
+        &mut self,
+        old: &B256,
+        hash: B256,
+        raw: Bytes,
+        gas: u64,
+        origin: Origin,
+    ) -> bool {
+        let Some(slot) = self.txs.iter_mut().find(|tx| tx.hash == *old) else {
+            return false;
+        };
+        if let Some(Err(e)) = self.journal.as_mut().map(|j| j.append(&raw)) {
+            tracing::warn!(%hash, "admitted, not journaled: {e}");
+        }
+        self.bytes = self
+            .bytes
+            .saturating_sub(slot.raw.len() as u64)
+            .saturating_add(raw.len() as u64);
+        self.known.remove(old);
+        self.known.insert(hash);
+        *slot = Pooled {
+            hash,
+            raw,
+            gas,
+            origin,
+        };
+        true
+    }
+
     /// Appends a transaction CheckTx admitted (after [`Self::room_for`])
     /// with the gas it claims and its origin.
     /// Recorded in the journal when one is attached (a failure is logged:
@@ -517,6 +550,48 @@ mod tests {
         // Both hold their 2 slots now: a third sender paying as much waits.
         assert!(p.room_for(&tx(30, 0).0, 10, 5, 0, sender(3)).is_err());
         assert_eq!(p.len(), 4);
+    }
+
+    #[test]
+    fn a_replacement_takes_the_old_ones_place() {
+        let mut p = pool(3, 1_000);
+        for (n, sender, nonce) in [(1, 1, 0), (2, 1, 1), (3, 2, 0)] {
+            let (h, r) = tx(n, 10);
+            p.push(
+                h,
+                r,
+                21_000,
+                Origin {
+                    nonce,
+                    ..from(sender, 1)
+                },
+            );
+        }
+        let (h9, r9) = tx(9, 20);
+        assert!(p.replace(&tx(1, 0).0, h9, r9, 30_000, from(1, 5)));
+        assert!(
+            !p.replace(&tx(1, 0).0, h9, tx(9, 1).1, 1, from(1, 5)),
+            "gone"
+        );
+        // In its place: sender 1's nonce 0 before its nonce 1, paying 5 now.
+        assert_eq!(
+            p.first(3).iter().map(|r| r[0]).collect::<Vec<_>>(),
+            [9, 2, 3]
+        );
+        assert_eq!(
+            p.reap(1_000, u64::MAX, 0)
+                .iter()
+                .map(|r| r[0])
+                .collect::<Vec<_>>(),
+            [9, 2, 3]
+        );
+        assert_eq!((p.len(), p.bytes), (3, 40));
+        // The old hash is forgotten: refused as full, not as known.
+        assert!(matches!(
+            p.room_for(&tx(1, 0).0, 0, 1, 0, || None),
+            Err(PoolError::Full { .. })
+        ));
+        assert_eq!(p.room_for(&h9, 0, 1, 0, || None), Err(PoolError::Known));
     }
 
     #[test]

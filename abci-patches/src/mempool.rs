@@ -56,6 +56,9 @@ pub struct Admitted {
     pub tip: u128,
     /// Fee cap per gas (the gas price of a legacy transaction).
     pub fee_cap: u128,
+    /// The pending transaction of the same sender and nonce it replaced by
+    /// fee ([`CheckState::replace`]), if any.
+    pub replaces: Option<B256>,
 }
 
 impl Admitted {
@@ -93,6 +96,7 @@ impl From<&VerifiedTx> for Admitted {
             queued: false,
             tip,
             fee_cap,
+            replaces: None,
         }
     }
 }
@@ -119,6 +123,13 @@ pub struct CheckState {
     committed: HashMap<Address, Option<AccountRecord>>,
     /// `nonce-queue`: transactions waiting for their predecessors.
     queue: NonceQueue,
+    /// The admitted transactions by sender and nonce, the ones a newcomer
+    /// may replace by fee.
+    held: HashMap<(Address, u64), Admitted>,
+    /// Hashes replaced by fee since the last Commit, and between the two
+    /// last: their rechecks refuse them, and proposals leave them out.
+    replaced: HashSet<B256>,
+    replaced_before: HashSet<B256>,
 }
 
 impl CheckState {
@@ -178,6 +189,82 @@ impl CheckState {
         );
     }
 
+    /// Keeps `tx`, admitted, as the one a newcomer of its sender and nonce
+    /// would replace.
+    pub fn hold(&mut self, tx: Admitted) {
+        self.held.insert((tx.spend.sender, tx.spend.nonce), tx);
+    }
+
+    /// Whether `hash` was replaced by fee ([`Self::replace`]) since the
+    /// Commit before the last.
+    pub fn was_replaced(&self, hash: &B256) -> bool {
+        self.replaced.contains(hash) || self.replaced_before.contains(hash)
+    }
+
+    /// Whether any transaction was replaced by fee since the Commit before
+    /// the last.
+    pub fn any_replaced(&self) -> bool {
+        !(self.replaced.is_empty() && self.replaced_before.is_empty())
+    }
+
+    /// The held transaction `new` would replace: the one of its sender and
+    /// nonce (below the pending one, `current`: the account as
+    /// [`Self::view`] shows it), when `new` pays at least 10 % more tip and
+    /// fee cap ([`proposal::pays_enough_more`]) and the balance covers it in
+    /// that one's place (geth's overdraft rule). `None` when nothing of that
+    /// sender and nonce is held (or `new` itself is).
+    pub fn replaceable(&self, new: &Admitted, current: AccountRecord) -> Option<Verdict> {
+        let old = *self.held.get(&(new.spend.sender, new.spend.nonce))?;
+        if old.hash == new.hash {
+            return None;
+        }
+        if !proposal::pays_enough_more((new.tip, new.fee_cap), (old.tip, old.fee_cap)) {
+            return Some(Err(TxError::ReplacementUnderpriced));
+        }
+        let spendable = current.balance.saturating_add(old.spend.max_cost);
+        if new.spend.max_cost > spendable {
+            return Some(Err(TxError::InsufficientFunds {
+                balance: spendable,
+                cost: new.spend.max_cost,
+            }));
+        }
+        Some(Ok(old))
+    }
+
+    /// Admits `new` in place of `old`, as [`Self::replaceable`] allowed:
+    /// `old`'s maximal cost is given back and `new`'s reserved, the pending
+    /// nonce unchanged, and `old` marked replaced. Returns `new`, naming the
+    /// hash it replaces.
+    pub fn replace(
+        &mut self,
+        old: &Admitted,
+        mut new: Admitted,
+        current: AccountRecord,
+        committed: Option<AccountRecord>,
+        lite_recheck: bool,
+    ) -> Admitted {
+        let spendable = current.balance.saturating_add(old.spend.max_cost);
+        let left = spendable.saturating_sub(new.spend.max_cost);
+        self.pending.insert(new.spend.sender, (current.nonce, left));
+        self.admitted.remove(&old.hash);
+        self.replaced.insert(old.hash);
+        new.replaces = Some(old.hash);
+        self.hold(new);
+        if lite_recheck {
+            self.record(new, committed);
+        }
+        new
+    }
+
+    /// `check-tx-lite` off: gives `amount` back to `sender` in the executed
+    /// effects (a replaced transaction's maximal cost), so that they hold at
+    /// least the ledger's spendable balance still (see `checkexec`).
+    pub fn give_back(&mut self, sender: &Address, amount: U256) {
+        if let Some(Some(account)) = self.executed.accounts.get_mut(sender) {
+            account.balance = account.balance.saturating_add(amount);
+        }
+    }
+
     /// Checks `tx` and, when it passes, admits it.
     pub fn admit(&mut self, tx: &Spend, committed: Option<AccountRecord>) -> Result<(), TxError> {
         let current = self.admissible(tx, committed)?;
@@ -214,6 +301,7 @@ impl CheckState {
         };
         let verdict = self.admit(&tx.spend, committed).map(|()| {
             self.record(tx, committed);
+            self.hold(tx);
             tx
         });
         Ok(Some(verdict))
@@ -239,6 +327,8 @@ impl CheckState {
         self.pending.clear();
         self.executed = StateDiff::default();
         self.queue.commit();
+        self.held.clear();
+        self.replaced_before = std::mem::take(&mut self.replaced);
         if !lite_recheck {
             self.admitted.clear();
             self.unrechecked.clear();
@@ -277,6 +367,7 @@ mod tests {
             queued: false,
             tip: 1,
             fee_cap: 2,
+            replaces: None,
         }
     }
 
@@ -284,6 +375,7 @@ mod tests {
     fn check(state: &mut CheckState, tx: Admitted, committed: Option<AccountRecord>) {
         state.admit(&tx.spend, committed).unwrap();
         state.record(tx, committed);
+        state.hold(tx);
     }
 
     fn touching(sender: u8, account: Option<AccountRecord>) -> StateDiff {
@@ -376,6 +468,69 @@ mod tests {
         assert_eq!(state.unrechecked.len(), 2);
         state.commit(&StateDiff::default(), true);
         assert!(state.unrechecked.is_empty() && state.committed.is_empty());
+    }
+
+    #[test]
+    fn a_replacement_pays_ten_percent_more_gives_back_the_old_cost_and_reserves_its_own() {
+        let mut state = CheckState::default();
+        for nonce in 0..2 {
+            check(&mut state, tx(1, nonce), funded(1_000));
+        }
+        let sender = Address::repeat_byte(1);
+        let current = |state: &CheckState| state.view(&sender, funded(1_000)).unwrap();
+        let dearer = |cost: u64, tip: u128| Admitted {
+            hash: B256::repeat_byte(0xee),
+            spend: Spend {
+                max_cost: U256::from(cost),
+                ..tx(1, 0).spend
+            },
+            tip,
+            fee_cap: 3,
+            ..tx(1, 0)
+        };
+        let replace = |state: &mut CheckState, new: Admitted| {
+            let current = current(state);
+            let old = state.replaceable(&new, current)?;
+            Some(old.map(|old| state.replace(&old, new, current, funded(1_000), true)))
+        };
+        // A tip of 1 is not 10 % more than 1.
+        let cheap = replace(&mut state, dearer(100, 1));
+        assert!(
+            matches!(cheap, Some(Err(TxError::ReplacementUnderpriced))),
+            "{cheap:?}"
+        );
+        // 1,000 − 100 (nonce 1) leaves 900 for nonce 0's replacement.
+        let over = replace(&mut state, dearer(901, 2));
+        assert!(
+            matches!(over, Some(Err(TxError::InsufficientFunds { .. }))),
+            "{over:?}"
+        );
+        assert_eq!(current(&state).balance, U256::from(800), "nothing changed");
+        let admitted = replace(&mut state, dearer(900, 2)).unwrap().unwrap();
+        assert_eq!(admitted.replaces, Some(tx(1, 0).hash));
+        assert_eq!(pending_nonce(&state, 1), Some(2), "the nonce stays");
+        assert_eq!(current(&state).balance, U256::ZERO);
+        assert!(state.was_replaced(&tx(1, 0).hash) && !state.was_replaced(&tx(1, 1).hash));
+        // Nothing held at nonce 2: no replacement, CheckTx's refusal stands.
+        let unheld = Admitted {
+            tip: 9,
+            fee_cap: 9,
+            ..tx(1, 2)
+        };
+        assert_eq!(replace(&mut state, unheld), None);
+        // The replacement itself again: no replacement either.
+        assert_eq!(replace(&mut state, admitted), None);
+        // The recheck after Commit knows the replacement, not the old one;
+        // the old hash stays marked until the Commit after.
+        state.commit(&StateDiff::default(), true);
+        assert!(state.was_replaced(&tx(1, 0).hash));
+        assert_eq!(state.recheck(&tx(1, 0).hash, |_| Err(())), Ok(None));
+        assert_eq!(
+            state.recheck(&admitted.hash, |_| Err(())),
+            Ok(Some(Ok(admitted)))
+        );
+        state.commit(&StateDiff::default(), true);
+        assert!(!state.any_replaced());
     }
 
     #[test]

@@ -213,12 +213,7 @@ impl NonceQueue {
     }
 }
 
-/// geth's replacement rule: at least 10 % more fee cap and priority fee.
+/// geth's replacement rule ([`proposal::pays_enough_more`]).
 fn pays_enough_more(new: &VerifiedTx, old: &VerifiedTx) -> bool {
-    let bumped = |new: u128, old: u128| new.saturating_mul(10) >= old.saturating_mul(11);
-    let tip = |tx: &VerifiedTx| proposal::fees(&tx.envelope).0;
-    bumped(
-        new.envelope.max_fee_per_gas(),
-        old.envelope.max_fee_per_gas(),
-    ) && bumped(tip(new), tip(old))
+    proposal::pays_enough_more(proposal::fees(&new.envelope), proposal::fees(&old.envelope))
 }

@@ -135,6 +135,14 @@ pub fn fees(tx: &TxEnvelope) -> (u128, u128) {
     (tx.max_priority_fee_per_gas().unwrap_or(cap), cap)
 }
 
+/// geth's replacement rule (its pool's `PriceBump`): a transaction taking
+/// the place of another of the same sender and nonce offers at least 10 %
+/// more tip and fee cap; each `(tip, cap)` as [`fees`] gives them.
+pub fn pays_enough_more(new: (u128, u128), old: (u128, u128)) -> bool {
+    let bumped = |new: u128, old: u128| new.saturating_mul(10) >= old.saturating_mul(11);
+    bumped(new.0, old.0) && bumped(new.1, old.1)
+}
+
 /// `tip`, at most what `cap` leaves above `base_fee`.
 fn effective(tip: u128, cap: u128, base_fee: u128) -> u128 {
     tip.min(cap.saturating_sub(base_fee))

@@ -115,6 +115,7 @@ mod tests {
             queued: false,
             tip: 1,
             fee_cap: 2,
+            replaces: None,
         }
     }
 

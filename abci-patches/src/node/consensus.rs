@@ -378,8 +378,11 @@ impl Consensus<'_> {
     ) -> Result<Verdict, NodeError> {
         let lite_recheck = self.node.patches.has(Patch::LiteRecheck);
         let queue = self.node.patches.has(Patch::NonceQueue);
-        if kind == CheckKind::Recheck && queue && self.node.check()?.queue().was_replaced(&hash) {
-            return Ok(Err(TxError::Replaced));
+        if kind == CheckKind::Recheck {
+            let check = self.node.check()?;
+            if check.was_replaced(&hash) || (queue && check.queue().was_replaced(&hash)) {
+                return Ok(Err(TxError::Replaced));
+            }
         }
         // Without `lite-recheck` a recheck is a full CheckTx, as recheck is
         // in CometBFT's own examples: decode, recover, and all that follows.
@@ -425,7 +428,12 @@ impl Consensus<'_> {
                 .queue(verified, expected, current.balance)
                 .map(|()| admitted)
         } else {
-            self.admit(&mut check, &verified, committed)?
+            match self.admit(&mut check, &verified, committed)? {
+                Err(e @ TxError::NonceTooLow { .. }) if kind == CheckKind::New => self
+                    .replace(&mut check, &verified, committed)?
+                    .unwrap_or(Err(e)),
+                verdict => verdict,
+            }
         };
         if let Err(e @ TxError::QueuedExpired { .. }) = &verdict {
             tracing::info!(target: "abcid::nonce_queue", %hash, sender = %spend.sender, "{e}; evicted");
@@ -469,7 +477,55 @@ impl Consensus<'_> {
         if self.node.patches.has(Patch::LiteRecheck) {
             check.record(admitted, committed);
         }
+        check.hold(admitted);
         Ok(Ok(admitted))
+    }
+
+    /// A new transaction refused `nonce too low` replaces the pending one
+    /// of its sender and nonce when it pays 10 % more and the balance covers
+    /// it ([`CheckState::replaceable`]); `None` when it replaces nothing.
+    /// Without `check-tx-lite` it is executed as every admission is, over
+    /// effects that still hold the replaced one's (revm's nonce check is
+    /// off there) with that one's maximal cost given back to the sender, so
+    /// they hold at least the ledger's balance and the verdict is the
+    /// ledger's, as with the patch.
+    fn replace(
+        &self,
+        check: &mut CheckState,
+        verified: &VerifiedTx,
+        committed: Option<AccountRecord>,
+    ) -> Result<Option<Verdict>, NodeError> {
+        let new = Admitted::from(verified);
+        let current = check.view(&verified.sender, committed).unwrap_or_default();
+        let old = match check.replaceable(&new, current) {
+            None => return Ok(None),
+            Some(Err(e)) => return Ok(Some(Err(e))),
+            Some(Ok(old)) => old,
+        };
+        if !self.node.patches.has(Patch::CheckTxLite) {
+            check.give_back(&verified.sender, old.spend.max_cost);
+            let chain = self.node.chain()?;
+            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+            let world = self.node.world()?;
+            let executed = check.executed_mut();
+            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, verified);
+            if let Err(e) = run {
+                return Ok(Some(Err(e)));
+            }
+        }
+        let lite_recheck = self.node.patches.has(Patch::LiteRecheck);
+        let new = check.replace(&old, new, current, committed, lite_recheck);
+        tracing::info!(replaced = %old.hash, by = %new.hash, "pending transaction replaced by fee");
+        Ok(Some(Ok(new)))
+    }
+
+    /// Whether a transaction was replaced by fee since the Commit before
+    /// the last: CometBFT's mempool may then hold two of one sender and
+    /// nonce, out of nonce order, until the old one's recheck refuses it, and
+    /// PrepareProposal orders the proposal by nonce, keeping the higher tip
+    /// ([`Self::order_by_nonce`]).
+    pub fn any_replaced(&self) -> Result<bool, NodeError> {
+        Ok(self.node.check()?.any_replaced())
     }
 
     /// `nonce-queue`: admits the queued transactions of `sender` that now

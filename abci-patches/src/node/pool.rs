@@ -60,7 +60,9 @@ impl Node {
     }
 
     /// `app-mempool`: CheckTx of `raw`, received over web3, and on admission
-    /// its place at the end of the pool; its hash when admitted. `Ok(None)`
+    /// its place at the end of the pool, or the place of the pending
+    /// transaction it replaces by fee (`check-tx-lite`); its hash when
+    /// admitted. `Ok(None)`
     /// without the patch: the caller forwards the bytes to CometBFT.
     /// Marked as admission work ([`Work::CheckTx`]) on the web3 worker it runs on.
     pub fn submit(&self, raw: &Bytes) -> Result<Option<Result<B256, Refused>>, NodeError> {
@@ -90,14 +92,22 @@ impl Node {
         };
         Ok(Some(match node.check_tx(raw, CheckKind::New)? {
             Ok(admitted) => {
-                if let Room::Evicting(cheapest) = room {
+                let gas = self.gas_wanted(&admitted);
+                let origin = admitted.origin();
+                if let Some(old) = admitted.replaces {
+                    // In the old one's place, which frees what it took.
+                    let reason = format!("replaced by {hash}, paying more");
+                    self.drops()?.record(old, DropKind::Replaced, reason);
+                    if pool.replace(&old, hash, raw.clone(), gas, origin) {
+                        return Ok(Some(Ok(hash)));
+                    }
+                } else if let Room::Evicting(cheapest) = room {
                     pool.evict(&cheapest);
                     tracing::info!(%cheapest, by = %hash, "pool full: the cheapest evicted");
                     let reason = format!("evicted from the full pool by {hash}");
                     self.drops()?.record(cheapest, DropKind::Evicted, reason);
                 }
-                let gas = self.gas_wanted(&admitted);
-                pool.push(hash, raw.clone(), gas, admitted.origin());
+                pool.push(hash, raw.clone(), gas, origin);
                 Ok(hash)
             }
             Err(e) => Err(e.into()),

@@ -122,6 +122,89 @@ async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
     send(&rpc, &next).await.expect("a's next nonce is 1 now");
 }
 
+/// A transfer of 1 wei from nonce `nonce` to key 3 paying `tip` and a fee
+/// cap of `tip` + 2 gwei, with `value`.
+fn bumped(nonce: u64, tip: u128, value: u128) -> Tx {
+    Tx {
+        fee: Fee::Eip1559 {
+            max_fee: tip + 2 * GWEI,
+            tip,
+        },
+        ..Tx::transfer(nonce, key(3).address, value)
+    }
+}
+
+/// A pending transaction is replaced by one of its sender and nonce paying
+/// 10 % more fee cap and tip (geth's bump), in its place, if the balance
+/// covers it there; the old one is dropped as `replaced`.
+#[tokio::test]
+async fn a_pending_transaction_is_replaced_by_one_paying_ten_percent_more() {
+    let node = TestNode::with_patches(&funded_keys(), Patches::ALL);
+    let rpc = web3(&node);
+    let a = key(1);
+    let old = bumped(0, 10 * GWEI, 1).sign(&a);
+    let next = bumped(1, 10 * GWEI, 1).sign(&a);
+    for raw in [&old, &next] {
+        send(&rpc, raw).await.expect("admitted");
+    }
+    // 9.9 % more tip: refused; the same tip, a higher cap: refused.
+    for (tip, cap) in [(10_990_000_000, 20 * GWEI), (10 * GWEI, 20 * GWEI)] {
+        let short = Tx {
+            fee: Fee::Eip1559 { max_fee: cap, tip },
+            ..bumped(0, 0, 1)
+        };
+        let refused = send(&rpc, &short.sign(&a)).await.expect_err("underpriced");
+        assert_eq!(refused["message"], "replacement transaction underpriced");
+    }
+    // Its balance cannot cover a replacement sending everything it holds.
+    let overdraft = send(&rpc, &bumped(0, 12 * GWEI, FUNDED).sign(&a)).await;
+    let refused = overdraft.expect_err("over the balance");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("insufficient funds"),
+        "{refused}"
+    );
+    let new = bumped(0, 12 * GWEI, 2).sign(&a);
+    let hash = send(&rpc, &new).await.expect("replaced");
+    assert_eq!(hash, json!(tx_hash(&new)));
+    assert_eq!(pending(&rpc).await, "0x2");
+    let why = dropped(&rpc, &old).await;
+    assert_eq!(why["kind"], "replaced", "{why}");
+    assert_eq!(
+        why["reason"],
+        format!("replaced by {}, paying more", tx_hash(&new)).as_str()
+    );
+    assert_eq!(
+        send(&rpc, &new).await.expect_err("known")["message"],
+        "already known"
+    );
+    // In the old one's place, before its sender's next nonce; committed.
+    let proposal = node.propose(1 << 20);
+    assert_eq!(proposal, vec![new.clone(), next.clone()]);
+    let before = node.balance(key(3).address);
+    let results = node.block(&proposal);
+    assert!(
+        results.tx_results.iter().all(|r| r.code == 0),
+        "{results:?}"
+    );
+    assert_eq!(node.nonce(a.address), 2);
+    assert_eq!(
+        node.balance(key(3).address) - before,
+        alloy_primitives::U256::from(3)
+    );
+    assert_eq!(pending(&rpc).await, "0x0");
+    let stale = send(&rpc, &old).await.expect_err("its nonce is used");
+    assert!(
+        stale["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("nonce too low"),
+        "{stale}"
+    );
+}
+
 /// Sends `raw` and checks that the full pool refused it.
 async fn refused_full(rpc: &RpcModule<Web3>, raw: &Bytes) {
     let full = send(rpc, raw).await.expect_err("the pool is full");

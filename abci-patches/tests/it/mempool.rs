@@ -4,7 +4,8 @@
 use abcid::node::NodeConfig;
 use abcid::patches::{Patch, Patches};
 use alloy_primitives::{Address, Bytes, U256};
-use tendermint_proto::v0_38::abci::{CheckTxType, ResponseCheckTx};
+use tendermint_abci::Application;
+use tendermint_proto::v0_38::abci::{CheckTxType, RequestPrepareProposal, ResponseCheckTx};
 
 use crate::common::*;
 
@@ -23,11 +24,12 @@ fn admits_the_next_nonce_and_refuses_with_documented_codes() {
     assert_eq!(response.code, 0, "{}", response.log);
     assert_eq!(response.gas_wanted, TRANSFER_GAS as i64);
 
-    // The pending nonce is now 1; the committed state is untouched.
+    // The pending nonce is now 1; the committed state is untouched. The
+    // same nonce at the same price replaces nothing.
     assert_refused(
         &node.check(&Tx::transfer(0, b.address, 2).sign(&a), CheckTxType::New),
-        4,
-        "nonce too low: next nonce 1, tx nonce 0",
+        17,
+        "replacement transaction underpriced",
     );
     assert_refused(
         &node.check(&Tx::transfer(5, b.address, 2).sign(&a), CheckTxType::New),
@@ -339,4 +341,76 @@ fn without_check_tx_lite_check_tx_executes_and_still_admits_a_revert() {
         Some(executing.account(a.address)),
         "Commit clears the check state"
     );
+}
+
+/// A transfer of key 1 to key 2 at `nonce` paying `tip` (fee cap 2 gwei
+/// more), sending `value`.
+fn tipping(nonce: u64, tip: u128, value: u128) -> Bytes {
+    Tx {
+        fee: Fee::Eip1559 {
+            max_fee: tip + 2 * GWEI,
+            tip,
+        },
+        ..Tx::transfer(nonce, key(2).address, value)
+    }
+    .sign(&key(1))
+}
+
+/// PrepareProposal of what CometBFT's mempool offers, `txs`.
+fn prepare(node: &TestNode, txs: &[Bytes]) -> Vec<Bytes> {
+    let response = node.app.prepare_proposal(RequestPrepareProposal {
+        txs: txs.iter().map(|t| t.0.clone()).collect(),
+        max_tx_bytes: 1 << 20,
+        height: node.next_height() as i64,
+        ..Default::default()
+    });
+    response.txs.into_iter().map(Bytes).collect()
+}
+
+/// CometBFT's mempool path (`all,-app-mempool`, and without
+/// `check-tx-lite`, where CheckTx executes): a pending transaction is
+/// replaced by one of its sender and nonce paying 10 % more (geth's bump):
+/// CheckTx admits it, PrepareProposal keeps it and leaves the old one out
+/// even when the mempool holds it after the sender's next nonce, and the old
+/// one's recheck refuses it (code 20), so CometBFT's mempool lets it go.
+#[test]
+fn a_pending_transaction_is_replaced_by_fee_and_the_old_one_left_out() {
+    let patches = Patches::ALL.without(Patch::AppMempool);
+    for patches in [patches, patches.without(Patch::CheckTxLite)] {
+        replaced_by_fee(TestNode::with_patches(&funded_keys(), patches));
+    }
+}
+
+fn replaced_by_fee(node: TestNode) {
+    let (old, next) = (tipping(0, GWEI, 1), tipping(1, GWEI, 1));
+    for raw in [&old, &next] {
+        assert_eq!(node.check(raw, CheckTxType::New).code, 0);
+    }
+    let short = tipping(0, GWEI * 11 / 10 - 1, 1);
+    let refused = node.check(&short, CheckTxType::New);
+    assert_refused(&refused, 17, "replacement transaction underpriced");
+    let overdraft = node.check(&tipping(0, 2 * GWEI, FUNDED), CheckTxType::New);
+    assert_refused(&overdraft, 6, "insufficient funds");
+    let new = tipping(0, 2 * GWEI, 5);
+    let admitted = node.check(&new, CheckTxType::New);
+    assert_eq!(admitted.code, 0, "{}", admitted.log);
+    // Its next nonce is admitted still: the balance covers both.
+    assert_eq!(node.check(&tipping(2, GWEI, 1), CheckTxType::New).code, 0);
+    // CometBFT's mempool holds them in arrival order.
+    let proposal = prepare(&node, &[old.clone(), next.clone(), new.clone()]);
+    assert_eq!(proposal, vec![new.clone(), next.clone()]);
+    let before = node.balance(key(2).address);
+    let results = node.block(&proposal);
+    assert!(
+        results.tx_results.iter().all(|r| r.code == 0),
+        "{results:?}"
+    );
+    assert_eq!(node.balance(key(2).address) - before, U256::from(6));
+    assert_refused(
+        &node.check(&old, CheckTxType::Recheck),
+        20,
+        "replaced by a transaction with a higher fee",
+    );
+    let dropped = node.node.dropped(&tx_hash(&old)).unwrap().expect("dropped");
+    assert_eq!(dropped.kind, abcid::dropped::DropKind::Replaced);
 }

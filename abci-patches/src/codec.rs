@@ -7,13 +7,20 @@
 //! one byte (0 or 1); an optional address a boolean then the address when
 //! present; the logs a LEB128 count, then each log's address, a one-byte topic
 //! count (at most 4), the topics and its data.
+//!
+//! Version 2 adds, after the contract address, the receipt's place in its
+//! block ([`ReceiptPlace`]): a boolean, then when present the first log's
+//! index and the block's time. Version 1 records read back without it.
 
 use alloy_primitives::{Address, Bytes, Log, LogData, B256};
 
-use crate::records::{ReceiptRecord, TxRecord};
+use crate::records::{ReceiptPlace, ReceiptRecord, TxRecord};
 
 /// The layout version written first.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+
+/// The version before [`ReceiptPlace`], still read.
+const VERSION_1: u8 = 1;
 
 /// Bytes that are not a [`TxRecord`] of this encoding.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,6 +72,14 @@ pub fn encode_tx(record: &TxRecord) -> Vec<u8> {
         }
         None => out.push(0),
     }
+    match record.place {
+        Some(place) => {
+            out.push(1);
+            put_varint(&mut out, place.first_log_index.into());
+            put_varint(&mut out, place.block_timestamp.into());
+        }
+        None => out.push(0),
+    }
     out
 }
 
@@ -72,7 +87,7 @@ pub fn encode_tx(record: &TxRecord) -> Vec<u8> {
 pub fn decode_tx(bytes: &[u8]) -> Result<TxRecord, CodecError> {
     let mut r = Reader(bytes);
     let version = r.byte("version")?;
-    if version != VERSION {
+    if version != VERSION && version != VERSION_1 {
         return Err(CodecError::Version(version));
     }
     let raw = r.bytes("raw")?;
@@ -93,6 +108,13 @@ pub fn decode_tx(bytes: &[u8]) -> Result<TxRecord, CodecError> {
         true => Some(Address::from_slice(r.take(20, "contract address")?)),
         false => None,
     };
+    let place = match version != VERSION_1 && r.bool("place flag")? {
+        true => Some(ReceiptPlace {
+            first_log_index: r.u64("first log index")?,
+            block_timestamp: r.u64("block time")?,
+        }),
+        false => None,
+    };
     if !r.0.is_empty() {
         return Err(CodecError::Trailing(r.0.len()));
     }
@@ -110,6 +132,7 @@ pub fn decode_tx(bytes: &[u8]) -> Result<TxRecord, CodecError> {
             logs,
             contract_address,
         },
+        place,
     })
 }
 
@@ -258,6 +281,10 @@ mod tests {
                 logs: vec![log(0, b""), log(1, &[0; 300]), log(4, b"data")],
                 contract_address: (!legacy).then(|| Address::repeat_byte(0xcc)),
             },
+            place: (!legacy).then_some(ReceiptPlace {
+                first_log_index: u64::MAX,
+                block_timestamp: 1_764_000_000,
+            }),
         }
     }
 
@@ -283,6 +310,19 @@ mod tests {
     }
 
     #[test]
+    fn reads_a_version_1_record_without_its_place() {
+        let rec = record(true);
+        assert_eq!(rec.place, None);
+        let mut bytes = encode_tx(&rec);
+        // Version 1 ends at the contract address: no place flag.
+        assert_eq!(bytes.pop(), Some(0));
+        bytes[0] = VERSION_1;
+        assert_eq!(decode_tx(&bytes).unwrap(), rec);
+        bytes.push(0);
+        assert_eq!(decode_tx(&bytes), Err(CodecError::Trailing(1)));
+    }
+
+    #[test]
     fn refuses_what_it_did_not_write() {
         let bytes = encode_tx(&record(false));
         for cut in [0, 1, 20, bytes.len() - 21, bytes.len() - 1] {
@@ -295,8 +335,8 @@ mod tests {
         longer.push(0);
         assert_eq!(decode_tx(&longer), Err(CodecError::Trailing(1)));
         let mut other = bytes.clone();
-        other[0] = 2;
-        assert_eq!(decode_tx(&other), Err(CodecError::Version(2)));
+        other[0] = 3;
+        assert_eq!(decode_tx(&other), Err(CodecError::Version(3)));
         let mut five = record(true);
         let topics = vec![B256::ZERO; 5];
         five.receipt.logs = vec![Log::new_unchecked(Address::ZERO, topics, Bytes::new())];
@@ -304,9 +344,13 @@ mod tests {
             decode_tx(&encode_tx(&five)),
             Err(CodecError::Invalid("log topic count"))
         );
+        // The contract address flag: before the address (20 bytes) and the
+        // place's flag, the same offset with or without a place.
+        let mut placeless = record(false);
+        placeless.place = None;
+        let at = encode_tx(&placeless).len() - 22;
         let mut flag = bytes;
-        let n = flag.len();
-        flag[n - 21] = 2;
+        flag[at] = 2;
         assert_eq!(
             decode_tx(&flag),
             Err(CodecError::Invalid("contract address flag"))

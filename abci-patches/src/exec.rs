@@ -13,7 +13,7 @@ use crate::error::TxError;
 use crate::fee_market;
 use crate::genesis::Genesis;
 use crate::patches::Patch;
-use crate::records::{BlockRecord, ReceiptRecord, TxRecord};
+use crate::records::{BlockRecord, ReceiptPlace, ReceiptRecord, TxRecord};
 use crate::runner::{EvmPerTx, OneEvm, TxRunner};
 use crate::state::{AccountRecord, StateDiff, WorldState};
 use crate::store::BlockBatch;
@@ -283,6 +283,8 @@ struct BlockBuilder<'a> {
     gas_used: u64,
     size: u64,
     logs_bloom: Bloom,
+    /// Logs of the transactions executed so far.
+    logs: u64,
 }
 
 impl<'a> BlockBuilder<'a> {
@@ -296,6 +298,7 @@ impl<'a> BlockBuilder<'a> {
             gas_used: 0,
             size: 0,
             logs_bloom: Bloom::ZERO,
+            logs: 0,
         }
     }
 
@@ -313,6 +316,11 @@ impl<'a> BlockBuilder<'a> {
             success: receipt.status,
         });
         self.tx_hashes.push(tx.hash);
+        let place = ReceiptPlace {
+            first_log_index: self.logs,
+            block_timestamp: self.input.time_secs,
+        };
+        self.logs = self.logs.saturating_add(receipt.logs.len() as u64);
         let record = TxRecord {
             raw: raw.clone(),
             sender: tx.sender,
@@ -320,6 +328,7 @@ impl<'a> BlockBuilder<'a> {
             block_hash: self.input.hash,
             index: self.txs.len() as u64,
             receipt,
+            place: Some(place),
         };
         self.txs.push((tx.hash, record));
     }

@@ -147,9 +147,15 @@ struct RpcArgs {
     /// Most calls in one JSON-RPC batch.
     #[arg(long, default_value_t = RpcConfig::default().max_batch)]
     rpc_max_batch: u32,
-    /// Most subscriptions one WebSocket connection holds.
+    /// Most subscriptions, of every kind, one WebSocket connection holds.
     #[arg(long, default_value_t = RpcConfig::default().max_subscriptions_per_connection)]
     rpc_max_subscriptions: u32,
+    /// Most subscriptions, of every kind, open from one client address.
+    #[arg(long, default_value_t = RpcConfig::default().max_subscriptions_per_client)]
+    rpc_max_subscriptions_per_client: usize,
+    /// Most subscriptions, of every kind, open at once on the node.
+    #[arg(long, default_value_t = RpcConfig::default().max_subscriptions)]
+    rpc_max_subscriptions_total: usize,
     /// Seconds an unpolled filter is kept.
     #[arg(long, default_value_t = RpcConfig::default().filter_timeout.as_secs())]
     rpc_filter_timeout: u64,
@@ -167,12 +173,6 @@ struct RpcArgs {
     /// Most EVM executions one JSON-RPC batch may run in all.
     #[arg(long, default_value_t = RpcConfig::default().batch_executions)]
     rpc_batch_executions: u32,
-    /// Most logs subscriptions open at once on the node.
-    #[arg(long, default_value_t = RpcConfig::default().max_log_subscriptions)]
-    rpc_max_log_subscriptions: usize,
-    /// Most logs subscriptions on one WebSocket connection.
-    #[arg(long, default_value_t = RpcConfig::default().max_log_subscriptions_per_connection)]
-    rpc_max_log_subscriptions_per_connection: usize,
     /// Most filters one client (peer address) may have installed.
     #[arg(long, default_value_t = RpcConfig::default().max_filters_per_client)]
     rpc_max_filters_per_client: usize,
@@ -190,8 +190,8 @@ impl RpcArgs {
             evm_timeout: std::time::Duration::from_millis(self.rpc_evm_timeout_ms),
             evm_calls: self.rpc_evm_calls.max(1),
             batch_executions: self.rpc_batch_executions,
-            max_log_subscriptions: self.rpc_max_log_subscriptions,
-            max_log_subscriptions_per_connection: self.rpc_max_log_subscriptions_per_connection,
+            max_subscriptions_per_client: self.rpc_max_subscriptions_per_client,
+            max_subscriptions: self.rpc_max_subscriptions_total,
             max_filters_per_client: self.rpc_max_filters_per_client,
             ..RpcConfig::default()
         }

@@ -71,4 +71,19 @@ pub struct TxRecord {
     pub index: u64,
     /// Execution outcome.
     pub receipt: ReceiptRecord,
+    /// Where the block's numbering of logs starts for this transaction (the
+    /// logs of the transactions before it), and the block's header time in
+    /// seconds, kept at execution so that a receipt is read from this record
+    /// alone; `None` in a record stored before abcid kept them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<ReceiptPlace>,
+}
+
+/// What a receipt needs of its block ([`TxRecord::place`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReceiptPlace {
+    /// The block-wide index of the transaction's first log.
+    pub first_log_index: u64,
+    /// The block's header time, seconds since the epoch.
+    pub block_timestamp: u64,
 }

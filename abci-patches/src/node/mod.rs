@@ -36,6 +36,7 @@ use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 pub use consensus::{Consensus, ConsensusNode, OwnedBlock};
 pub use pool::{Refused, Reloaded};
+pub use reads::RecordsRead;
 
 /// How many events the feed holds for its slowest reader; a reader further
 /// behind misses events and is told so ([`tokio::sync::broadcast`]'s
@@ -191,6 +192,8 @@ pub struct Node {
     /// `snapshot-reads` on: the committed state web3 reads see, once the
     /// chain exists.
     snapshots: OnceLock<Snapshots>,
+    /// Records web3's reads decoded ([`Node::records_read`]).
+    reads: reads::ReadCounters,
     /// Tests: parks a call mid-execution until released.
     #[cfg(test)]
     pub(crate) park: park::Park,
@@ -255,6 +258,7 @@ impl Node {
                 .then(|| Arc::new(SenderCache::default())),
             events: tokio::sync::broadcast::channel(EVENT_BUFFER).0,
             snapshots,
+            reads: Default::default(),
             max_tx_gas_wanted,
             #[cfg(test)]
             park: Default::default(),

@@ -3,6 +3,7 @@
 //! the application lock and the state's read lock (see [`crate::locks`]) —
 //! so it is never called from inside an ABCI call ([`super::Consensus`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use alloy_primitives::{Address, Bloom, Bytes, B256, U256};
@@ -138,23 +139,35 @@ impl Node {
     /// The block at `number`.
     pub fn block(&self, number: u64) -> Result<Option<BlockRecord>, NodeError> {
         let _app = self.enter_read()?;
-        Ok(self.store.block(number)?)
+        let block = self.store.block(number)?;
+        self.reads.blocks(block.is_some().into());
+        Ok(block)
     }
 
     /// The block with hash `hash`.
     pub fn block_by_hash(&self, hash: &B256) -> Result<Option<BlockRecord>, NodeError> {
         let _app = self.enter_read()?;
-        match self.store.block_number(hash)? {
-            Some(n) => Ok(self.store.block(n)?),
-            None => Ok(None),
-        }
+        let block = match self.store.block_number(hash)? {
+            Some(n) => self.store.block(n)?,
+            None => None,
+        };
+        self.reads.blocks(block.is_some().into());
+        Ok(block)
     }
 
     /// The first `end` executed transactions of `block` (all when `end` is
     /// past the last), in block order.
     pub fn block_txs(&self, block: &BlockRecord, end: usize) -> Result<Vec<TxRecord>, NodeError> {
         let _app = self.enter_read()?;
-        Ok(self.store.block_txs(block, end)?)
+        let txs = self.store.block_txs(block, end)?;
+        self.reads.txs(txs.len() as u64);
+        Ok(txs)
+    }
+
+    /// How many block and transaction records the reads above decoded
+    /// since the node started: the work a web3 read costs, counted.
+    pub fn records_read(&self) -> RecordsRead {
+        self.reads.get()
     }
 
     /// The logs blooms of the committed blocks `from..=to` that have one.
@@ -166,7 +179,9 @@ impl Node {
     /// The executed transaction with hash `hash`.
     pub fn tx(&self, hash: &B256) -> Result<Option<TxRecord>, NodeError> {
         let _app = self.enter_read()?;
-        Ok(self.store.tx(hash)?)
+        let tx = self.store.tx(hash)?;
+        self.reads.txs(tx.is_some().into());
+        Ok(tx)
     }
 
     /// Runs `request` on the committed state without changing it, within
@@ -187,5 +202,38 @@ impl Node {
         Ok(crate::call::execute(
             &view, &genesis, &head, request, limits,
         ))
+    }
+}
+
+/// Records decoded by the node's reads ([`Node::records_read`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordsRead {
+    /// Block records.
+    pub blocks: u64,
+    /// Transaction records.
+    pub txs: u64,
+}
+
+/// The counters behind [`RecordsRead`].
+#[derive(Debug, Default)]
+pub(super) struct ReadCounters {
+    blocks: AtomicU64,
+    txs: AtomicU64,
+}
+
+impl ReadCounters {
+    fn blocks(&self, n: u64) {
+        self.blocks.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn txs(&self, n: u64) {
+        self.txs.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> RecordsRead {
+        RecordsRead {
+            blocks: self.blocks.load(Ordering::Relaxed),
+            txs: self.txs.load(Ordering::Relaxed),
+        }
     }
 }

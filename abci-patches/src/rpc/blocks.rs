@@ -63,21 +63,26 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         let index: U64 = seq.next()?;
         tx_at(w, BlockId::from(hash), index.to())
     })?;
-    m.register_method("eth_getTransactionByHash", |p, w, _| {
+    // One record each (the block's time is kept in it): read on the
+    // blocking pool, never on the server's workers.
+    m.register_blocking_method("eth_getTransactionByHash", |p, w, _| {
         let hash: B256 = p.one()?;
         let Some(record) = w.node.tx(&hash).map_err(internal)? else {
             return RpcResult::Ok(None::<Transaction>);
         };
-        let ts = w
-            .node
-            .block(record.block_number)
-            .map_err(internal)?
-            .map(|b| b.timestamp);
+        let ts = match record.place {
+            Some(place) => Some(place.block_timestamp),
+            None => w
+                .node
+                .block(record.block_number)
+                .map_err(internal)?
+                .map(|b| b.timestamp),
+        };
         RpcResult::Ok(convert::transaction(&record, ts))
     })?;
-    m.register_method("eth_getTransactionReceipt", |p, w, _| {
+    m.register_blocking_method("eth_getTransactionReceipt", |p, w, _| {
         let hash: B256 = p.one()?;
-        transaction_receipt(w, &hash)
+        transaction_receipt(&w, &hash)
     })?;
     m.register_async_method("eth_getBlockReceipts", |p, w, _| async move {
         let id: BlockId = p.one()?;
@@ -151,10 +156,20 @@ fn tx_at(w: &Web3, id: BlockId, index: usize) -> RpcResult<Option<Transaction>> 
     Ok(record.and_then(|r| convert::transaction(&r, Some(block.timestamp))))
 }
 
+/// A receipt from its transaction's record alone, whatever the size of its
+/// block; a record stored before abcid kept its place reads its block and
+/// the transactions before it for the log indices.
 fn transaction_receipt(w: &Web3, hash: &B256) -> RpcResult<Option<TransactionReceipt>> {
     let Some(record) = w.node.tx(hash).map_err(internal)? else {
         return Ok(None);
     };
+    if let Some(place) = record.place {
+        return Ok(convert::receipt(
+            &record,
+            place.block_timestamp,
+            place.first_log_index,
+        ));
+    }
     let Some(block) = w.node.block(record.block_number).map_err(internal)? else {
         return Ok(None);
     };

@@ -8,14 +8,16 @@
 //! - [`eth`]: state, calls, transactions and the chain's parameters;
 //!   [`blocks`]: blocks, receipts and transactions by block.
 //! - [`logs`]: `eth_getLogs` and the log queries filters and subscriptions
-//!   share; [`filters`]: polled filters; [`pubsub`]: WebSocket subscriptions.
+//!   share; [`filters`]: polled filters; [`pubsub`]: WebSocket
+//!   subscriptions, their places bounded by [`slots`].
 //! - [`submit`]: `eth_sendRawTransaction`, forwarded to CometBFT or, with
 //!   `app-mempool`, admitted into the node's pool; [`txpool`]: that mempool
 //!   as `txpool_*`; [`comet`]: the CometBFT RPC client.
 //!
 //! Every request's work is bounded ([`RpcConfig`]): log queries by blocks and
 //! results, batches by size and EVM executions, calls by gas and time,
-//! subscriptions per connection, filters per client, both in all, and the heavy
+//! subscriptions per connection, subscriptions and filters per client, both
+//! in all, and the heavy
 //! queries and calls run a few at a time off the server's threads.
 
 mod access_list;
@@ -31,6 +33,7 @@ pub mod fuzz;
 pub mod logs;
 mod peer;
 mod pubsub;
+mod slots;
 mod submit;
 mod txpool;
 
@@ -77,8 +80,12 @@ pub struct RpcConfig {
     pub max_response_bytes: u32,
     /// Most open connections.
     pub max_connections: u32,
-    /// Most subscriptions one WebSocket connection holds.
+    /// Most subscriptions, of every kind, one WebSocket connection holds.
     pub max_subscriptions_per_connection: u32,
+    /// Most subscriptions, of every kind, open from one client address.
+    pub max_subscriptions_per_client: usize,
+    /// Most subscriptions, of every kind, open on the server at once.
+    pub max_subscriptions: usize,
     /// How long a subscriber may leave a notification unsent (its
     /// connection's buffer full) before its subscription is closed.
     pub subscriber_timeout: Duration,
@@ -97,10 +104,6 @@ pub struct RpcConfig {
     /// Most EVM executions one JSON-RPC batch may run in all (an estimate
     /// runs several).
     pub batch_executions: u32,
-    /// Most `logs` subscriptions open on the server at once.
-    pub max_log_subscriptions: usize,
-    /// Most `logs` subscriptions one WebSocket connection holds.
-    pub max_log_subscriptions_per_connection: usize,
     /// Most filters one client (peer address) may have installed at once.
     pub max_filters_per_client: usize,
     /// `app-mempool`: the web3 URLs of the nodes whose pools this node's
@@ -120,15 +123,15 @@ impl Default for RpcConfig {
             max_request_bytes: 16 << 20,
             max_response_bytes: 64 << 20,
             max_connections: 10_000,
-            max_subscriptions_per_connection: 1_024,
+            max_subscriptions_per_connection: 100,
+            max_subscriptions_per_client: 100,
+            max_subscriptions: 1_000,
             subscriber_timeout: Duration::from_secs(5),
             heavy_queries: 4,
             gas_cap: 50_000_000,
             evm_timeout: Duration::from_secs(5),
             evm_calls: 4,
             batch_executions: 100,
-            max_log_subscriptions: 1_000,
-            max_log_subscriptions_per_connection: 100,
             max_filters_per_client: 100,
             pool_peers: Vec::new(),
         }
@@ -144,6 +147,7 @@ pub struct Web3 {
     heavy: Semaphore,
     evm: Semaphore,
     subscriptions: pubsub::LogSubscriptions,
+    slots: slots::SubscriptionSlots,
     forward: Option<forward::Forwarder>,
     /// abcid's metrics, where `app-mempool`'s CheckTx is timed.
     metrics: Option<Arc<Metrics>>,
@@ -221,10 +225,12 @@ impl Web3 {
             ),
             heavy: Semaphore::new(config.heavy_queries.max(1)),
             evm: Semaphore::new(config.evm_calls.max(1)),
-            subscriptions: pubsub::LogSubscriptions::new(
-                config.max_log_subscriptions,
-                config.max_log_subscriptions_per_connection,
-            ),
+            subscriptions: pubsub::LogSubscriptions::default(),
+            slots: slots::SubscriptionSlots::new(slots::SlotLimits {
+                node: config.max_subscriptions,
+                client: config.max_subscriptions_per_client,
+                connection: config.max_subscriptions_per_connection as usize,
+            }),
             comet: CometClient::new(comet_url)?,
             forward: forwarder(&node, &config.pool_peers)?,
             metrics,

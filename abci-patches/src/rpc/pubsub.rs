@@ -13,12 +13,10 @@
 //! `logs` subscriptions share the work of a block: a block whose bloom rules
 //! a subscriber's filter out is not read for it, and the logs of a block are
 //! decoded once, off the server's threads, for every subscriber that needs
-//! them ([`LogSubscriptions`]). At most
-//! [`RpcConfig::max_log_subscriptions`](super::RpcConfig) are open, at most
-//! [`RpcConfig::max_log_subscriptions_per_connection`](super::RpcConfig) on
-//! one connection.
+//! them ([`LogSubscriptions`]). Every subscription takes a place, bounded on
+//! the node, per client address and per connection ([`super::slots`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use alloy_primitives::B256;
@@ -36,6 +34,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::error::{invalid_params, server_error, RpcResult, UNSUPPORTED};
+use super::peer::Client;
 use super::{blocks, convert, logs, Web3};
 use crate::node::NodeEvent;
 use crate::records::BlockRecord;
@@ -57,7 +56,8 @@ pub fn register(m: &mut RpcModule<Web3>) -> anyhow::Result<()> {
         "eth_subscription",
         "eth_unsubscribe",
         |p, pending, w, ext| async move {
-            subscribe(p, pending, w, super::peer::connection(&ext)).await
+            let client = super::peer::Client::of(&ext);
+            subscribe(p, pending, w, client, super::peer::connection(&ext)).await
         },
     )?;
     Ok(())
@@ -67,6 +67,7 @@ async fn subscribe(
     p: Params<'static>,
     pending: PendingSubscriptionSink,
     w: Arc<Web3>,
+    client: Client,
     connection: ConnectionId,
 ) -> Closed {
     let topic = match parse(&p, &w) {
@@ -76,16 +77,13 @@ async fn subscribe(
             return Ok(());
         }
     };
-    // Held while the subscription lives: a `logs` subscription's place.
-    let _slot = match &topic {
-        Topic::Logs(_) => match w.subscriptions.open(connection) {
-            Ok(slot) => Some(slot),
-            Err(e) => {
-                pending.reject(e).await;
-                return Ok(());
-            }
-        },
-        _ => None,
+    // Held while the subscription lives: its place.
+    let _slot = match w.slots.open(client, connection) {
+        Ok(slot) => slot,
+        Err(e) => {
+            pending.reject(e).await;
+            return Ok(());
+        }
     };
     // Listening before the answer: nothing after it is missed.
     let mut events = w.node.events();
@@ -183,82 +181,14 @@ type SharedLogs = Arc<OnceCell<Arc<Vec<Log>>>>;
 /// How many recent blocks' decoded logs are kept for late subscribers.
 const DECODED_BLOCKS: usize = 8;
 
-/// The open `logs` subscriptions, and the logs of the latest blocks,
-/// decoded once for all of them.
+/// The logs of the latest blocks, decoded once for every `logs`
+/// subscription.
+#[derive(Default)]
 pub struct LogSubscriptions {
-    max: usize,
-    per_connection: usize,
-    open: Arc<Mutex<OpenCount>>,
     decoded: Mutex<VecDeque<(B256, SharedLogs)>>,
 }
 
-#[derive(Default)]
-struct OpenCount {
-    total: usize,
-    by_connection: HashMap<ConnectionId, usize>,
-}
-
-/// A `logs` subscription's place; dropping it frees the place.
-pub struct Slot {
-    open: Arc<Mutex<OpenCount>>,
-    connection: ConnectionId,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut open = match self.open.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        open.total = open.total.saturating_sub(1);
-        if let Some(n) = open.by_connection.get_mut(&self.connection) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                open.by_connection.remove(&self.connection);
-            }
-        }
-    }
-}
-
 impl LogSubscriptions {
-    /// At most `max` subscriptions, `per_connection` on one connection.
-    pub fn new(max: usize, per_connection: usize) -> Self {
-        Self {
-            max,
-            per_connection,
-            open: Arc::default(),
-            decoded: Mutex::new(VecDeque::new()),
-        }
-    }
-
-    /// A place for a new subscription of `connection`, or geth-style
-    /// `-32000` error naming the limit.
-    pub fn open(&self, connection: ConnectionId) -> RpcResult<Slot> {
-        let mut open = self
-            .open
-            .lock()
-            .map_err(|_| server_error("subscription table poisoned"))?;
-        if open.total >= self.max {
-            return Err(server_error(format!(
-                "too many logs subscriptions on this node ({}): try again later",
-                self.max
-            )));
-        }
-        let mine = open.by_connection.entry(connection).or_default();
-        if *mine >= self.per_connection {
-            return Err(server_error(format!(
-                "too many logs subscriptions on this connection ({}): unsubscribe some first",
-                self.per_connection
-            )));
-        }
-        *mine += 1;
-        open.total += 1;
-        Ok(Slot {
-            open: self.open.clone(),
-            connection,
-        })
-    }
-
     /// Every log of `block`, decoded by the first subscriber that asks and
     /// shared with the others.
     async fn block_logs(
@@ -401,20 +331,5 @@ mod tests {
         let first = decoded[0].1.get().expect("decoded");
         assert!(Arc::ptr_eq(first, &again));
         assert_eq!(again.len(), 2);
-    }
-
-    #[test]
-    fn places_are_capped_in_all_and_per_connection_and_freed_on_drop() {
-        let subs = LogSubscriptions::new(3, 2);
-        let (a, b) = (ConnectionId(1), ConnectionId(2));
-        let a1 = subs.open(a).unwrap();
-        let _a2 = subs.open(a).unwrap();
-        let err = subs.open(a).err().unwrap();
-        assert!(err.message().contains("on this connection (2)"), "{err:?}");
-        let _b1 = subs.open(b).unwrap();
-        let err = subs.open(b).err().unwrap();
-        assert!(err.message().contains("on this node (3)"), "{err:?}");
-        drop(a1);
-        assert!(subs.open(b).is_ok());
     }
 }

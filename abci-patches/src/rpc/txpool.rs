@@ -21,7 +21,7 @@ use jsonrpsee::RpcModule;
 use serde::Serialize;
 
 use super::comet::Mempool;
-use super::error::{internal, server_error, RpcResult};
+use super::error::{internal, internal_failure, server_error, RpcResult};
 use super::forward::{ForwardCounts, Forwarder};
 use super::Web3;
 use crate::dropped::DropCounts;
@@ -141,9 +141,15 @@ fn summary(tx: VerifiedTx) -> String {
 }
 
 /// The pool's size and its first `limit` transactions: the node's own
-/// (`app-mempool`), else CometBFT's.
+/// (`app-mempool`, read on the blocking pool: Commit holds the pool while
+/// it rechecks it, and the server's workers never wait for that), else
+/// CometBFT's.
 async fn mempool(w: &Web3, limit: u32) -> RpcResult<Mempool> {
-    if let Some((total, txs)) = w.node.pooled(limit as usize).map_err(internal)? {
+    let node = w.node.clone();
+    let pooled = tokio::task::spawn_blocking(move || node.pooled(limit as usize))
+        .await
+        .map_err(|e| internal_failure(format!("the pool read failed: {e}")))?;
+    if let Some((total, txs)) = pooled.map_err(internal)? {
         return Ok(Mempool {
             total: total as u64,
             txs: txs.into_iter().map(Vec::from).collect(),

@@ -702,6 +702,7 @@ mod tests {
                         logs: vec![log],
                         contract_address: (i == 0).then(|| Address::repeat_byte(0xcc)),
                     },
+                    place: None,
                 };
                 (hash, record)
             })

@@ -331,3 +331,50 @@ async fn the_cometbft_rpc_transactions_go_to_is_reported() {
     let answer = call(&rpc, "abcid_cometbftRpc", json!([])).await;
     assert_eq!(answer, Ok(json!(url)));
 }
+
+/// A receipt (and its transaction by hash) is read from its transaction's
+/// record alone: the same work in a 1,000-transaction block as in a
+/// 5-transaction one, counted in records decoded, not timed. Log indices
+/// stay block-wide: the store call after 1,000 transfers has log index 0,
+/// the one after another store call 1.
+#[tokio::test]
+async fn a_receipt_costs_one_record_whatever_the_size_of_its_block() {
+    let node = TestNode::new();
+    let rpc = abcid::rpc::module(node.node.clone(), &closed_port_url(), Default::default())
+        .expect("module");
+    let (a, b) = (key(1), key(2));
+    let deploy = Tx::deploy(0, store_init()).sign(&b);
+    assert_eq!(node.block(&[deploy]).tx_results[0].code, 0);
+    let contract = b.address.create(0);
+    let mut nonce = 0;
+    for size in [5u64, 1_000] {
+        let mut txs: Vec<Bytes> = (nonce..nonce + size)
+            .map(|n| Tx::transfer(n, key(3).address, 1).sign(&a))
+            .collect();
+        nonce += size;
+        let b_nonce = node.nonce(b.address);
+        txs.push(Tx::call(b_nonce, contract, word(size)).sign(&b));
+        txs.push(Tx::call(b_nonce + 1, contract, word(size + 1)).sign(&b));
+        let results = node.block(&txs);
+        assert!(results.tx_results.iter().all(|r| r.code == 0), "{size}");
+        for (at, raw) in txs.iter().enumerate().skip(size as usize - 1) {
+            let before = node.node.records_read();
+            let hash = json!([tx_hash(raw)]);
+            let receipt = call(&rpc, "eth_getTransactionReceipt", hash.clone())
+                .await
+                .unwrap();
+            let tx = call(&rpc, "eth_getTransactionByHash", hash).await.unwrap();
+            let after = node.node.records_read();
+            assert_eq!(receipt["transactionIndex"], hex_u(U256::from(at)), "{size}");
+            assert_eq!(tx["blockNumber"], receipt["blockNumber"], "{size}");
+            let read = (after.blocks - before.blocks, after.txs - before.txs);
+            assert_eq!(read, (0, 2), "{size}: blocks and transactions read");
+            let first_log = receipt["logs"][0]["logIndex"].clone();
+            // The last transfer logs nothing; the store calls 0, then 1.
+            let expected = (at as u64)
+                .checked_sub(size)
+                .map_or(Value::Null, |i| hex_u(U256::from(i)));
+            assert_eq!(first_log, expected, "{size}: {receipt}");
+        }
+    }
+}

@@ -197,40 +197,44 @@ async fn one_in_process_caller_installs_at_most_its_filters() {
     assert!(call(&rpc, "eth_newBlockFilter", json!([])).await.is_ok());
 }
 
+/// Every kind of subscription takes a place: one connection holds at most
+/// its bound, refused by name, and a place is freed when its subscription
+/// ends. (In process a connection is its own client: the per-client bound,
+/// by peer address over the network, is the lower one here.)
 #[tokio::test]
-async fn one_connection_opens_at_most_its_logs_subscriptions() {
+async fn one_connection_opens_at_most_its_subscriptions_of_every_kind() {
     let config = RpcConfig {
-        max_log_subscriptions_per_connection: 1,
+        max_subscriptions_per_connection: 3,
+        max_subscriptions_per_client: 2,
         ..RpcConfig::default()
     };
     let (_node, rpc, _) = fixture(config);
-    let params = ("logs", json!({}));
+    let logs = ("logs", json!({}));
     let first = rpc
-        .subscribe_unbounded("eth_subscribe", params.clone())
+        .subscribe_unbounded("eth_subscribe", logs.clone())
         .await
-        .expect("the first logs subscription");
-    let second = rpc
-        .subscribe_unbounded("eth_subscribe", params.clone())
+        .expect("the first subscription");
+    let _heads = rpc
+        .subscribe_unbounded("eth_subscribe", ["newHeads"])
+        .await
+        .expect("the second");
+    let third = rpc
+        .subscribe_unbounded("eth_subscribe", ["newPendingTransactions"])
         .await;
-    let Err(error) = second else {
-        panic!("a second logs subscription on one connection is refused");
+    let Err(error) = third else {
+        panic!("a third subscription of this client is refused");
     };
     let error = error.to_string();
     assert!(
-        error.contains("too many logs subscriptions on this connection (1)"),
+        error.contains("too many subscriptions from this client address (2)"),
         "{error}"
     );
-    // Heads are not logs subscriptions.
-    assert!(rpc
-        .subscribe_unbounded("eth_subscribe", ["newHeads"])
-        .await
-        .is_ok());
     drop(first);
     // The place is freed once the subscription ends (asynchronously).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         if rpc
-            .subscribe_unbounded("eth_subscribe", params.clone())
+            .subscribe_unbounded("eth_subscribe", ["newPendingTransactions"])
             .await
             .is_ok()
         {

@@ -461,16 +461,8 @@ impl Consensus<'_> {
             Ok(current) => current,
             Err(e) => return Ok(Err(e)),
         };
-        if !self.node.patches.has(Patch::CheckTxLite) {
-            // Before: execute it as FinalizeBlock would (see `checkexec`).
-            let chain = self.node.chain()?;
-            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
-            let world = self.node.world()?;
-            let executed = check.executed_mut();
-            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, verified);
-            if let Err(e) = run {
-                return Ok(Err(e));
-            }
+        if let Err(e) = self.execute_unless_lite(check, verified)? {
+            return Ok(Err(e));
         }
         check.reserve(&spend, current);
         let admitted = Admitted::from(verified);
@@ -479,6 +471,26 @@ impl Consensus<'_> {
         }
         check.hold(admitted);
         Ok(Ok(admitted))
+    }
+
+    /// Without `check-tx-lite` (the before path), executes `verified` as
+    /// FinalizeBlock would, over the effects of the transactions admitted
+    /// since Commit, and adds its effects to them (see `checkexec`); with
+    /// the patch, nothing.
+    fn execute_unless_lite(
+        &self,
+        check: &mut CheckState,
+        verified: &VerifiedTx,
+    ) -> Result<Result<(), TxError>, NodeError> {
+        if self.node.patches.has(Patch::CheckTxLite) {
+            return Ok(Ok(()));
+        }
+        let chain = self.node.chain()?;
+        let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
+        let world = self.node.world()?;
+        let executed = check.executed_mut();
+        let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, verified);
+        Ok(run.map(|_| ()))
     }
 
     /// A new transaction refused `nonce too low` replaces the pending one
@@ -504,14 +516,9 @@ impl Consensus<'_> {
         };
         if !self.node.patches.has(Patch::CheckTxLite) {
             check.give_back(&verified.sender, old.spend.max_cost);
-            let chain = self.node.chain()?;
-            let chain = chain.as_ref().ok_or(NodeError::NotInitialised)?;
-            let world = self.node.world()?;
-            let executed = check.executed_mut();
-            let run = checkexec::execute(&world, &chain.genesis, &chain.head, executed, verified);
-            if let Err(e) = run {
-                return Ok(Some(Err(e)));
-            }
+        }
+        if let Err(e) = self.execute_unless_lite(check, verified)? {
+            return Ok(Some(Err(e)));
         }
         let lite_recheck = self.node.patches.has(Patch::LiteRecheck);
         let new = check.replace(&old, new, current, committed, lite_recheck);

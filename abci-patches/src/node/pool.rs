@@ -61,8 +61,7 @@ impl Node {
 
     /// `app-mempool`: CheckTx of `raw`, received over web3, and on admission
     /// its place at the end of the pool, or the place of the pending
-    /// transaction it replaces by fee (`check-tx-lite`); its hash when
-    /// admitted. `Ok(None)`
+    /// transaction it replaces by fee; its hash when admitted. `Ok(None)`
     /// without the patch: the caller forwards the bytes to CometBFT.
     /// Marked as admission work ([`Work::CheckTx`]) on the web3 worker it runs on.
     pub fn submit(&self, raw: &Bytes) -> Result<Option<Result<B256, Refused>>, NodeError> {
@@ -94,14 +93,16 @@ impl Node {
             Ok(admitted) => {
                 let gas = self.gas_wanted(&admitted);
                 let origin = admitted.origin();
+                // In the old one's place, which frees what it took (unless
+                // it was evicted meanwhile: then as any newcomer).
                 if let Some(old) = admitted.replaces {
-                    // In the old one's place, which frees what it took.
-                    let reason = format!("replaced by {hash}, paying more");
-                    self.drops()?.record(old, DropKind::Replaced, reason);
                     if pool.replace(&old, hash, raw.clone(), gas, origin) {
+                        let reason = format!("replaced by {hash}, paying more");
+                        self.drops()?.record(old, DropKind::Replaced, reason);
                         return Ok(Some(Ok(hash)));
                     }
-                } else if let Room::Evicting(cheapest) = room {
+                }
+                if let Room::Evicting(cheapest) = room {
                     pool.evict(&cheapest);
                     tracing::info!(%cheapest, by = %hash, "pool full: the cheapest evicted");
                     let reason = format!("evicted from the full pool by {hash}");

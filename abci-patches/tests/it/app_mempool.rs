@@ -122,18 +122,6 @@ async fn commit_rechecks_the_pool_and_drops_what_the_block_made_invalid() {
     send(&rpc, &next).await.expect("a's next nonce is 1 now");
 }
 
-/// A transfer of 1 wei from nonce `nonce` to key 3 paying `tip` and a fee
-/// cap of `tip` + 2 gwei, with `value`.
-fn bumped(nonce: u64, tip: u128, value: u128) -> Tx {
-    Tx {
-        fee: Fee::Eip1559 {
-            max_fee: tip + 2 * GWEI,
-            tip,
-        },
-        ..Tx::transfer(nonce, key(3).address, value)
-    }
-}
-
 /// A pending transaction is replaced by one of its sender and nonce paying
 /// 10 % more fee cap and tip (geth's bump), in its place, if the balance
 /// covers it there; the old one is dropped as `replaced`.
@@ -142,8 +130,9 @@ async fn a_pending_transaction_is_replaced_by_one_paying_ten_percent_more() {
     let node = TestNode::with_patches(&funded_keys(), Patches::ALL);
     let rpc = web3(&node);
     let a = key(1);
-    let old = bumped(0, 10 * GWEI, 1).sign(&a);
-    let next = bumped(1, 10 * GWEI, 1).sign(&a);
+    // Key 1 pays key 3 `value` at `nonce`, tipping `tip`.
+    let pay = |nonce, value, tip| Tx::tipping(nonce, key(3).address, value, tip).sign(&a);
+    let (old, next) = (pay(0, 1, 10 * GWEI), pay(1, 1, 10 * GWEI));
     for raw in [&old, &next] {
         send(&rpc, raw).await.expect("admitted");
     }
@@ -151,13 +140,13 @@ async fn a_pending_transaction_is_replaced_by_one_paying_ten_percent_more() {
     for (tip, cap) in [(10_990_000_000, 20 * GWEI), (10 * GWEI, 20 * GWEI)] {
         let short = Tx {
             fee: Fee::Eip1559 { max_fee: cap, tip },
-            ..bumped(0, 0, 1)
+            ..Tx::transfer(0, key(3).address, 1)
         };
         let refused = send(&rpc, &short.sign(&a)).await.expect_err("underpriced");
         assert_eq!(refused["message"], "replacement transaction underpriced");
     }
     // Its balance cannot cover a replacement sending everything it holds.
-    let overdraft = send(&rpc, &bumped(0, 12 * GWEI, FUNDED).sign(&a)).await;
+    let overdraft = send(&rpc, &pay(0, FUNDED, 12 * GWEI)).await;
     let refused = overdraft.expect_err("over the balance");
     assert!(
         refused["message"]
@@ -166,7 +155,7 @@ async fn a_pending_transaction_is_replaced_by_one_paying_ten_percent_more() {
             .starts_with("insufficient funds"),
         "{refused}"
     );
-    let new = bumped(0, 12 * GWEI, 2).sign(&a);
+    let new = pay(0, 2, 12 * GWEI);
     let hash = send(&rpc, &new).await.expect("replaced");
     assert_eq!(hash, json!(tx_hash(&new)));
     assert_eq!(pending(&rpc).await, "0x2");

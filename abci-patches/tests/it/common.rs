@@ -94,6 +94,18 @@ impl Tx {
         }
     }
 
+    /// A transfer of `value` to `to` paying a tip of `tip` and a fee cap of
+    /// `tip` + 2 gwei.
+    pub fn tipping(nonce: u64, to: Address, value: u128, tip: u128) -> Self {
+        Self {
+            fee: Fee::Eip1559 {
+                max_fee: tip + 2 * GWEI,
+                tip,
+            },
+            ..Self::transfer(nonce, to, value)
+        }
+    }
+
     /// Deploys `init` code.
     pub fn deploy(nonce: u64, init: Bytes) -> Self {
         Self {
@@ -278,6 +290,18 @@ impl TestNode {
             app,
             patches: config.patches,
         }
+    }
+
+    /// PrepareProposal of what CometBFT's mempool offers, `txs`, with room
+    /// for 1 MiB.
+    pub fn prepare(&self, txs: &[Bytes]) -> Vec<Bytes> {
+        let response = self.app.prepare_proposal(RequestPrepareProposal {
+            txs: txs.iter().map(|t| t.0.clone()).collect(),
+            max_tx_bytes: 1 << 20,
+            height: self.next_height() as i64,
+            ..Default::default()
+        });
+        response.txs.into_iter().map(Bytes).collect()
     }
 
     /// ABCI PrepareProposal of the next height, as CometBFT with its mempool

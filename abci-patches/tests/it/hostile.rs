@@ -13,7 +13,7 @@ use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{Address, Bytes, U256};
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::response_process_proposal::ProposalStatus;
-use tendermint_proto::v0_38::abci::{CheckTxType, RequestPrepareProposal, RequestProcessProposal};
+use tendermint_proto::v0_38::abci::{CheckTxType, RequestProcessProposal};
 
 use crate::common::*;
 
@@ -61,16 +61,6 @@ fn overflowing(nonce: u64) -> Bytes {
     .sign(&attacker())
 }
 
-fn prepare(node: &TestNode, txs: &[Bytes]) -> Vec<Bytes> {
-    let response = node.app.prepare_proposal(RequestPrepareProposal {
-        txs: txs.iter().map(|t| t.0.clone()).collect(),
-        max_tx_bytes: 1 << 20,
-        height: node.next_height() as i64,
-        ..Default::default()
-    });
-    response.txs.into_iter().map(Bytes).collect()
-}
-
 fn process(node: &TestNode, txs: &[Bytes]) -> ProposalStatus {
     let response = node.app.process_proposal(RequestProcessProposal {
         txs: txs.iter().map(|t| t.0.clone()).collect(),
@@ -105,7 +95,7 @@ fn an_overflowing_cost_is_refused_everywhere_under_every_patch_set() {
         let honest_hash = tx_hash(&honest);
         assert_eq!(node.check(&honest, CheckTxType::New).code, 0, "{patches}");
         assert_eq!(
-            prepare(&node, &[raw.clone(), honest.clone()]),
+            node.prepare(&[raw.clone(), honest.clone()]),
             vec![honest.clone()],
             "{patches}: PrepareProposal leaves it out"
         );
@@ -209,10 +199,7 @@ fn process_proposal_refuses_what_no_honest_proposer_includes() {
             ProposalStatus::Reject,
             "{what}"
         );
-        assert!(
-            prepare(&node, std::slice::from_ref(raw)).is_empty(),
-            "{what}"
-        );
+        assert!(node.prepare(std::slice::from_ref(raw)).is_empty(), "{what}");
     }
     // Gas limits adding up to the block gas limit, and one gas beyond it.
     let half = BLOCK_GAS / 2;

@@ -4,8 +4,7 @@
 use abcid::node::NodeConfig;
 use abcid::patches::{Patch, Patches};
 use alloy_primitives::{Address, Bytes, U256};
-use tendermint_abci::Application;
-use tendermint_proto::v0_38::abci::{CheckTxType, RequestPrepareProposal, ResponseCheckTx};
+use tendermint_proto::v0_38::abci::{CheckTxType, ResponseCheckTx};
 
 use crate::common::*;
 
@@ -343,30 +342,6 @@ fn without_check_tx_lite_check_tx_executes_and_still_admits_a_revert() {
     );
 }
 
-/// A transfer of key 1 to key 2 at `nonce` paying `tip` (fee cap 2 gwei
-/// more), sending `value`.
-fn tipping(nonce: u64, tip: u128, value: u128) -> Bytes {
-    Tx {
-        fee: Fee::Eip1559 {
-            max_fee: tip + 2 * GWEI,
-            tip,
-        },
-        ..Tx::transfer(nonce, key(2).address, value)
-    }
-    .sign(&key(1))
-}
-
-/// PrepareProposal of what CometBFT's mempool offers, `txs`.
-fn prepare(node: &TestNode, txs: &[Bytes]) -> Vec<Bytes> {
-    let response = node.app.prepare_proposal(RequestPrepareProposal {
-        txs: txs.iter().map(|t| t.0.clone()).collect(),
-        max_tx_bytes: 1 << 20,
-        height: node.next_height() as i64,
-        ..Default::default()
-    });
-    response.txs.into_iter().map(Bytes).collect()
-}
-
 /// CometBFT's mempool path (`all,-app-mempool`, and without
 /// `check-tx-lite`, where CheckTx executes): a pending transaction is
 /// replaced by one of its sender and nonce paying 10 % more (geth's bump):
@@ -382,22 +357,24 @@ fn a_pending_transaction_is_replaced_by_fee_and_the_old_one_left_out() {
 }
 
 fn replaced_by_fee(node: TestNode) {
-    let (old, next) = (tipping(0, GWEI, 1), tipping(1, GWEI, 1));
+    // Key 1 pays key 2 `value` at `nonce`, tipping `tip`.
+    let pay = |nonce, value, tip| Tx::tipping(nonce, key(2).address, value, tip).sign(&key(1));
+    let (old, next) = (pay(0, 1, GWEI), pay(1, 1, GWEI));
     for raw in [&old, &next] {
         assert_eq!(node.check(raw, CheckTxType::New).code, 0);
     }
-    let short = tipping(0, GWEI * 11 / 10 - 1, 1);
+    let short = pay(0, 1, GWEI * 11 / 10 - 1);
     let refused = node.check(&short, CheckTxType::New);
     assert_refused(&refused, 17, "replacement transaction underpriced");
-    let overdraft = node.check(&tipping(0, 2 * GWEI, FUNDED), CheckTxType::New);
+    let overdraft = node.check(&pay(0, FUNDED, 2 * GWEI), CheckTxType::New);
     assert_refused(&overdraft, 6, "insufficient funds");
-    let new = tipping(0, 2 * GWEI, 5);
+    let new = pay(0, 5, 2 * GWEI);
     let admitted = node.check(&new, CheckTxType::New);
     assert_eq!(admitted.code, 0, "{}", admitted.log);
-    // Its next nonce is admitted still: the balance covers both.
-    assert_eq!(node.check(&tipping(2, GWEI, 1), CheckTxType::New).code, 0);
+    // The sender's next nonce is 2 still, and its balance covers it.
+    assert_eq!(node.check(&pay(2, 1, GWEI), CheckTxType::New).code, 0);
     // CometBFT's mempool holds them in arrival order.
-    let proposal = prepare(&node, &[old.clone(), next.clone(), new.clone()]);
+    let proposal = node.prepare(&[old.clone(), next.clone(), new.clone()]);
     assert_eq!(proposal, vec![new.clone(), next.clone()]);
     let before = node.balance(key(2).address);
     let results = node.block(&proposal);

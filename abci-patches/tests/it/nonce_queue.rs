@@ -10,7 +10,7 @@ use abcid::patches::{Patch, Patches};
 use alloy_primitives::{keccak256, Address, Bytes, U256};
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::response_process_proposal::ProposalStatus;
-use tendermint_proto::v0_38::abci::{CheckTxType, RequestPrepareProposal, RequestProcessProposal};
+use tendermint_proto::v0_38::abci::{CheckTxType, RequestProcessProposal};
 
 use crate::common::*;
 
@@ -47,16 +47,6 @@ fn priced(nonce: u64, tip: u128) -> Bytes {
     .sign(&key(1))
 }
 
-fn prepare(node: &TestNode, txs: &[Bytes]) -> Vec<Bytes> {
-    let response = node.app.prepare_proposal(RequestPrepareProposal {
-        txs: txs.iter().map(|t| t.0.clone()).collect(),
-        max_tx_bytes: 1 << 20,
-        height: node.next_height() as i64,
-        ..Default::default()
-    });
-    response.txs.into_iter().map(Bytes).collect()
-}
-
 fn process(node: &TestNode, txs: &[Bytes]) -> ProposalStatus {
     let response = node.app.process_proposal(RequestProcessProposal {
         txs: txs.iter().map(|t| t.0.clone()).collect(),
@@ -84,7 +74,7 @@ fn out_of_order_nonces_are_queued_then_proposed_and_executed_in_order() {
     let (refused, log) = code(&plain, &transfer(2), CheckTxType::New);
     assert_eq!(refused, 5, "{log}");
     assert_eq!(process(&plain, &arrival), ProposalStatus::Accept);
-    assert_eq!(prepare(&plain, &arrival), arrival.to_vec());
+    assert_eq!(plain.prepare(&arrival), arrival.to_vec());
 }
 
 fn queued_in_order(node: TestNode) {
@@ -101,7 +91,7 @@ fn queued_in_order(node: TestNode) {
             .nonce,
         3
     );
-    let proposal = prepare(&node, &arrival);
+    let proposal = node.prepare(&arrival);
     assert_eq!(proposal, vec![transfer(0), transfer(1), transfer(2)]);
     assert_eq!(process(&node, &proposal), ProposalStatus::Accept);
     assert_eq!(
@@ -126,7 +116,7 @@ fn a_gap_that_never_fills_expires_and_the_sender_goes_on() {
     let queued = node.check(&early, CheckTxType::New);
     assert_eq!((queued.code, queued.gas_wanted), (0, 0), "{}", queued.log);
     // Not proposable without nonce 0.
-    assert!(prepare(&node, std::slice::from_ref(&early)).is_empty());
+    assert!(node.prepare(std::slice::from_ref(&early)).is_empty());
     assert_eq!(
         process(&node, std::slice::from_ref(&early)),
         ProposalStatus::Reject
@@ -149,7 +139,7 @@ fn a_gap_that_never_fills_expires_and_the_sender_goes_on() {
     let next = node.check(&transfer(0), CheckTxType::New);
     assert_eq!((next.code, next.gas_wanted), (0, 21_000), "{}", next.log);
     assert_eq!(code(&node, &early, CheckTxType::New).0, 0);
-    let proposal = prepare(&node, &[early.clone(), transfer(0)]);
+    let proposal = node.prepare(&[early.clone(), transfer(0)]);
     let result = node.block(&proposal);
     assert_eq!(result.tx_results.len(), 2);
     assert_eq!(node.nonce(key(1).address), 2);
@@ -184,7 +174,7 @@ fn replaced(node: TestNode) {
     // The proposal takes the replacement behind nonce 0.
     assert_eq!(code(&node, &priced(0, 1), CheckTxType::New).0, 0);
     let mempool = [old.clone(), new.clone(), priced(0, 1)];
-    let proposal = prepare(&node, &mempool);
+    let proposal = node.prepare(&mempool);
     assert_eq!(proposal, vec![priced(0, 1), new.clone()]);
     // Committed without them and rechecked in arrival order (the
     // replacement before its predecessor): the replaced one is refused, the

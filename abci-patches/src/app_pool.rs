@@ -278,9 +278,7 @@ impl AppPool {
         let Some(slot) = self.txs.iter_mut().find(|tx| tx.hash == *old) else {
             return false;
         };
-        if let Some(Err(e)) = self.journal.as_mut().map(|j| j.append(&raw)) {
-            tracing::warn!(%hash, "admitted, not journaled: {e}");
-        }
+        journal(&mut self.journal, &hash, &raw);
         self.bytes = self
             .bytes
             .saturating_sub(slot.raw.len() as u64)
@@ -302,9 +300,7 @@ impl AppPool {
     /// the transaction stays admitted).
     pub fn push(&mut self, hash: B256, raw: Bytes, gas: u64, origin: Origin) {
         if self.known.insert(hash) {
-            if let Some(Err(e)) = self.journal.as_mut().map(|j| j.append(&raw)) {
-                tracing::warn!(%hash, "admitted, not journaled: {e}");
-            }
+            journal(&mut self.journal, &hash, &raw);
             self.bytes = self.bytes.saturating_add(raw.len() as u64);
             self.txs.push_back(Pooled {
                 hash,
@@ -389,6 +385,14 @@ impl AppPool {
                 tracing::warn!("{e}");
             }
         }
+    }
+}
+
+/// Appends `raw` (hashed `hash`), admitted, to `journal` when one is
+/// attached; a failure is logged, and the transaction stays admitted.
+fn journal(journal: &mut Option<Journal>, hash: &B256, raw: &Bytes) {
+    if let Some(Err(e)) = journal.as_mut().map(|j| j.append(raw)) {
+        tracing::warn!(%hash, "admitted, not journaled: {e}");
     }
 }
 

@@ -126,8 +126,9 @@ pub struct CheckState {
     /// The admitted transactions by sender and nonce, the ones a newcomer
     /// may replace by fee.
     held: HashMap<(Address, u64), Admitted>,
-    /// Hashes replaced by fee since the last Commit, and between the two
-    /// last: their rechecks refuse them, and proposals leave them out.
+    /// Hashes replaced by fee (pending ones, and with `nonce-queue` queued
+    /// ones) since the last Commit, and between the two last: their
+    /// rechecks refuse them, and proposals leave them out.
     replaced: HashSet<B256>,
     replaced_before: HashSet<B256>,
 }
@@ -147,7 +148,7 @@ impl CheckState {
         &self.queue
     }
 
-    /// `nonce-queue`: the queue, to add to or promote from.
+    /// `nonce-queue`: the queue, to promote from.
     pub fn queue_mut(&mut self) -> &mut NonceQueue {
         &mut self.queue
     }
@@ -187,6 +188,20 @@ impl CheckState {
             tx.sender,
             (tx.nonce + 1, current.balance.saturating_sub(tx.max_cost)),
         );
+    }
+
+    /// `nonce-queue`: queues `tx` ([`NonceQueue::queue`]), marking the
+    /// queued transaction it replaces, if any, as replaced.
+    pub fn queue_up(
+        &mut self,
+        tx: VerifiedTx,
+        expected: u64,
+        spendable: U256,
+    ) -> Result<(), TxError> {
+        if let Some(old) = self.queue.queue(tx, expected, spendable)? {
+            self.replaced.insert(old);
+        }
+        Ok(())
     }
 
     /// Keeps `tx`, admitted, as the one a newcomer of its sender and nonce

@@ -9,17 +9,18 @@
 //! transactions reserving their maximal costs from its balance), and
 //! promotes it into the check state's ledger once its predecessor is
 //! admitted. A queued transaction can be replaced by one of the same nonce
-//! paying at least 10 % more fee cap and tip (geth's rule); the replaced one
-//! is refused at its next recheck. One that waits longer than
+//! paying at least 10 % more fee cap and tip (geth's rule); the check state
+//! marks the replaced one, as it marks a pending one replaced by fee, and
+//! its next recheck refuses it. One that waits longer than
 //! [`QueueConfig::ttl`] for its predecessor is refused at a recheck, which
 //! evicts it from CometBFT's mempool.
 //!
 //! The queue is rebuilt after every Commit, like the ledger: CometBFT rechecks
 //! what is left in its mempool, and a still-early nonce is queued again. What
-//! survives a Commit is when each queued transaction first arrived and which
-//! hashes were replaced, so expiry and replacement hold across blocks.
+//! survives a Commit is when each queued transaction first arrived, so expiry
+//! holds across blocks.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use alloy_consensus::Transaction;
@@ -70,11 +71,6 @@ pub struct NonceQueue {
     len: usize,
     /// When each transaction queued before the last Commit first arrived.
     arrived: HashMap<B256, Instant>,
-    /// Hashes replaced since the last Commit.
-    replaced: HashSet<B256>,
-    /// Hashes replaced between the two last Commits: the rechecks after the
-    /// last one refuse them.
-    replaced_before: HashSet<B256>,
 }
 
 impl NonceQueue {
@@ -86,13 +82,9 @@ impl NonceQueue {
         }
     }
 
-    /// Whether `hash` was replaced by a higher-fee transaction.
-    pub fn was_replaced(&self, hash: &B256) -> bool {
-        self.replaced.contains(hash) || self.replaced_before.contains(hash)
-    }
-
     /// Queues `tx`, whose nonce is ahead of `expected`; replaces a queued
-    /// transaction of the same nonce when `tx` pays enough more. A
+    /// transaction of the same nonce when `tx` pays enough more, and then
+    /// returns the replaced one's hash. A
     /// transaction queued before the last Commit keeps its arrival time, and
     /// is refused once it waited longer than the configured time.
     ///
@@ -100,7 +92,12 @@ impl NonceQueue {
     /// `spendable` (the sender's balance as the mempool sees it) must cover
     /// them all with `tx` (less the one `tx` replaces), so a key that cannot
     /// pay queues nothing.
-    pub fn queue(&mut self, tx: VerifiedTx, expected: u64, spendable: U256) -> Result<(), TxError> {
+    pub fn queue(
+        &mut self,
+        tx: VerifiedTx,
+        expected: u64,
+        spendable: U256,
+    ) -> Result<Option<B256>, TxError> {
         let nonce = tx.envelope.nonce();
         if nonce.saturating_sub(expected) > self.config.window {
             return Err(TxError::NonceGapTooWide {
@@ -135,14 +132,14 @@ impl NonceQueue {
         let slots = self.by_sender.entry(tx.sender).or_default();
         if let Some(old) = slots.get(&nonce) {
             if old.tx.hash == tx.hash {
-                return Ok(());
+                return Ok(None);
             }
             if !pays_enough_more(&tx, &old.tx) {
                 return Err(TxError::ReplacementUnderpriced);
             }
-            self.replaced.insert(old.tx.hash);
+            let replaced = old.tx.hash;
             slots.insert(nonce, Queued { tx, since });
-            return Ok(());
+            return Ok(Some(replaced));
         }
         if full {
             return Err(TxError::QueueFull {
@@ -156,7 +153,7 @@ impl NonceQueue {
         }
         slots.insert(nonce, Queued { tx, since });
         self.len += 1;
-        Ok(())
+        Ok(None)
     }
 
     /// The maximal costs of `sender`'s queued transactions but the one at
@@ -199,8 +196,7 @@ impl NonceQueue {
     }
 
     /// At Commit: empties the queue for the rechecks to rebuild, remembering
-    /// when each waiting transaction arrived; forgets the replacements the
-    /// rechecks after the previous Commit have refused already.
+    /// when each waiting transaction arrived.
     pub fn commit(&mut self) {
         self.arrived = self
             .by_sender
@@ -209,7 +205,6 @@ impl NonceQueue {
             .map(|q| (q.tx.hash, q.since))
             .collect();
         self.len = 0;
-        self.replaced_before = std::mem::take(&mut self.replaced);
     }
 }
 

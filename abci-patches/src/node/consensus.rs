@@ -380,7 +380,7 @@ impl Consensus<'_> {
         let queue = self.node.patches.has(Patch::NonceQueue);
         if kind == CheckKind::Recheck {
             let check = self.node.check()?;
-            if check.was_replaced(&hash) || (queue && check.queue().was_replaced(&hash)) {
+            if check.was_replaced(&hash) {
                 return Ok(Err(TxError::Replaced));
             }
         }
@@ -424,8 +424,7 @@ impl Consensus<'_> {
                 ..Admitted::from(&verified)
             };
             check
-                .queue_mut()
-                .queue(verified, expected, current.balance)
+                .queue_up(verified, expected, current.balance)
                 .map(|()| admitted)
         } else {
             match self.admit(&mut check, &verified, committed)? {

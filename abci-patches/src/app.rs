@@ -79,10 +79,10 @@ fn proposal_fault<T: AsRef<[u8]>>(
     if let Err(fault) = proposal::check_proposal(txs, |raw| verifier.decode(raw), max_gas) {
         return Ok(Some(fault.to_string()));
     }
-    if node.patches().has(Patch::NonceQueue) && node.has_nonce_gap(txs)? {
-        return Ok(Some("it leaves a nonce gap".to_string()));
-    }
-    Ok(None)
+    Ok(node
+        .check_payable(txs)?
+        .err()
+        .map(|fault| fault.to_string()))
 }
 
 /// The block of a ProcessProposal or FinalizeBlock request, from its fields.
@@ -152,10 +152,12 @@ impl Application for AbciApp {
     }
 
     /// A proposal is refused when a transaction breaks a stateless rule or
-    /// the gas limits exceed the block's ([`proposal::check_proposal`]), and
-    /// with `nonce-queue` when it leaves a nonce gap (an honest abcid
-    /// proposer makes none of these). Otherwise it is accepted, and
-    /// FinalizeBlock judges each transaction against the state.
+    /// the gas limits exceed the block's ([`proposal::check_proposal`]),
+    /// then when a signature does not recover or a transaction is not
+    /// payable at its sender's next nonce over the committed state
+    /// ([`proposal::check_payable`]). PrepareProposal proposes by the same
+    /// rules, so an honest abcid proposer is never refused. FinalizeBlock
+    /// still judges each transaction as it runs.
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
         let node = self.enter("ProcessProposal");
         let fault = Work::Proposal
@@ -267,10 +269,7 @@ impl AbciApp {
             .proposable(max_bytes, max_gas)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         offered.extend(pooled.into_iter().map(|tx| tx.0));
-        let valid = proposal::without_invalid(&offered, |raw| verifier.decode(raw));
-        let mut txs = node
-            .priced_for_next_block(valid)
-            .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        let mut txs = proposal::without_invalid(&offered, |raw| verifier.decode(raw));
         let replaced = node
             .any_replaced()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
@@ -279,10 +278,12 @@ impl AbciApp {
                 .order_by_nonce(&txs)
                 .unwrap_or_else(|e| fatal("PrepareProposal", e));
         }
-        let mut txs = node
+        let txs = node
             .ordered_by_tip(txs)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        txs.truncate(proposal::fitting_prefix(&txs, max_bytes, max_gas));
+        let txs = node
+            .payable_prefix(txs, proposal::BlockRoom::new(max_bytes, max_gas))
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
         ResponsePrepareProposal { txs }
     }
 

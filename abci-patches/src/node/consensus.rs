@@ -38,7 +38,7 @@ use crate::genesis::Genesis;
 use crate::locks::AppGuard;
 use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
 use crate::patches::{Patch, Patches};
-use crate::proposal;
+use crate::proposal::{self, BlockRoom, ProposalFault, ProposalLedger};
 use crate::records::BlockRecord;
 use crate::snapshot::Snapshots;
 use crate::state::{AccountRecord, StateDiff};
@@ -212,38 +212,38 @@ impl Consensus<'_> {
         self.node.block_gas_limit()
     }
 
-    /// PrepareProposal with a fee market: leaves out the transactions whose
-    /// fee cap is below the next block's base fee, and every later one of
-    /// their senders (their nonces would follow a gap). They stay in the
-    /// mempool until the base fee falls back (CheckTx refuses new ones).
-    pub fn priced_for_next_block<T: AsRef<[u8]>>(&self, txs: Vec<T>) -> Result<Vec<T>, NodeError> {
-        let (market, base_fee) = self.node.with_chain(|c| {
-            let base_fee = fee_market::next_base_fee(&c.genesis, &c.head);
-            (c.genesis.fee_market.is_some(), u128::from(base_fee))
-        })?;
-        let cap = |raw: &T| proposal::fee_cap(raw.as_ref());
-        if !market || txs.iter().all(|raw| cap(raw).is_none_or(|c| c >= base_fee)) {
-            return Ok(txs);
-        }
+    /// PrepareProposal's last step: `txs`, in their order, that
+    /// ProcessProposal's rules over the committed state admit, up to the
+    /// first that does not fit in `room` ([`proposal::payable_prefix`]). A
+    /// transaction whose fee cap is below the next block's base fee stays in
+    /// the mempool, with its sender's later ones, until the base fee falls
+    /// back (CheckTx refuses new ones).
+    pub fn payable_prefix<T: AsRef<[u8]>>(
+        &self,
+        txs: Vec<T>,
+        room: BlockRoom,
+    ) -> Result<Vec<T>, NodeError> {
         let verifier = self.node.verifier()?;
-        let mut blocked = std::collections::HashSet::new();
-        Ok(txs
-            .into_iter()
-            .filter(|raw| {
-                // Undecodable ones are FinalizeBlock's to refuse.
-                let Some(origin) = self.node.origin(&verifier, raw.as_ref()) else {
-                    return true;
-                };
-                if blocked.contains(&origin.sender) {
-                    return false;
-                }
-                if cap(raw).is_some_and(|c| c < base_fee) {
-                    blocked.insert(origin.sender);
-                    return false;
-                }
-                true
-            })
-            .collect())
+        let base_fee = self.node.next_base_fee()?;
+        let world = self.node.world()?;
+        let mut ledger = ProposalLedger::new(base_fee, |a: &Address| world.account(a));
+        let verify = |raw: &[u8]| verifier.verify(raw);
+        Ok(proposal::payable_prefix(txs, verify, &mut ledger, room))
+    }
+
+    /// ProcessProposal's rules over the committed state
+    /// ([`proposal::check_payable`]): the first transaction of `txs` whose
+    /// signature, fee, nonce or funds would refuse the proposal.
+    pub fn check_payable<T: AsRef<[u8]>>(
+        &self,
+        txs: &[T],
+    ) -> Result<Result<(), ProposalFault>, NodeError> {
+        let verifier = self.node.verifier()?;
+        let base_fee = self.node.next_base_fee()?;
+        let world = self.node.world()?;
+        let mut ledger = ProposalLedger::new(base_fee, |a: &Address| world.account(a));
+        let verify = |raw: &[u8]| verifier.verify(raw);
+        Ok(proposal::check_payable(txs, verify, &mut ledger))
     }
 
     /// Last committed height and app hash, for Info (`(0, empty)` before InitChain).
@@ -581,18 +581,6 @@ impl Consensus<'_> {
             &txs,
             |raw| self.node.origin(&verifier, raw.as_ref()),
             base_fee,
-        ))
-    }
-
-    /// `nonce-queue`'s ProcessProposal rule ([`proposal::has_nonce_gap`])
-    /// over the committed nonces.
-    pub fn has_nonce_gap<T: AsRef<[u8]>>(&self, txs: &[T]) -> Result<bool, NodeError> {
-        let verifier = self.node.verifier()?;
-        let world = self.node.world()?;
-        Ok(proposal::has_nonce_gap(
-            txs,
-            |raw| self.node.origin(&verifier, raw.as_ref()),
-            |sender| world.account(sender).map_or(0, |a| a.nonce),
         ))
     }
 

@@ -155,7 +155,7 @@ fn app_hash_is_deterministic_and_depends_on_the_block() {
 }
 
 #[test]
-fn proposals_keep_the_mempool_order_without_what_breaks_the_stateless_rules() {
+fn proposals_keep_the_mempool_order_without_what_would_be_refused() {
     let node = TestNode::new();
     let (a, b) = (key(1), key(2));
     let txs = [
@@ -170,10 +170,11 @@ fn proposals_keep_the_mempool_order_without_what_breaks_the_stateless_rules() {
         height: 1,
         ..Default::default()
     });
-    assert_eq!(prepared.txs, vec![wire[0].clone(), wire[2].clone()]);
-    // A proposal holding undecodable bytes is refused; one whose
-    // transactions merely fail against the state is not: FinalizeBlock gives
-    // each its own non-zero code.
+    // The second transfer repeats the first's nonce: left out too.
+    assert_eq!(prepared.txs, vec![wire[0].clone()]);
+    // A proposal holding undecodable bytes is refused, and so is one with a
+    // transaction that fails against the state; FinalizeBlock, handed them
+    // anyway, gives each its own non-zero code.
     let process = |txs: Vec<_>| {
         node.app
             .process_proposal(RequestProcessProposal {
@@ -184,6 +185,8 @@ fn proposals_keep_the_mempool_order_without_what_breaks_the_stateless_rules() {
             .status
     };
     assert_eq!(process(wire.clone()), ProposalStatus::Reject as i32);
+    let stale = vec![wire[0].clone(), wire[2].clone()];
+    assert_eq!(process(stale), ProposalStatus::Reject as i32);
     assert_eq!(process(prepared.txs), ProposalStatus::Accept as i32);
     let codes: Vec<u32> = node
         .finalize(1, &txs)
@@ -207,6 +210,7 @@ fn optimistic_execution_uses_its_proposal_and_drops_another() {
     ];
     let other_round = [Tx::transfer(0, b.address, 7).sign(&a)];
     let next = [Tx::call(2, a.address.create(1), word(3)).sign(&a)];
+    let other_next = [Tx::transfer(2, b.address, 7).sign(&a)];
     let run = |patches: Patches| {
         let node = TestNode::with_patches(&funded_keys(), patches);
         let height = node.next_height();
@@ -218,7 +222,7 @@ fn optimistic_execution_uses_its_proposal_and_drops_another() {
         // A proposal dropped before FinalizeBlock of another: nothing runs
         // twice and nothing leaks.
         let height = node.next_height();
-        assert!(node.process(height, B256::repeat_byte(0xef), &other_round));
+        assert!(node.process(height, B256::repeat_byte(0xef), &other_next));
         let second = node.finalize(height, &next);
         node.app.commit();
         let results = |r: &tendermint_proto::v0_38::abci::ResponseFinalizeBlock| {

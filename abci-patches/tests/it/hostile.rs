@@ -207,12 +207,28 @@ fn process_proposal_refuses_what_no_honest_proposer_includes() {
     assert_eq!(process(&node, &full), ProposalStatus::Accept);
     let over = [good(0, half), good(1, half + 1)];
     assert_eq!(process(&node, &over), ProposalStatus::Reject);
-    // A bad signature is FinalizeBlock's to refuse (code 3): recovering
-    // senders in ProcessProposal would double the cost of every block.
-    assert_eq!(
-        process(&node, &[unsigned(TRANSFER_GAS)]),
-        ProposalStatus::Accept
-    );
+    // Against the committed state: each of these after an honest transfer
+    // refuses the proposal (every validator would recover and refuse it at
+    // FinalizeBlock, paid by no one), and PrepareProposal leaves it out.
+    let underpriced = Tx {
+        fee: Fee::Eip1559 { max_fee: 0, tip: 0 },
+        ..Tx::transfer(1, TO, 1)
+    };
+    let stateful: [(&str, Bytes); 5] = [
+        ("bad signature", unsigned(TRANSFER_GAS)),
+        ("unfunded sender", Tx::transfer(0, TO, 1).sign(&key(9))),
+        ("used nonce", good(0, TRANSFER_GAS)),
+        ("nonce gap", good(2, TRANSFER_GAS)),
+        ("fee cap under the base fee", underpriced.sign(&key(1))),
+    ];
+    let honest = good(0, TRANSFER_GAS);
+    for (what, raw) in &stateful {
+        let proposal = [honest.clone(), raw.clone()];
+        assert_eq!(process(&node, &proposal), ProposalStatus::Reject, "{what}");
+        assert_eq!(node.prepare(&proposal), vec![honest.clone()], "{what}");
+    }
+    let next = good(1, TRANSFER_GAS);
+    assert_eq!(process(&node, &[honest, next]), ProposalStatus::Accept);
 }
 
 #[test]

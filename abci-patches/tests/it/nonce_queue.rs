@@ -68,13 +68,15 @@ fn out_of_order_nonces_are_queued_then_proposed_and_executed_in_order() {
     for patches in [Patches::ALL, Patches::NONE] {
         queued_in_order(queued_node_with(patches, QueueConfig::default()));
     }
-    // Without the patch the gap is refused, and every proposal accepted.
+    // Without the patch the gap is refused by CheckTx; a proposal holding
+    // one is refused as with it, and PrepareProposal leaves it out.
     let plain = TestNode::new();
     let arrival = [transfer(2), transfer(0), transfer(1)];
     let (refused, log) = code(&plain, &transfer(2), CheckTxType::New);
     assert_eq!(refused, 5, "{log}");
-    assert_eq!(process(&plain, &arrival), ProposalStatus::Accept);
-    assert_eq!(plain.prepare(&arrival), arrival.to_vec());
+    assert_eq!(process(&plain, &arrival), ProposalStatus::Reject);
+    assert_eq!(plain.prepare(&arrival), arrival[1..].to_vec());
+    assert_eq!(process(&plain, &arrival[1..]), ProposalStatus::Accept);
 }
 
 fn queued_in_order(node: TestNode) {

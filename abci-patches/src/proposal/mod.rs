@@ -1,8 +1,11 @@
 //! PrepareProposal: how much of what CometBFT reaped from the mempool goes
 //! into the block abcid proposes, and in which order;
 //! ProcessProposal's rules: every transaction passes the stateless rules but
-//! the signature's and the fee cap's ([`check_proposal`]), the gas limits fit
-//! in the block, and (with `nonce-queue`) no sender's nonce is left a gap.
+//! the signature's and the fee cap's and the gas limits fit in the block
+//! ([`check_proposal`]), then, against the committed state, every signature
+//! recovers and every transaction is payable at its sender's next nonce
+//! ([`check_payable`]; PrepareProposal proposes by the same rules,
+//! [`payable_prefix`]).
 //!
 //! The candidates are put in block-building order ([`order_by_tip`]: the
 //! highest effective tip first, each sender's transactions in their order, as
@@ -22,6 +25,10 @@ use alloy_primitives::Address;
 
 use crate::error::TxError;
 use crate::tx::VerifiedTx;
+
+mod ledger;
+
+pub use ledger::{check_payable, payable_prefix, BlockRoom, ProposalLedger};
 
 /// Why ProcessProposal refuses a proposal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -236,28 +243,6 @@ pub fn order_by_nonce<T: Clone>(
     out
 }
 
-/// `nonce-queue`: whether a proposal leaves a nonce gap: a transaction whose
-/// nonce is ahead of its sender's next one (`next`, then one more for each of
-/// the sender's transactions before it). A used nonce is no gap:
-/// FinalizeBlock refuses that transaction with its own code.
-pub fn has_nonce_gap<T>(
-    txs: &[T],
-    origin: impl Fn(&T) -> Option<Origin>,
-    next: impl Fn(&Address) -> u64,
-) -> bool {
-    let mut expected: HashMap<Address, u64> = HashMap::new();
-    for o in txs.iter().filter_map(origin) {
-        let e = expected.entry(o.sender).or_insert_with(|| next(&o.sender));
-        if o.nonce > *e {
-            return true;
-        }
-        if o.nonce == *e {
-            *e += 1;
-        }
-    }
-    false
-}
-
 /// The gas limit `raw` asks for; `None` when it does not decode.
 ///
 /// Decoding the envelope is enough: signature and the other rules are
@@ -267,15 +252,6 @@ pub fn gas_wanted(raw: &[u8]) -> Option<u64> {
     TxEnvelope::decode_2718(&mut buf)
         .ok()
         .map(|tx| tx.gas_limit())
-}
-
-/// The fee cap per gas `raw` offers (its gas price, legacy); `None` when it
-/// does not decode.
-pub fn fee_cap(raw: &[u8]) -> Option<u128> {
-    let mut buf = raw;
-    TxEnvelope::decode_2718(&mut buf)
-        .ok()
-        .map(|tx| tx.max_fee_per_gas())
 }
 
 /// The effective tip per gas `raw` pays over `base_fee` (see
@@ -293,16 +269,8 @@ pub fn effective_tip(raw: &[u8], base_fee: u128) -> Option<u128> {
 /// but no gas: it is kept, and FinalizeBlock refuses it with its own code
 /// (CheckTx admits none, so only another mempool could hand one over).
 pub fn fitting_prefix<T: AsRef<[u8]>>(txs: &[T], max_bytes: u64, max_gas: u64) -> usize {
-    let (mut bytes, mut gas) = (0u64, 0u64);
-    for (n, raw) in txs.iter().enumerate() {
-        let raw = raw.as_ref();
-        bytes = bytes.saturating_add(raw.len() as u64);
-        gas = gas.saturating_add(gas_wanted(raw).unwrap_or(0));
-        if bytes > max_bytes || gas > max_gas {
-            return n;
-        }
-    }
-    txs.len()
+    let mut room = BlockRoom::new(max_bytes, max_gas);
+    txs.iter().take_while(|raw| room.take(raw.as_ref())).count()
 }
 
 #[cfg(test)]
@@ -452,8 +420,6 @@ mod tests {
                 origin(0xa, 2, 1),
             ]
         );
-        assert!(!has_nonce_gap(&out, |o| *o, next));
-        assert!(has_nonce_gap(&txs, |o| *o, next));
     }
 
     #[test]
@@ -461,11 +427,5 @@ mod tests {
         let txs = [origin(0xa, 1, 1), origin(0xa, 2, 1)];
         assert!(order(&txs, 0).is_empty());
         assert_eq!(order(&txs, 1), txs.to_vec());
-        // A used nonce is FinalizeBlock's to refuse, not a gap.
-        assert!(!has_nonce_gap(
-            &[origin(0xa, 0, 1), origin(0xa, 2, 1)],
-            |o| *o,
-            |_| 2
-        ));
     }
 }

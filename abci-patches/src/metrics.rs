@@ -68,6 +68,20 @@ struct BuildInfo {
     patches: String,
 }
 
+/// The web3 server's subscription notifications, counted.
+#[derive(Debug, Clone, Default)]
+pub struct Notifications {
+    /// Handed to a subscriber's connection.
+    pub sent: Counter,
+    /// Dropped: the subscriber's connection had no room for them.
+    pub dropped: Counter,
+    /// Subscriptions closed because their subscriber fell behind.
+    pub closed_slow: Counter,
+    /// A block's notifications of one kind (its header, its logs) made and
+    /// encoded: once per block, whatever the number of subscribers.
+    pub blocks_encoded: Counter,
+}
+
 /// abcid's metrics, updated by the ABCI calls and encoded on a scrape.
 pub struct Metrics {
     registry: Registry,
@@ -78,6 +92,7 @@ pub struct Metrics {
     finalize_block: Histogram,
     store_commit: Histogram,
     check_state: Gauge,
+    notifications: Notifications,
     /// Held while a block is recorded and while the registry is encoded.
     block_lock: Mutex<()>,
 }
@@ -107,6 +122,7 @@ impl Metrics {
             // 100 µs to ~3.3 s.
             store_commit: Histogram::new(exponential_buckets(1e-4, 2.0, 16)),
             check_state: Gauge::default(),
+            notifications: Notifications::default(),
             block_lock: Mutex::new(()),
             registry: Registry::default(),
         };
@@ -160,6 +176,7 @@ impl Metrics {
             "Executions of an accepted proposal that FinalizeBlock dropped",
             speculations.dropped,
         );
+        m.register_notifications(r);
         let info = Family::<BuildInfo, Gauge>::default();
         info.get_or_create(&BuildInfo {
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -168,6 +185,35 @@ impl Metrics {
         .set(1);
         r.register("build_info", "Version and patches in force", info);
         Self { registry, ..m }
+    }
+
+    fn register_notifications(&self, r: &mut Registry) {
+        let n = &self.notifications;
+        r.register(
+            "web3_notifications_sent",
+            "Subscription notifications handed to their connections",
+            n.sent.clone(),
+        );
+        r.register(
+            "web3_notifications_dropped",
+            "Subscription notifications dropped: the connection had no room",
+            n.dropped.clone(),
+        );
+        r.register(
+            "web3_subscriptions_closed_slow",
+            "Subscriptions closed because their subscriber fell behind",
+            n.closed_slow.clone(),
+        );
+        r.register(
+            "web3_block_notifications_encoded",
+            "Block notifications (a header, a block's logs) made, once per block and kind",
+            n.blocks_encoded.clone(),
+        );
+    }
+
+    /// The web3 server's notification counters (registered here).
+    pub fn notifications(&self) -> Notifications {
+        self.notifications.clone()
     }
 
     /// The metrics in the OpenMetrics text format.

@@ -86,8 +86,9 @@ pub struct RpcConfig {
     pub max_subscriptions_per_client: usize,
     /// Most subscriptions, of every kind, open on the server at once.
     pub max_subscriptions: usize,
-    /// How long a subscriber may leave a notification unsent (its
-    /// connection's buffer full) before its subscription is closed.
+    /// How long a subscriber's connection may take no notification (its
+    /// buffer full, every notification dropped and counted) before its
+    /// subscription is closed.
     pub subscriber_timeout: Duration,
     /// Most log, receipt and fee-history queries running at once; more wait.
     pub heavy_queries: usize,
@@ -146,7 +147,7 @@ pub struct Web3 {
     filters: Filters,
     heavy: Semaphore,
     evm: Semaphore,
-    subscriptions: pubsub::LogSubscriptions,
+    notifications: pubsub::BlockNotifications,
     slots: slots::SubscriptionSlots,
     forward: Option<forward::Forwarder>,
     /// abcid's metrics, where `app-mempool`'s CheckTx is timed.
@@ -225,7 +226,12 @@ impl Web3 {
             ),
             heavy: Semaphore::new(config.heavy_queries.max(1)),
             evm: Semaphore::new(config.evm_calls.max(1)),
-            subscriptions: pubsub::LogSubscriptions::default(),
+            notifications: pubsub::BlockNotifications::new(
+                metrics
+                    .as_ref()
+                    .map(|m| m.notifications())
+                    .unwrap_or_default(),
+            ),
             slots: slots::SubscriptionSlots::new(slots::SlotLimits {
                 node: config.max_subscriptions,
                 client: config.max_subscriptions_per_client,

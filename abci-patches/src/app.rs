@@ -5,7 +5,7 @@
 //! why): CometBFT then replays the uncommitted block when both restart, which
 //! is the only safe recovery for a state machine.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use alloy_primitives::Bytes;
@@ -24,7 +24,7 @@ use feth_profiler_rpc::{tag_current_thread, BlockProfiler, Role, Work};
 use crate::error::CODESPACE;
 use crate::exec::TxOutcome;
 use crate::mempool::CheckKind;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Verdict};
 use crate::node::{Consensus, ConsensusNode, Node, NodeError, OwnedBlock};
 use crate::patches::Patch;
 use crate::proposal;
@@ -39,6 +39,19 @@ pub struct AbciApp {
     /// One log line per transaction (`quiet-logs` off).
     tx_lines: bool,
     metrics: Arc<Metrics>,
+    /// The last proposal PrepareProposal made: ProcessProposal of the same
+    /// height and transactions accepts it unchecked.
+    own_proposal: Arc<Mutex<Option<OwnProposal>>>,
+}
+
+/// A proposal this node made, by height and transactions. ProcessProposal's
+/// verdict is a function of the committed state and the transactions alone,
+/// and PrepareProposal proposes only what its rules admit, so checking the
+/// node's own proposal again (CometBFT asks the proposer too) could only
+/// accept it: skipped, it keeps the check off the proposer's critical path.
+struct OwnProposal {
+    height: i64,
+    txs: Vec<prost::bytes::Bytes>,
 }
 
 impl AbciApp {
@@ -52,6 +65,7 @@ impl AbciApp {
             profiler,
             tx_lines,
             metrics,
+            own_proposal: Arc::default(),
         }
     }
 
@@ -62,6 +76,15 @@ impl AbciApp {
 }
 
 impl AbciApp {
+    /// Whether `request` is the proposal this node's last PrepareProposal
+    /// made ([`OwnProposal`]).
+    fn is_own_proposal(&self, request: &RequestProcessProposal) -> bool {
+        self.own_proposal.lock().is_ok_and(|own| {
+            own.as_ref()
+                .is_some_and(|own| own.height == request.height && own.txs == request.txs)
+        })
+    }
+
     /// Enters the node for one ABCI call (see [`Node::enter`]); a poisoned
     /// lock stops the node.
     fn enter(&self, during: &str) -> Consensus<'_> {
@@ -160,10 +183,20 @@ impl Application for AbciApp {
     /// still judges each transaction as it runs.
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
         let node = self.enter("ProcessProposal");
-        let fault = Work::Proposal
-            .run(|| proposal_fault(&node, &request.txs))
-            .unwrap_or_else(|e| fatal("ProcessProposal", e));
+        let own = self.is_own_proposal(&request);
+        let fault = if own {
+            None
+        } else {
+            Work::Proposal
+                .run(|| proposal_fault(&node, &request.txs))
+                .unwrap_or_else(|e| fatal("ProcessProposal", e))
+        };
         drop(node);
+        self.metrics.proposal(match (&fault, own) {
+            (Some(_), _) => Verdict::Rejected,
+            (None, true) => Verdict::Own,
+            (None, false) => Verdict::Accepted,
+        });
         let status = match fault {
             Some(reason) => {
                 tracing::warn!(height = request.height, %reason, "proposal refused");
@@ -284,6 +317,12 @@ impl AbciApp {
         let txs = node
             .payable_prefix(txs, proposal::BlockRoom::new(max_bytes, max_gas))
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
+        if let Ok(mut own) = self.own_proposal.lock() {
+            *own = Some(OwnProposal {
+                height: request.height,
+                txs: txs.clone(),
+            });
+        }
         ResponsePrepareProposal { txs }
     }
 

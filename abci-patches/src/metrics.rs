@@ -55,6 +55,23 @@ struct TxResult {
     result: &'static str,
 }
 
+/// `abcid_proposals_total`'s label.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProposalVerdict {
+    verdict: &'static str,
+}
+
+/// What ProcessProposal made of a proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// This node's own, accepted unchecked.
+    Own,
+    /// Checked and accepted.
+    Accepted,
+    /// Checked and rejected.
+    Rejected,
+}
+
 /// `abcid_check_tx_duration_seconds`'s label.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CheckType {
@@ -88,6 +105,7 @@ pub struct Metrics {
     blocks: Counter,
     height: Gauge,
     txs: Family<TxResult, Counter>,
+    proposals: Family<ProposalVerdict, Counter>,
     check_tx: Family<CheckType, Histogram>,
     finalize_block: Histogram,
     store_commit: Histogram,
@@ -116,6 +134,7 @@ impl Metrics {
             blocks: Counter::default(),
             height: Gauge::default(),
             txs: Family::default(),
+            proposals: Family::default(),
             check_tx,
             // 100 µs to ~13 s.
             finalize_block: Histogram::new(exponential_buckets(1e-4, 2.0, 18)),
@@ -137,6 +156,11 @@ impl Metrics {
             "transactions",
             "Transactions of committed blocks, valid (code 0) or invalid",
             m.txs.clone(),
+        );
+        r.register(
+            "proposals",
+            "Proposals ProcessProposal judged: own (this node's, unchecked), accepted or rejected",
+            m.proposals.clone(),
         );
         r.register_with_unit(
             "check_tx_duration",
@@ -238,6 +262,18 @@ impl Metrics {
         if admitted {
             self.check_state.inc();
         }
+    }
+
+    /// ProcessProposal judged a proposal.
+    pub fn proposal(&self, verdict: Verdict) {
+        let verdict = match verdict {
+            Verdict::Own => "own",
+            Verdict::Accepted => "accepted",
+            Verdict::Rejected => "rejected",
+        };
+        self.proposals
+            .get_or_create(&ProposalVerdict { verdict })
+            .inc();
     }
 
     /// A block was committed, as its log line reports it.

@@ -10,7 +10,7 @@ use abcid::nonce_queue::QueueConfig;
 use abcid::patches::{Patch, Patches};
 use alloy_consensus::{SignableTransaction, TxEip7702, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{Address, Bytes, U256};
+use alloy_primitives::{Address, Bytes, B256, U256};
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::response_process_proposal::ProposalStatus;
 use tendermint_proto::v0_38::abci::{CheckTxType, RequestProcessProposal};
@@ -365,5 +365,26 @@ fn a_zero_value_transfer_to_a_fresh_address_creates_no_account() {
         let stored = |a: &Address| node.node.account(a, false).expect("readable");
         assert_eq!(stored(&fresh), None, "{patches}: EIP-161");
         assert_eq!(stored(&paid).map(|a| a.balance), Some(U256::from(1)));
+    }
+}
+
+#[test]
+fn the_nodes_own_proposal_is_accepted_unchecked_and_every_verdict_is_counted() {
+    let node = node(Patches::ALL, QueueConfig::default());
+    let height = node.next_height();
+    let transfer = |nonce: u64| Tx::transfer(nonce, TO, 1).sign(&key(1));
+    let unfunded = Tx::transfer(0, TO, 1).sign(&key(9));
+    let offered = [transfer(0), transfer(1), unfunded];
+    let proposed = node.prepare(&offered);
+    assert_eq!(proposed, offered[..2].to_vec());
+    // Its own proposal (CometBFT asks the proposer too), another honest one
+    // of the same height, and a hostile one.
+    assert!(node.process(height, B256::repeat_byte(1), &proposed));
+    assert!(node.process(height, B256::repeat_byte(2), &proposed[..1]));
+    assert!(!node.process(height, B256::repeat_byte(3), &offered));
+    let scrape = node.app.metrics().encode();
+    for verdict in ["own", "accepted", "rejected"] {
+        let line = format!("abcid_proposals_total{{verdict=\"{verdict}\"}} 1");
+        assert!(scrape.contains(&line), "{line} in:\n{scrape}");
     }
 }

@@ -23,7 +23,7 @@ Usage: python3 scripts/abcid-attacks.py [FETH] [PATCH_SETS] [SECONDS]
 a ';'-separated list of `--patches` values. Prints one JSON line per patch
 set and a Markdown table.
 """
-import json, os, re, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, re, subprocess, sys, tempfile, threading, time, urllib.error, urllib.request
 from datetime import datetime
 
 FETH = sys.argv[1] if len(sys.argv) > 1 else "target/debug/feth"
@@ -78,7 +78,12 @@ def fee_history(pid):
         zeros = ((16 << 20) - len(head) - len(tail)) // 2
         big = (head + ",0" * zeros + tail).encode()
         for _ in range(4):
-            post(big)
+            try:
+                post(big)
+            except urllib.error.HTTPError as refused_body:
+                # A body limit under 16 MiB (geth's 5 MiB) refuses it unread.
+                out["16mib"] = f"HTTP {refused_body.code}"
+                break
         out["rss_after_16mib_mib"] = round(peak_rss_mib(pid), 1)
     return out
 

@@ -27,6 +27,7 @@ mod comet;
 mod convert;
 mod error;
 mod eth;
+mod evm_pool;
 mod filters;
 mod forward;
 pub mod fuzz;
@@ -147,6 +148,7 @@ pub struct Web3 {
     filters: Filters,
     heavy: Semaphore,
     evm: Semaphore,
+    evm_threads: evm_pool::EvmPool,
     notifications: pubsub::BlockNotifications,
     slots: slots::SubscriptionSlots,
     forward: Option<forward::Forwarder>,
@@ -163,31 +165,8 @@ impl Web3 {
         self: Arc<Self>,
         query: impl FnOnce(&Web3) -> error::RpcResult<T> + Send + 'static,
     ) -> error::RpcResult<T> {
-        self.blocking(|w| &w.heavy, query).await
-    }
-
-    /// Runs an EVM request on the blocking pool once one of the
-    /// [`RpcConfig::evm_calls`] slots is free, within the bounds of
-    /// [`calls::CallScope`] (gas cap, deadline from when it starts, its
-    /// batch's budget).
-    async fn evm<T: Send + 'static>(
-        self: Arc<Self>,
-        extensions: jsonrpsee::Extensions,
-        query: impl FnOnce(&Web3, &calls::CallScope) -> error::RpcResult<T> + Send + 'static,
-    ) -> error::RpcResult<T> {
-        self.blocking(
-            |w| &w.evm,
-            move |w| query(w, &calls::CallScope::start(w, &extensions)),
-        )
-        .await
-    }
-
-    async fn blocking<T: Send + 'static>(
-        self: Arc<Self>,
-        pool: fn(&Web3) -> &Semaphore,
-        query: impl FnOnce(&Web3) -> error::RpcResult<T> + Send + 'static,
-    ) -> error::RpcResult<T> {
-        let _slot = pool(&self)
+        let _slot = self
+            .heavy
             .acquire()
             .await
             .map_err(|_| error::server_error("the server is shutting down"))?;
@@ -197,6 +176,28 @@ impl Web3 {
             .map_err(|e| {
                 error::internal_failure(format!("the query failed inside the node: {e}"))
             })?
+    }
+
+    /// Runs an EVM request on the node's low-priority EVM threads
+    /// ([`evm_pool`]) once one of the [`RpcConfig::evm_calls`] slots is
+    /// free, within the bounds of [`calls::CallScope`] (gas cap, deadline
+    /// from when it starts, its batch's budget).
+    async fn evm<T: Send + 'static>(
+        self: Arc<Self>,
+        extensions: jsonrpsee::Extensions,
+        query: impl FnOnce(&Web3, &calls::CallScope) -> error::RpcResult<T> + Send + 'static,
+    ) -> error::RpcResult<T> {
+        let _slot = self
+            .evm
+            .acquire()
+            .await
+            .map_err(|_| error::server_error("the server is shutting down"))?;
+        let web3 = self.clone();
+        let run = move || query(&web3, &calls::CallScope::start(&web3, &extensions));
+        self.evm_threads
+            .run(run)
+            .await
+            .map_err(|e| error::internal_failure(format!("the call failed inside the node: {e}")))?
     }
 }
 
@@ -226,6 +227,8 @@ impl Web3 {
             ),
             heavy: Semaphore::new(config.heavy_queries.max(1)),
             evm: Semaphore::new(config.evm_calls.max(1)),
+            evm_threads: evm_pool::EvmPool::spawn(config.evm_calls)
+                .context("cannot start the web3 server's EVM threads")?,
             notifications: pubsub::BlockNotifications::new(
                 metrics
                     .as_ref()

@@ -1,5 +1,5 @@
 //! Small-sample statistics for "is it faster?": paired ratios and their confidence
-//! intervals (interleaved pairs, ABBA … in one run), means with their intervals and medians.
+//! intervals (interleaved pairs, ABBA … in one run), means with their intervals.
 //! `feth compare` decides on log-ratios instead ([`crate::stats`]).
 
 use serde::{Deserialize, Serialize};
@@ -90,19 +90,6 @@ impl MeanEstimate {
     }
 }
 
-/// The median of `values` (the mean of the middle two for an even count); `None` without
-/// values.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2]),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
-}
-
 /// Mean and variance of the mean (s² / n) of a sample of two or more values.
 fn mean_and_variance_of_mean(values: &[f64]) -> Option<(f64, f64)> {
     let n = values.len();
@@ -134,7 +121,7 @@ fn t95(df: usize) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, t95, MeanEstimate, RatioEstimate};
+    use super::{t95, MeanEstimate, RatioEstimate};
 
     #[test]
     fn a_floor_is_met_only_when_the_whole_interval_is_above_it() {
@@ -173,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn means_and_medians() {
+    fn means_and_their_intervals() {
         let m = MeanEstimate::of(&[0.95, 1.05, 0.98, 1.02]).unwrap();
         let r = RatioEstimate::of(&[0.95, 1.05, 0.98, 1.02]).unwrap();
         assert_eq!(
@@ -184,8 +171,5 @@ mod tests {
         let one = MeanEstimate::of(&[7.0]).unwrap();
         assert_eq!((one.mean, one.ci95_low, one.samples), (7.0, None, 1));
         assert_eq!(MeanEstimate::of(&[]), None);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[]), None);
     }
 }

@@ -31,9 +31,8 @@ pub struct Rounds {
     /// The error that ended the rounds early.
     pub failed: Option<String>,
 }
-use crate::bench::stats::median;
 use crate::stats::holm::holm;
-use crate::stats::{step_change, Change, LogRatio};
+use crate::stats::{median, step_change, Change, LogRatio};
 
 /// Significance level of every verdict.
 pub const ALPHA: f64 = 0.05;

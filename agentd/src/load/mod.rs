@@ -23,8 +23,8 @@ pub mod contracts;
 pub mod deploy;
 pub mod engine;
 pub mod erc20;
-#[cfg(any(test, feature = "test-utils"))]
-pub mod fake;
+#[cfg(test)]
+mod fake;
 pub mod hist;
 pub mod ledger;
 pub mod merge;

@@ -1,7 +1,6 @@
 //! What the engine needs of a node: its pending nonces and the submission of
 //! signed transactions. [`EthClient`] is the real one; the engine's tests
-//! run against a scripted one (the `fake` module, with the `test-utils`
-//! feature).
+//! run against a scripted one (the `fake` module).
 
 use std::future::Future;
 

@@ -279,11 +279,6 @@ impl EngineConfig {
             _ => None,
         })
     }
-
-    /// The highest gas limit of its writes.
-    pub fn max_gas_limit(&self) -> u64 {
-        self.writes.iter().map(|w| w.gas_limit).max().unwrap_or(0)
-    }
 }
 
 /// The ERC-20 token of `writes`, if any.

@@ -34,6 +34,19 @@ pub use welch::welch_log_ratio;
 /// useless or, from a lucky pair, falsely narrow.
 pub const MIN_ROUNDS: usize = 5;
 
+/// The median of `values` (the mean of the middle two for an even count); `None` without
+/// values.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
 /// Mean of `values`; `None` when empty.
 pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
@@ -48,4 +61,16 @@ pub fn sample_sd(values: &[f64]) -> Option<f64> {
     let m = mean(values)?;
     let ss: f64 = values.iter().map(|v| (v - m).powi(2)).sum();
     Some((ss / (n - 1) as f64).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
 }

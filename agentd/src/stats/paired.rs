@@ -200,21 +200,12 @@ fn has_outlier(d: &[f64]) -> bool {
     if d.len() < 5 {
         return false;
     }
-    let med = median(d);
+    let Some(med) = super::median(d) else {
+        return false;
+    };
     let deviations: Vec<f64> = d.iter().map(|x| (x - med).abs()).collect();
-    let mad = median(&deviations) * 1.4826;
+    let mad = super::median(&deviations).unwrap_or(0.0) * 1.4826;
     mad > 0.0 && deviations.iter().any(|dev| dev / mad > OUTLIER_Z)
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Percentile bootstrap of the mean: (2.5 %, 97.5 %, two-sided p of 0),

@@ -33,6 +33,10 @@ struct Args {
     /// length-prefixed protocol, unix or TCP) or `grpc` (TCP only).
     #[arg(long, value_enum, default_value_t = AbciProtocol::Socket)]
     abci_protocol: AbciProtocol,
+    /// `--abci-protocol grpc`: most connections open at once (CometBFT
+    /// opens 4); one more is closed at accept.
+    #[arg(long, default_value_t = GRPC_MAX_CONNECTIONS)]
+    grpc_max_connections: usize,
     /// Address of the web3 JSON-RPC server (HTTP and WebSocket).
     #[arg(long, default_value = "127.0.0.1:8545")]
     web3: SocketAddr,
@@ -176,6 +180,18 @@ struct RpcArgs {
     /// Most filters one client (peer address) may have installed.
     #[arg(long, default_value_t = RpcConfig::default().max_filters_per_client)]
     rpc_max_filters_per_client: usize,
+    /// Largest request body, in bytes (geth's 5 MiB).
+    #[arg(long, default_value_t = RpcConfig::default().max_request_bytes)]
+    rpc_max_request_bytes: u32,
+    /// Largest response, in bytes (geth's --rpc.batch-response-max-size).
+    #[arg(long, default_value_t = RpcConfig::default().max_response_bytes)]
+    rpc_max_response_bytes: u32,
+    /// Most open connections, HTTP and WebSocket.
+    #[arg(long, default_value_t = RpcConfig::default().max_connections)]
+    rpc_max_connections: u32,
+    /// Most open connections from one client address.
+    #[arg(long, default_value_t = RpcConfig::default().max_connections_per_client)]
+    rpc_max_connections_per_client: usize,
 }
 
 impl RpcArgs {
@@ -193,6 +209,10 @@ impl RpcArgs {
             max_subscriptions_per_client: self.rpc_max_subscriptions_per_client,
             max_subscriptions: self.rpc_max_subscriptions_total,
             max_filters_per_client: self.rpc_max_filters_per_client,
+            max_request_bytes: self.rpc_max_request_bytes,
+            max_response_bytes: self.rpc_max_response_bytes,
+            max_connections: self.rpc_max_connections,
+            max_connections_per_client: self.rpc_max_connections_per_client,
             ..RpcConfig::default()
         }
     }
@@ -379,14 +399,20 @@ impl AbciServing {
 /// checked before anything is opened.
 enum AbciListen {
     Socket(AbciAddr),
-    Grpc(SocketAddr),
+    /// The address and the most connections.
+    Grpc(SocketAddr, usize),
 }
+
+/// `--grpc-max-connections`'s default: CometBFT's four connections, twice.
+const GRPC_MAX_CONNECTIONS: usize = 2 * ABCI_CONNECTIONS;
 
 impl AbciListen {
     fn from_args(args: &Args) -> anyhow::Result<Self> {
         match (args.abci_protocol, &args.abci) {
             (AbciProtocol::Socket, addr) => Ok(Self::Socket(addr.clone())),
-            (AbciProtocol::Grpc, AbciAddr::Tcp(addr)) => Ok(Self::Grpc(*addr)),
+            (AbciProtocol::Grpc, AbciAddr::Tcp(addr)) => {
+                Ok(Self::Grpc(*addr, args.grpc_max_connections))
+            }
             (AbciProtocol::Grpc, other) => anyhow::bail!(
                 "--abci-protocol grpc takes a TCP address (CometBFT's gRPC client dials TCP), not {other}"
             ),
@@ -397,8 +423,8 @@ impl AbciListen {
 /// Starts serving ABCI to CometBFT. The gRPC server runs on a runtime of its
 /// own, so web3 work never delays a consensus call.
 fn serve_abci(listen: AbciListen, app: AbciApp) -> anyhow::Result<AbciServing> {
-    let addr = match listen {
-        AbciListen::Grpc(addr) => addr,
+    let (addr, max_connections) = match listen {
+        AbciListen::Grpc(addr, max) => (addr, max),
         AbciListen::Socket(addr) => {
             let server = AbciServer::bind(&addr, app, ABCI_CONNECTIONS)
                 .with_context(|| format!("cannot bind the ABCI server to {addr}"))?;
@@ -421,7 +447,7 @@ fn serve_abci(listen: AbciListen, app: AbciApp) -> anyhow::Result<AbciServing> {
         .with_context(|| format!("cannot bind the gRPC ABCI server to {addr}"))?;
     tracing::info!(addr = %listener.local_addr()?, "ABCI (gRPC) listening");
     runtime.spawn(async move {
-        if let Err(e) = GrpcAbci::new(app).serve(listener).await {
+        if let Err(e) = GrpcAbci::new(app).serve(listener, max_connections).await {
             tracing::error!(error = %e, "the gRPC ABCI server stopped");
         }
     });

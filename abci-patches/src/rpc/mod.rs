@@ -24,6 +24,7 @@ mod access_list;
 mod blocks;
 mod calls;
 mod comet;
+mod conn_cap;
 mod convert;
 mod error;
 mod eth;
@@ -75,12 +76,14 @@ pub struct RpcConfig {
     pub max_filters: usize,
     /// Most calls in one JSON-RPC batch.
     pub max_batch: u32,
-    /// Largest request body, in bytes.
+    /// Largest request body, in bytes (geth's 5 MiB).
     pub max_request_bytes: u32,
-    /// Largest response, in bytes.
+    /// Largest response, in bytes (geth's `--rpc.batch-response-max-size`).
     pub max_response_bytes: u32,
     /// Most open connections.
     pub max_connections: u32,
+    /// Most open connections from one client address.
+    pub max_connections_per_client: usize,
     /// Most subscriptions, of every kind, one WebSocket connection holds.
     pub max_subscriptions_per_connection: u32,
     /// Most subscriptions, of every kind, open from one client address.
@@ -122,9 +125,10 @@ impl Default for RpcConfig {
             filter_timeout: Duration::from_secs(300),
             max_filters: 10_000,
             max_batch: 1_000,
-            max_request_bytes: 16 << 20,
-            max_response_bytes: 64 << 20,
+            max_request_bytes: 5 << 20,
+            max_response_bytes: 25_000_000,
             max_connections: 10_000,
+            max_connections_per_client: 256,
             max_subscriptions_per_connection: 100,
             max_subscriptions_per_client: 100,
             max_subscriptions: 1_000,
@@ -304,6 +308,8 @@ pub async fn serve(
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;
+    let table = conn_cap::ConnectionTable::new(config.max_connections_per_client);
+    let max_body = u64::from(config.max_request_bytes);
     let module = methods(Arc::new(Web3::new(node, comet_url, config, metrics)?))?;
     let middleware = RpcServiceBuilder::new()
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
@@ -319,13 +325,17 @@ pub async fn serve(
     let (stop, handle) = stop_channel();
     let serve = {
         let stop = stop.clone();
-        move |socket, peer| {
+        move |socket, peer, slot| {
             let service = builder.clone().build(methods.clone(), stop.clone());
-            let service = peer::WithPeer::new(service, peer);
+            let service = peer::WithPeer::new(service, peer, max_body);
             let stopped = stop.clone().shutdown();
-            tokio::spawn(serve_with_graceful_shutdown(socket, service, stopped));
+            tokio::spawn(async move {
+                // The client's place, held while its connection is served.
+                let _slot = slot;
+                serve_with_graceful_shutdown(socket, service, stopped).await
+            });
         }
     };
-    tokio::spawn(peer::accept(listener, stop, serve));
+    tokio::spawn(peer::accept(listener, stop, table, serve));
     Ok((local, handle))
 }

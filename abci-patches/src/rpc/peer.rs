@@ -5,13 +5,17 @@
 //! client rather than per connection: a client that opens a new HTTP
 //! connection for each request is still one client.
 
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use jsonrpsee::server::{HttpRequest, StopHandle};
+use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse, StopHandle};
 use jsonrpsee::{ConnectionId, Extensions};
 use tokio::net::{TcpListener, TcpStream};
+
+use super::conn_cap::{self, ConnectionSlot, ConnectionTable};
 
 /// The address of the client a request came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,11 +50,13 @@ pub fn connection(extensions: &Extensions) -> ConnectionId {
 }
 
 /// Accepts connections on `listener` until `stop` says the server stops,
-/// handing each, with its peer, to `serve`.
+/// handing each, with its peer and its place in `table`, to `serve`; a
+/// connection over its client's cap is refused ([`conn_cap::refuse`]).
 pub async fn accept(
     listener: TcpListener,
     stop: StopHandle,
-    mut serve: impl FnMut(TcpStream, Peer) + Send,
+    table: ConnectionTable,
+    mut serve: impl FnMut(TcpStream, Peer, ConnectionSlot) + Send,
 ) {
     loop {
         let (socket, remote) = tokio::select! {
@@ -68,37 +74,92 @@ pub async fn accept(
         if let Err(e) = socket.set_nodelay(true) {
             tracing::debug!("web3: TCP_NODELAY on a connection from {remote}: {e}");
         }
-        serve(socket, Peer(remote.ip()));
+        match table.take(remote.ip()) {
+            Some(slot) => serve(socket, Peer(remote.ip()), slot),
+            None => {
+                tracing::debug!("web3: {remote} is over its connections; refused");
+                tokio::spawn(conn_cap::refuse(socket, table.per_client()));
+            }
+        }
     }
 }
 
-/// A service that marks each request with its connection's peer.
+/// A service that marks each request with its connection's peer, and
+/// refuses a body announced over the server's limit with a JSON-RPC error
+/// naming the limit and its flag.
 #[derive(Clone)]
 pub struct WithPeer<S> {
     inner: S,
     peer: Peer,
+    max_body: u64,
 }
 
 impl<S> WithPeer<S> {
-    /// `inner`, its requests marked as coming from `peer`.
-    pub fn new(inner: S, peer: Peer) -> Self {
-        Self { inner, peer }
+    /// `inner`, its requests marked as coming from `peer`, bodies announced
+    /// over `max_body` bytes refused.
+    pub fn new(inner: S, peer: Peer, max_body: u64) -> Self {
+        Self {
+            inner,
+            peer,
+            max_body,
+        }
     }
 }
 
+/// The answer to a body of `announced` bytes over the limit `max`.
+fn too_big(announced: u64, max: u64) -> HttpResponse {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32007,
+            "message": format!(
+                "request body of {announced} bytes is over the limit of {max}: send less, or raise --rpc-max-request-bytes"
+            ),
+        },
+    })
+    .to_string();
+    HttpResponse::builder()
+        .status(413)
+        .header("content-type", "application/json")
+        .body(HttpBody::from(body.clone()))
+        .unwrap_or_else(|_| HttpResponse::new(HttpBody::from(body)))
+}
+
+/// The body length `request` announces, if it does.
+fn announced<B>(request: &HttpRequest<B>) -> Option<u64> {
+    request
+        .headers()
+        .get("content-length")?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// jsonrpsee's service errors.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What jsonrpsee's per-connection service answers.
+type Answer = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send>>;
+
 impl<S, B> tower::Service<HttpRequest<B>> for WithPeer<S>
 where
-    S: tower::Service<HttpRequest<B>>,
+    S: tower::Service<HttpRequest<B>, Response = HttpResponse, Error = BoxError, Future = Answer>,
 {
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
+    type Response = HttpResponse;
+    type Error = BoxError;
+    type Future = Answer;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, mut request: HttpRequest<B>) -> Self::Future {
+        if let Some(length) = announced(&request).filter(|n| *n > self.max_body) {
+            let answer = too_big(length, self.max_body);
+            return Box::pin(async move { Ok(answer) });
+        }
         request.extensions_mut().insert(self.peer);
         self.inner.call(request)
     }

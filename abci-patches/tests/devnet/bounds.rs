@@ -134,9 +134,11 @@ async fn oversized_requests_are_refused_and_blocks_go_on_under_heavy_queries() {
     let (_, answer) = post(&web3, &Value::Array(batch[..1_000].to_vec())).await;
     assert_eq!(answer.as_array().map(Vec::len), Some(1_000));
 
-    // A body announced over 16 MiB is refused before it is read.
-    let answer = announce_body(&net, 17 << 20).await;
+    // A body announced over geth's 5 MiB is refused before it is read,
+    // naming the flag that raises the limit.
+    let answer = announce_body(&net, (5 << 20) + 1).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("--rpc-max-request-bytes"), "{answer}");
 
     // Sixteen clients asking for every log, the latest receipts and full
     // blocks as fast as they can until the chain has gone 5 blocks on:
@@ -211,12 +213,12 @@ fn peak_rss(pid: u32) -> u64 {
 }
 
 /// The most abcid's peak RSS may reach while a client sends the largest
-/// `eth_feeHistory` bodies the server takes (16 MiB): before the percentiles
+/// `eth_feeHistory` bodies the server takes (5 MiB): before the percentiles
 /// were bounded, 400,000 of them took it to 454 MB on a 30-block chain.
 const FEE_HISTORY_RSS_BOUND: u64 = 160 << 20;
 
 /// eth_feeHistory within geth's bounds is answered, beyond them refused
-/// with geth's text, and bodies up to the 16 MiB limit keep abcid's peak
+/// with geth's text, and bodies up to the 5 MiB limit keep abcid's peak
 /// RSS under [`FEE_HISTORY_RSS_BOUND`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fee_history_bodies_up_to_the_limit_keep_abcid_small() {
@@ -241,12 +243,13 @@ async fn fee_history_bodies_up_to_the_limit_keep_abcid_small() {
         answer["error"]["message"],
         "invalid reward percentile: over the query limit 100"
     );
-    // Bodies just under the 16 MiB limit, four times.
+    // Bodies just under the limit, four times.
+    let limit = abcid::rpc::RpcConfig::default().max_request_bytes as usize;
     let head = r#"{"jsonrpc":"2.0","id":1,"method":"eth_feeHistory","params":["0x400","latest",[0"#;
     let tail = "]]}";
-    let zeros = ((16 << 20) - head.len() - tail.len()) / 2;
+    let zeros = (limit - head.len() - tail.len()) / 2;
     let body = format!("{head}{}{tail}", ",0".repeat(zeros));
-    assert!(body.len() <= 16 << 20);
+    assert!(body.len() <= limit);
     let client = reqwest::Client::new();
     for _ in 0..4 {
         let answer: Value = client

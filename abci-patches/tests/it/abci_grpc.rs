@@ -70,7 +70,7 @@ impl Client {
 async fn serve(node: &TestNode) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(GrpcAbci::new(node.app.clone()).serve(listener));
+    tokio::spawn(GrpcAbci::new(node.app.clone()).serve(listener, 8));
     port
 }
 

@@ -351,3 +351,88 @@ async fn one_batch_runs_at_most_its_budget_of_executions() {
     }
     handle.stop().expect("stops");
 }
+
+/// Sends `head` (and nothing more) on a new connection to `url`'s server
+/// and reads what it answers within 10 s; the open connection is returned.
+async fn ask(url: &str, head: &str) -> (tokio::net::TcpStream, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("listens");
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    let mut answer = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        .await
+        .expect("an answer within 10 s")
+        .expect("readable");
+    (stream, String::from_utf8_lossy(&answer[..n]).into_owned())
+}
+
+fn block_number_request() -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+    format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_address_holds_at_most_its_connections() {
+    let config = RpcConfig {
+        max_connections_per_client: 2,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, _) = served(config).await;
+    // Two kept-alive connections are served.
+    let (first, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_second, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The third gets a JSON-RPC error naming the bound and its flag.
+    let (_, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    assert!(answer.contains("-32005"), "{answer}");
+    assert!(
+        answer.contains("too many connections from this client address (2)")
+            && answer.contains("--rpc-max-connections-per-client"),
+        "{answer}"
+    );
+    // Once one closes, a new one is served (polled: the server notices the
+    // close when it reads the end).
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, answer) = ask(&url, &block_number_request()).await;
+        if answer.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{answer}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.stop().expect("stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
+    let config = RpcConfig {
+        max_request_bytes: 1_000,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, _) = served(config).await;
+    let head = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1001\r\n\r\n";
+    let (_, answer) = ask(&url, head).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.contains("request body of 1001 bytes is over the limit of 1000")
+            && answer.contains("--rpc-max-request-bytes"),
+        "{answer}"
+    );
+    // Just inside it is served.
+    let (_, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(
+        RpcConfig::default().max_request_bytes,
+        5 << 20,
+        "geth's limit"
+    );
+    handle.stop().expect("stops");
+}

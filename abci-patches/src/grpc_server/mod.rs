@@ -27,6 +27,8 @@ use tonic::{Request, Response, Status};
 use crate::abci_server::MAX_REQUEST_BYTES;
 use crate::app::AbciApp;
 
+mod counted;
+
 /// The gRPC ABCI service over an [`AbciApp`].
 #[derive(Clone)]
 pub struct GrpcAbci {
@@ -39,17 +41,22 @@ impl GrpcAbci {
         Self { app }
     }
 
-    /// Serves the service on `listener` until the runtime stops; `Err` when
+    /// Serves the service on `listener` until the runtime stops, at most
+    /// `max_connections` connections at once (a connection over it is
+    /// closed at once, as the socket server does past its four); `Err` when
     /// the transport fails.
-    pub async fn serve(self, listener: TcpListener) -> Result<(), tonic::transport::Error> {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        max_connections: usize,
+    ) -> Result<(), tonic::transport::Error> {
         // The largest block CometBFT sends, as on the socket; tonic's
         // default, 4 MiB, would refuse a full block of FinalizeBlock.
         let limit = usize::try_from(MAX_REQUEST_BYTES).unwrap_or(usize::MAX);
         let service = AbciService::new(self)
             .max_decoding_message_size(limit)
             .max_encoding_message_size(limit);
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+        let incoming = counted::incoming(listener, max_connections);
         tonic::transport::Server::builder()
             .add_service(service)
             .serve_with_incoming(incoming)

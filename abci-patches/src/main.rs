@@ -192,6 +192,10 @@ struct RpcArgs {
     /// Most open connections from one client address.
     #[arg(long, default_value_t = RpcConfig::default().max_connections_per_client)]
     rpc_max_connections_per_client: usize,
+    /// Most requests of one client address in flight at once (a batch
+    /// counts as one).
+    #[arg(long, default_value_t = RpcConfig::default().max_inflight_per_client)]
+    rpc_max_inflight_per_client: usize,
 }
 
 impl RpcArgs {
@@ -213,6 +217,7 @@ impl RpcArgs {
             max_response_bytes: self.rpc_max_response_bytes,
             max_connections: self.rpc_max_connections,
             max_connections_per_client: self.rpc_max_connections_per_client,
+            max_inflight_per_client: self.rpc_max_inflight_per_client,
             ..RpcConfig::default()
         }
     }

@@ -1,10 +1,12 @@
-//! Open connections counted per client address: a client over
+//! Counts kept per client ([`PerClient`]), and the first of them: open
+//! connections per client address. A client over
 //! [`RpcConfig::max_connections_per_client`](super::RpcConfig) is answered
 //! `429 Too Many Requests` with a JSON-RPC error naming the bound and its
 //! flag, and its connection closed, so one address cannot take every one of
 //! the server's connections.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,61 +14,74 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Open connections by client address, within a cap per address.
-#[derive(Clone)]
-pub struct ConnectionTable {
-    per_client: usize,
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+/// Counts by key (a client address, a client), each within one cap.
+pub struct PerClient<K> {
+    cap: usize,
+    open: Arc<Mutex<HashMap<K, usize>>>,
 }
 
-/// A connection's place in its client's count; dropping it frees it.
-pub struct ConnectionSlot {
-    table: ConnectionTable,
-    ip: IpAddr,
-}
-
-impl ConnectionTable {
-    /// No connection open; at most `per_client` (at least one) per address.
-    pub fn new(per_client: usize) -> Self {
+impl<K> Clone for PerClient<K> {
+    fn clone(&self) -> Self {
         Self {
-            per_client: per_client.max(1),
+            cap: self.cap,
+            open: self.open.clone(),
+        }
+    }
+}
+
+/// One place in a [`PerClient`] count; dropping it frees it.
+pub struct Place<K: Hash + Eq> {
+    table: PerClient<K>,
+    key: K,
+}
+
+impl<K: Hash + Eq + Clone> PerClient<K> {
+    /// Nothing counted yet; at most `cap` (at least one) per key.
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(1),
             open: Arc::default(),
         }
     }
 
-    /// A place for a new connection from `ip`, or `None` when its client
-    /// has as many open as it may.
-    pub fn take(&self, ip: IpAddr) -> Option<ConnectionSlot> {
+    /// A place for `key`, or `None` when it holds as many as it may.
+    pub fn take(&self, key: K) -> Option<Place<K>> {
         let mut open = self.open.lock().ok()?;
-        let count = open.entry(ip).or_insert(0);
-        if *count >= self.per_client {
+        let count = open.entry(key.clone()).or_insert(0);
+        if *count >= self.cap {
             return None;
         }
         *count += 1;
-        Some(ConnectionSlot {
+        Some(Place {
             table: self.clone(),
-            ip,
+            key,
         })
     }
 
-    /// The cap per client address.
-    pub fn per_client(&self) -> usize {
-        self.per_client
+    /// The cap per key.
+    pub fn cap(&self) -> usize {
+        self.cap
     }
 }
 
-impl Drop for ConnectionSlot {
+impl<K: Hash + Eq> Drop for Place<K> {
     fn drop(&mut self) {
         if let Ok(mut open) = self.table.open.lock() {
-            if let Some(count) = open.get_mut(&self.ip) {
+            if let Some(count) = open.get_mut(&self.key) {
                 *count = count.saturating_sub(1);
                 if *count == 0 {
-                    open.remove(&self.ip);
+                    open.remove(&self.key);
                 }
             }
         }
     }
 }
+
+/// Open connections by client address.
+pub type ConnectionTable = PerClient<IpAddr>;
+
+/// A connection's place in its client's count.
+pub type ConnectionSlot = Place<IpAddr>;
 
 /// The answer to a connection over its client's cap.
 fn refusal(cap: usize) -> String {

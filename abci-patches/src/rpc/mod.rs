@@ -32,6 +32,7 @@ mod evm_pool;
 mod filters;
 mod forward;
 pub mod fuzz;
+mod inflight;
 pub mod logs;
 mod peer;
 mod pubsub;
@@ -84,6 +85,9 @@ pub struct RpcConfig {
     pub max_connections: u32,
     /// Most open connections from one client address.
     pub max_connections_per_client: usize,
+    /// Most requests of one client address in flight at once (a batch
+    /// counts as one).
+    pub max_inflight_per_client: usize,
     /// Most subscriptions, of every kind, one WebSocket connection holds.
     pub max_subscriptions_per_connection: u32,
     /// Most subscriptions, of every kind, open from one client address.
@@ -129,6 +133,7 @@ impl Default for RpcConfig {
             max_response_bytes: 25_000_000,
             max_connections: 10_000,
             max_connections_per_client: 256,
+            max_inflight_per_client: 256,
             max_subscriptions_per_connection: 100,
             max_subscriptions_per_client: 100,
             max_subscriptions: 1_000,
@@ -308,10 +313,12 @@ pub async fn serve(
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;
+    let inflight = conn_cap::PerClient::new(config.max_inflight_per_client);
     let table = conn_cap::ConnectionTable::new(config.max_connections_per_client);
     let max_body = u64::from(config.max_request_bytes);
     let module = methods(Arc::new(Web3::new(node, comet_url, config, metrics)?))?;
     let middleware = RpcServiceBuilder::new()
+        .layer_fn(move |service| inflight::InFlightService::new(service, inflight.clone()))
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
     let builder = Server::builder()
         .set_config(server_config)

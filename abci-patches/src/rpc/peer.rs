@@ -78,7 +78,7 @@ pub async fn accept(
             Some(slot) => serve(socket, Peer(remote.ip()), slot),
             None => {
                 tracing::debug!("web3: {remote} is over its connections; refused");
-                tokio::spawn(conn_cap::refuse(socket, table.per_client()));
+                tokio::spawn(conn_cap::refuse(socket, table.cap()));
             }
         }
     }

@@ -436,3 +436,62 @@ async fn a_body_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
     );
     handle.stop().expect("stops");
 }
+
+async fn post(url: &str, method: &str, params: Value) -> Result<Value, Value> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let reply: Value = reqwest::Client::new()
+        .post(url)
+        .json(&request)
+        .send()
+        .await
+        .expect("the node answers")
+        .json()
+        .await
+        .expect("JSON");
+    match reply.get("error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(reply["result"].clone()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_address_has_at_most_its_requests_in_flight() {
+    let config = RpcConfig {
+        max_inflight_per_client: 1,
+        evm_timeout: Duration::from_secs(30),
+        gas_cap: u64::MAX,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, looping) = served(config).await;
+    // A call looping through 30 M gas holds the client's one place (sent
+    // again whenever it ends, however fast this machine runs it)…
+    let slow_call = || {
+        let url = url.clone();
+        let looped = json!([{"to": looping, "gas": "0x1c9c380"}]);
+        tokio::spawn(async move { post(&url, "eth_call", looped).await })
+    };
+    let mut slow = slow_call();
+    // …so a request on another connection is refused while it runs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        if let Err(error) = post(&url, "eth_blockNumber", json!([])).await {
+            break error;
+        }
+        assert!(std::time::Instant::now() < deadline, "never refused");
+        if slow.is_finished() {
+            slow = slow_call();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(refused["code"], -32005, "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("(1)") && message.contains("--rpc-max-inflight-per-client"),
+        "{refused}"
+    );
+    // Once it is answered (out of gas), the client is served again.
+    let answer = slow.await.expect("the call ends");
+    assert!(answer.is_err_and(|e| e["message"] == "execution halted: OutOfGas(Basic)"));
+    assert!(post(&url, "eth_blockNumber", json!([])).await.is_ok());
+    handle.stop().expect("stops");
+}

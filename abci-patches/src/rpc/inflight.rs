@@ -1,0 +1,102 @@
+//! Requests in flight counted per client ([`super::peer::Client`]: its
+//! address, over all its connections): at most
+//! [`RpcConfig::max_inflight_per_client`](super::RpcConfig) at once; one
+//! more is answered at once with a `-32005` error naming the bound and its
+//! flag. A batch counts as one request (its size and its EVM executions
+//! have bounds of their own); a subscription counts only while it is being
+//! opened. Over HTTP/1.1 a connection carries one request at a time, so the
+//! bound matters for WebSocket clients, which may send many at once.
+
+use jsonrpsee::core::middleware::{Batch, Notification, Request, RpcServiceT};
+use jsonrpsee::types::{ErrorObjectOwned, Id};
+use jsonrpsee::MethodResponse;
+
+use super::conn_cap::PerClient;
+use super::peer::Client;
+
+/// The code of a request refused for its client's bound (geth's "limit
+/// exceeded").
+const LIMIT_EXCEEDED: i32 = -32005;
+
+/// An RPC middleware bounding each client's requests in flight.
+#[derive(Clone)]
+pub struct InFlightService<S> {
+    inner: S,
+    table: PerClient<Client>,
+}
+
+impl<S> InFlightService<S> {
+    /// `inner`, each client's requests in flight counted in `table`.
+    pub fn new(inner: S, table: PerClient<Client>) -> Self {
+        Self { inner, table }
+    }
+}
+
+/// The refusal of a request of a client already at its bound of `cap`.
+fn refusal(id: Id<'static>, cap: usize) -> MethodResponse {
+    let message = format!(
+        "too many requests in flight from this client address ({cap}): wait for answers, or raise --rpc-max-inflight-per-client"
+    );
+    MethodResponse::error(
+        id,
+        ErrorObjectOwned::owned(LIMIT_EXCEEDED, message, None::<()>),
+    )
+}
+
+impl<S> RpcServiceT for InFlightService<S>
+where
+    S: RpcServiceT<
+            MethodResponse = MethodResponse,
+            BatchResponse = MethodResponse,
+            NotificationResponse = MethodResponse,
+        > + Send
+        + Sync,
+{
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = MethodResponse;
+
+    fn call<'a>(
+        &self,
+        request: Request<'a>,
+    ) -> impl std::future::Future<Output = Self::MethodResponse> + Send + 'a {
+        let admitted = match self.table.take(Client::of(request.extensions())) {
+            Some(place) => Ok((place, self.inner.call(request))),
+            None => Err(refusal(request.id().into_owned(), self.table.cap())),
+        };
+        async move {
+            match admitted {
+                Ok((_place, answer)) => answer.await,
+                Err(refused) => refused,
+            }
+        }
+    }
+
+    fn batch<'a>(
+        &self,
+        requests: Batch<'a>,
+    ) -> impl std::future::Future<Output = Self::BatchResponse> + Send + 'a {
+        let client = requests
+            .iter()
+            .flatten()
+            .next()
+            .map(|entry| Client::of(entry.extensions()));
+        let admitted = match client.map(|client| self.table.take(client)) {
+            Some(None) => Err(refusal(Id::Null, self.table.cap())),
+            place => Ok((place.flatten(), self.inner.batch(requests))),
+        };
+        async move {
+            match admitted {
+                Ok((_place, answer)) => answer.await,
+                Err(refused) => refused,
+            }
+        }
+    }
+
+    fn notification<'a>(
+        &self,
+        n: Notification<'a>,
+    ) -> impl std::future::Future<Output = Self::NotificationResponse> + Send + 'a {
+        self.inner.notification(n)
+    }
+}

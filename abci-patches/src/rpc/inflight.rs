@@ -5,9 +5,12 @@
 //! flag. A batch counts as one request (its size and its EVM executions
 //! have bounds of their own); a subscription counts only while it is being
 //! opened. Over HTTP/1.1 a connection carries one request at a time, so the
-//! bound matters for WebSocket clients, which may send many at once.
+//! bound matters for WebSocket clients, which may send many at once. The
+//! same layer gives jsonrpsee's refusal of an oversized answer the flag that
+//! raises the limit.
 
 use jsonrpsee::core::middleware::{Batch, Notification, Request, RpcServiceT};
+use jsonrpsee::types::error::OVERSIZED_RESPONSE_CODE;
 use jsonrpsee::types::{ErrorObjectOwned, Id};
 use jsonrpsee::MethodResponse;
 
@@ -23,13 +26,35 @@ const LIMIT_EXCEEDED: i32 = -32005;
 pub struct InFlightService<S> {
     inner: S,
     table: PerClient<Client>,
+    max_response: u32,
 }
 
 impl<S> InFlightService<S> {
-    /// `inner`, each client's requests in flight counted in `table`.
-    pub fn new(inner: S, table: PerClient<Client>) -> Self {
-        Self { inner, table }
+    /// `inner`, each client's requests in flight counted in `table`; an
+    /// answer over `max_response` bytes (jsonrpsee's `-32008`) is given
+    /// the flag that raises the limit.
+    pub fn new(inner: S, table: PerClient<Client>, max_response: u32) -> Self {
+        Self {
+            inner,
+            table,
+            max_response,
+        }
     }
+}
+
+/// `answer`, or, when jsonrpsee refused it as over `max` bytes, that
+/// refusal naming the limit and its flag.
+fn named_if_oversized(answer: MethodResponse, id: Id<'static>, max: u32) -> MethodResponse {
+    if answer.as_error_code() != Some(OVERSIZED_RESPONSE_CODE) {
+        return answer;
+    }
+    let message = format!(
+        "response is over the limit of {max} bytes: ask for less (a shorter range, fewer items), or raise --rpc-max-response-bytes"
+    );
+    MethodResponse::error(
+        id,
+        ErrorObjectOwned::owned(OVERSIZED_RESPONSE_CODE, message, None::<()>),
+    )
 }
 
 /// The refusal of a request of a client already at its bound of `cap`.
@@ -60,13 +85,15 @@ where
         &self,
         request: Request<'a>,
     ) -> impl std::future::Future<Output = Self::MethodResponse> + Send + 'a {
+        let id = request.id().into_owned();
         let admitted = match self.table.take(Client::of(request.extensions())) {
             Some(place) => Ok((place, self.inner.call(request))),
-            None => Err(refusal(request.id().into_owned(), self.table.cap())),
+            None => Err(refusal(id.clone(), self.table.cap())),
         };
+        let max_response = self.max_response;
         async move {
             match admitted {
-                Ok((_place, answer)) => answer.await,
+                Ok((_place, answer)) => named_if_oversized(answer.await, id, max_response),
                 Err(refused) => refused,
             }
         }

@@ -314,11 +314,14 @@ pub async fn serve(
         .build();
     let budget = config.batch_executions;
     let inflight = conn_cap::PerClient::new(config.max_inflight_per_client);
+    let max_response = config.max_response_bytes;
     let table = conn_cap::ConnectionTable::new(config.max_connections_per_client);
     let max_body = u64::from(config.max_request_bytes);
     let module = methods(Arc::new(Web3::new(node, comet_url, config, metrics)?))?;
     let middleware = RpcServiceBuilder::new()
-        .layer_fn(move |service| inflight::InFlightService::new(service, inflight.clone()))
+        .layer_fn(move |service| {
+            inflight::InFlightService::new(service, inflight.clone(), max_response)
+        })
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
     let builder = Server::builder()
         .set_config(server_config)

@@ -495,3 +495,25 @@ async fn one_client_address_has_at_most_its_requests_in_flight() {
     assert!(post(&url, "eth_blockNumber", json!([])).await.is_ok());
     handle.stop().expect("stops");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
+    let config = RpcConfig {
+        max_response_bytes: 300,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, _) = served(config).await;
+    // A small answer is served; a block with its header is over 300 bytes.
+    assert!(post(&url, "eth_blockNumber", json!([])).await.is_ok());
+    let error = post(&url, "eth_getBlockByNumber", json!(["latest", false]))
+        .await
+        .expect_err("over the limit");
+    assert_eq!(error["code"], -32008, "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("over the limit of 300 bytes")
+            && message.contains("--rpc-max-response-bytes"),
+        "{error}"
+    );
+    handle.stop().expect("stops");
+}

@@ -46,6 +46,13 @@ use crate::store::BlockBatch;
 use crate::tx::VerifiedTx;
 use crate::verify::{Stage, Verifier};
 
+/// A transaction's stateless rules and sender recovery, as the verifier
+/// applies them.
+type Verify<'a> = dyn Fn(&[u8]) -> Result<VerifiedTx, TxError> + 'a;
+
+/// The committed account of an address.
+type Committed<'a> = dyn Fn(&Address) -> Option<AccountRecord> + 'a;
+
 /// What an ABCI connection holds of the node: it can only
 /// [`enter`](Self::enter) it.
 #[derive(Clone)]
@@ -223,12 +230,7 @@ impl Consensus<'_> {
         txs: Vec<T>,
         room: BlockRoom,
     ) -> Result<Vec<T>, NodeError> {
-        let verifier = self.node.verifier()?;
-        let base_fee = self.node.next_base_fee()?;
-        let world = self.node.world()?;
-        let mut ledger = ProposalLedger::new(base_fee, |a: &Address| world.account(a));
-        let verify = |raw: &[u8]| verifier.verify(raw);
-        Ok(proposal::payable_prefix(txs, verify, &mut ledger, room))
+        self.against_committed(|verify, ledger| proposal::payable_prefix(txs, verify, ledger, room))
     }
 
     /// ProcessProposal's rules over the committed state
@@ -238,12 +240,23 @@ impl Consensus<'_> {
         &self,
         txs: &[T],
     ) -> Result<Result<(), ProposalFault>, NodeError> {
+        self.against_committed(|verify, ledger| proposal::check_payable(txs, verify, ledger))
+    }
+
+    /// Runs `rules` with this chain's verifier and a ledger over the
+    /// committed accounts at the next block's base fee: what ProcessProposal
+    /// and PrepareProposal judge a proposal's transactions against.
+    fn against_committed<R>(
+        &self,
+        rules: impl FnOnce(&Verify<'_>, &mut ProposalLedger<&Committed<'_>>) -> R,
+    ) -> Result<R, NodeError> {
         let verifier = self.node.verifier()?;
         let base_fee = self.node.next_base_fee()?;
         let world = self.node.world()?;
-        let mut ledger = ProposalLedger::new(base_fee, |a: &Address| world.account(a));
+        let committed = |a: &Address| world.account(a);
+        let mut ledger = ProposalLedger::new(base_fee, &committed as &Committed<'_>);
         let verify = |raw: &[u8]| verifier.verify(raw);
-        Ok(proposal::check_payable(txs, verify, &mut ledger))
+        Ok(rules(&verify, &mut ledger))
     }
 
     /// Last committed height and app hash, for Info (`(0, empty)` before InitChain).

@@ -14,6 +14,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::error::{error_body, LIMIT_EXCEEDED};
+
 /// Counts by key (a client address, a client), each within one cap.
 pub struct PerClient<K> {
     cap: usize,
@@ -85,17 +87,12 @@ pub type ConnectionSlot = Place<IpAddr>;
 
 /// The answer to a connection over its client's cap.
 fn refusal(cap: usize) -> String {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {
-            "code": -32005,
-            "message": format!(
-                "too many connections from this client address ({cap}): close some, or raise --rpc-max-connections-per-client"
-            ),
-        },
-    })
-    .to_string();
+    let body = error_body(
+        LIMIT_EXCEEDED,
+        &format!(
+            "too many connections from this client address ({cap}): close some, or raise --rpc-max-connections-per-client"
+        ),
+    );
     format!(
         "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()

@@ -22,6 +22,20 @@ const INTERNAL_ERROR: i32 = -32603;
 /// taken, the same transaction may go again.
 pub const RESOURCE_UNAVAILABLE: i32 = -32002;
 
+/// geth's "limit exceeded": a request refused for a bound of its client.
+pub const LIMIT_EXCEEDED: i32 = -32005;
+
+/// The body of a JSON-RPC error answered outside any request (`id` null):
+/// a refused connection or an oversized body, before jsonrpsee reads it.
+pub fn error_body(code: i32, message: &str) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    })
+    .to_string()
+}
+
 /// A `-32000` error with `message`.
 pub fn server_error(message: impl Into<String>) -> ErrorObjectOwned {
     ErrorObjectOwned::owned(SERVER_ERROR, message.into(), None::<()>)

@@ -15,11 +15,8 @@ use jsonrpsee::types::{ErrorObjectOwned, Id};
 use jsonrpsee::MethodResponse;
 
 use super::conn_cap::PerClient;
+use super::error::LIMIT_EXCEEDED;
 use super::peer::Client;
-
-/// The code of a request refused for its client's bound (geth's "limit
-/// exceeded").
-const LIMIT_EXCEEDED: i32 = -32005;
 
 /// An RPC middleware bounding each client's requests in flight.
 #[derive(Clone)]

@@ -174,11 +174,7 @@ impl Web3 {
         self: Arc<Self>,
         query: impl FnOnce(&Web3) -> error::RpcResult<T> + Send + 'static,
     ) -> error::RpcResult<T> {
-        let _slot = self
-            .heavy
-            .acquire()
-            .await
-            .map_err(|_| error::server_error("the server is shutting down"))?;
+        let _slot = slot(&self.heavy).await?;
         let web3 = self.clone();
         tokio::task::spawn_blocking(move || query(&web3))
             .await
@@ -196,11 +192,7 @@ impl Web3 {
         extensions: jsonrpsee::Extensions,
         query: impl FnOnce(&Web3, &calls::CallScope) -> error::RpcResult<T> + Send + 'static,
     ) -> error::RpcResult<T> {
-        let _slot = self
-            .evm
-            .acquire()
-            .await
-            .map_err(|_| error::server_error("the server is shutting down"))?;
+        let _slot = slot(&self.evm).await?;
         let web3 = self.clone();
         let run = move || query(&web3, &calls::CallScope::start(&web3, &extensions));
         self.evm_threads
@@ -208,6 +200,14 @@ impl Web3 {
             .await
             .map_err(|e| error::internal_failure(format!("the call failed inside the node: {e}")))?
     }
+}
+
+/// One of `semaphore`'s places, once one is free.
+async fn slot(semaphore: &Semaphore) -> error::RpcResult<tokio::sync::SemaphorePermit<'_>> {
+    semaphore
+        .acquire()
+        .await
+        .map_err(|_| error::server_error("the server is shutting down"))
 }
 
 /// The web3 methods over `node`, forwarding transactions to CometBFT's RPC at

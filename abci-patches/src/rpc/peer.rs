@@ -16,6 +16,8 @@ use jsonrpsee::{ConnectionId, Extensions};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::conn_cap::{self, ConnectionSlot, ConnectionTable};
+use super::error::error_body;
+use jsonrpsee::types::error::OVERSIZED_REQUEST_CODE;
 
 /// The address of the client a request came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,17 +110,12 @@ impl<S> WithPeer<S> {
 
 /// The answer to a body of `announced` bytes over the limit `max`.
 fn too_big(announced: u64, max: u64) -> HttpResponse {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {
-            "code": -32007,
-            "message": format!(
-                "request body of {announced} bytes is over the limit of {max}: send less, or raise --rpc-max-request-bytes"
-            ),
-        },
-    })
-    .to_string();
+    let body = error_body(
+        OVERSIZED_REQUEST_CODE,
+        &format!(
+            "request body of {announced} bytes is over the limit of {max}: send less, or raise --rpc-max-request-bytes"
+        ),
+    );
     HttpResponse::builder()
         .status(413)
         .header("content-type", "application/json")

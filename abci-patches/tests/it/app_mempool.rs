@@ -456,24 +456,6 @@ fn without_the_pool_nothing_is_journaled() {
     assert!(!journal.exists());
 }
 
-/// A JSON-RPC call over HTTP to `url`: its result, or its error.
-async fn call_http(url: &str, method: &str, params: Value) -> Result<Value, Value> {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let reply: Value = reqwest::Client::new()
-        .post(url)
-        .json(&request)
-        .send()
-        .await
-        .expect("the node answers")
-        .json()
-        .await
-        .expect("JSON");
-    match reply.get("error") {
-        Some(error) => Err(error.clone()),
-        None => Ok(reply["result"].clone()),
-    }
-}
-
 /// Forwarding between pools (`--pool-peers`): what a client sends to A is
 /// admitted into B's pool in order; B forwards none of it again, and a
 /// batch forwarded twice is known, not admitted twice.

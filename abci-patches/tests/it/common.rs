@@ -459,6 +459,24 @@ pub fn closed_port_url() -> String {
     format!("http://127.0.0.1:{port}")
 }
 
+/// A JSON-RPC call over HTTP to `url`: its result, or its error.
+pub async fn call_http(url: &str, method: &str, params: Value) -> Result<Value, Value> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let reply: Value = reqwest::Client::new()
+        .post(url)
+        .json(&request)
+        .send()
+        .await
+        .expect("the node answers")
+        .json()
+        .await
+        .expect("JSON");
+    match reply.get("error") {
+        Some(error) => Err(error.clone()),
+        None => Ok(reply["result"].clone()),
+    }
+}
+
 /// Calls `method` with `params`; `Err` holds the JSON-RPC error object.
 pub async fn call(rpc: &RpcModule<Web3>, method: &str, params: Value) -> Result<Value, Value> {
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});

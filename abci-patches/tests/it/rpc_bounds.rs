@@ -437,23 +437,6 @@ async fn a_body_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
     handle.stop().expect("stops");
 }
 
-async fn post(url: &str, method: &str, params: Value) -> Result<Value, Value> {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let reply: Value = reqwest::Client::new()
-        .post(url)
-        .json(&request)
-        .send()
-        .await
-        .expect("the node answers")
-        .json()
-        .await
-        .expect("JSON");
-    match reply.get("error") {
-        Some(error) => Err(error.clone()),
-        None => Ok(reply["result"].clone()),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_client_address_has_at_most_its_requests_in_flight() {
     let config = RpcConfig {
@@ -468,13 +451,13 @@ async fn one_client_address_has_at_most_its_requests_in_flight() {
     let slow_call = || {
         let url = url.clone();
         let looped = json!([{"to": looping, "gas": "0x1c9c380"}]);
-        tokio::spawn(async move { post(&url, "eth_call", looped).await })
+        tokio::spawn(async move { call_http(&url, "eth_call", looped).await })
     };
     let mut slow = slow_call();
     // …so a request on another connection is refused while it runs.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let refused = loop {
-        if let Err(error) = post(&url, "eth_blockNumber", json!([])).await {
+        if let Err(error) = call_http(&url, "eth_blockNumber", json!([])).await {
             break error;
         }
         assert!(std::time::Instant::now() < deadline, "never refused");
@@ -492,7 +475,7 @@ async fn one_client_address_has_at_most_its_requests_in_flight() {
     // Once it is answered (out of gas), the client is served again.
     let answer = slow.await.expect("the call ends");
     assert!(answer.is_err_and(|e| e["message"] == "execution halted: OutOfGas(Basic)"));
-    assert!(post(&url, "eth_blockNumber", json!([])).await.is_ok());
+    assert!(call_http(&url, "eth_blockNumber", json!([])).await.is_ok());
     handle.stop().expect("stops");
 }
 
@@ -504,8 +487,8 @@ async fn an_answer_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
     };
     let (_node, url, handle, _) = served(config).await;
     // A small answer is served; a block with its header is over 300 bytes.
-    assert!(post(&url, "eth_blockNumber", json!([])).await.is_ok());
-    let error = post(&url, "eth_getBlockByNumber", json!(["latest", false]))
+    assert!(call_http(&url, "eth_blockNumber", json!([])).await.is_ok());
+    let error = call_http(&url, "eth_getBlockByNumber", json!(["latest", false]))
         .await
         .expect_err("over the limit");
     assert_eq!(error["code"], -32008, "{error}");

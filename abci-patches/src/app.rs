@@ -97,11 +97,6 @@ fn proposal_fault<T: AsRef<[u8]>>(
     node: &Consensus<'_>,
     txs: &[T],
 ) -> Result<Option<String>, NodeError> {
-    let verifier = node.verifier()?;
-    let max_gas = node.block_gas_limit()?;
-    if let Err(fault) = proposal::check_proposal(txs, |raw| verifier.decode(raw), max_gas) {
-        return Ok(Some(fault.to_string()));
-    }
     Ok(node
         .check_payable(txs)?
         .err()
@@ -174,13 +169,13 @@ impl Application for AbciApp {
         Work::Proposal.run(|| self.propose(request))
     }
 
-    /// A proposal is refused when a transaction breaks a stateless rule or
-    /// the gas limits exceed the block's ([`proposal::check_proposal`]),
-    /// then when a signature does not recover or a transaction is not
-    /// payable at its sender's next nonce over the committed state
-    /// ([`proposal::check_payable`]). PrepareProposal proposes by the same
-    /// rules, so an honest abcid proposer is never refused. FinalizeBlock
-    /// still judges each transaction as it runs.
+    /// A proposal is refused at its first transaction whose signature does
+    /// not recover, that breaks a stateless rule, that is not payable at its
+    /// sender's next nonce over the committed state, or whose gas limit
+    /// takes the proposal beyond the block's ([`proposal::check_payable`]).
+    /// PrepareProposal proposes by the same rules, so an honest abcid
+    /// proposer is never refused. FinalizeBlock still judges each
+    /// transaction as it runs.
     fn process_proposal(&self, request: RequestProcessProposal) -> ResponseProcessProposal {
         let node = self.enter("ProcessProposal");
         let own = self.is_own_proposal(&request);
@@ -290,9 +285,6 @@ impl AbciApp {
         let max_gas = node
             .block_gas_limit()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
-        let verifier = node
-            .verifier()
-            .unwrap_or_else(|e| fatal("PrepareProposal", e));
         let max_bytes = u64::try_from(request.max_tx_bytes).unwrap_or(0);
         // `app-mempool`: after what CometBFT's mempool hands over (nothing
         // when its type is `nop`), the node's own pool; the prefix that fits
@@ -302,20 +294,23 @@ impl AbciApp {
             .proposable(max_bytes, max_gas)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         offered.extend(pooled.into_iter().map(|tx| tx.0));
-        let mut txs = proposal::without_invalid(&offered, |raw| verifier.decode(raw));
+        // Each verified once; every step after reads what that found.
+        let mut candidates = node
+            .candidates(offered)
+            .unwrap_or_else(|e| fatal("PrepareProposal", e));
         let replaced = node
             .any_replaced()
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         if replaced || node.patches().has(Patch::NonceQueue) {
-            txs = node
-                .order_by_nonce(&txs)
+            candidates = node
+                .order_by_nonce(candidates)
                 .unwrap_or_else(|e| fatal("PrepareProposal", e));
         }
-        let txs = node
-            .ordered_by_tip(txs)
+        let candidates = node
+            .ordered_by_tip(candidates)
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         let txs = node
-            .payable_prefix(txs, proposal::BlockRoom::new(max_bytes, max_gas))
+            .payable_prefix(candidates, proposal::BlockRoom::new(max_bytes, max_gas))
             .unwrap_or_else(|e| fatal("PrepareProposal", e));
         if let Ok(mut own) = self.own_proposal.lock() {
             *own = Some(OwnProposal {

@@ -318,7 +318,7 @@ impl AppPool {
     pub fn reap(&self, max_bytes: u64, max_gas: u64, base_fee: u128) -> Vec<Bytes> {
         let (mut bytes, mut gas) = (0u64, 0u64);
         let pooled: Vec<&Pooled> = self.txs.iter().collect();
-        proposal::order_by_tip(&pooled, |tx| Some(tx.origin), base_fee)
+        proposal::order_by_tip(pooled, |tx| Some(tx.origin), base_fee)
             .into_iter()
             .take_while(|tx| {
                 bytes = bytes.saturating_add(tx.raw.len() as u64);

@@ -10,7 +10,7 @@
 //! cargo-fuzz or a nightly toolchain.
 
 use alloy_consensus::Transaction;
-use alloy_primitives::U256;
+use alloy_primitives::{Address, U256};
 
 use crate::error::TxError;
 use crate::exec::{check_account, Spend};
@@ -45,16 +45,27 @@ pub fn judge(raw: &[u8]) {
         rust.as_ref().map(|t| t.sender).map_err(TxError::code),
         "both backends judge alike"
     );
-    let refused = proposal::check_proposal(&[raw], |r| tx::decode_checked(r, &RULES), u64::MAX);
-    let stateless_fault = matches!(&decoded, Err(e) if !matches!(e, TxError::FeeCapTooLow { .. }));
+    // ProcessProposal, its sender funded at its nonce: refused exactly when
+    // the transaction does not verify; within a block of its own gas.
+    let gas = decoded.as_ref().map_or(0, |e| e.gas_limit());
+    let funded = |_: &Address| {
+        Some(AccountRecord {
+            nonce: decoded.as_ref().map_or(0, |e| e.nonce()),
+            balance: U256::MAX,
+            ..AccountRecord::default()
+        })
+    };
+    let mut ledger = proposal::ProposalLedger::new(RULES.base_fee, funded);
+    let verify = |r: &[u8]| tx::verify(r, &RULES, Ecrecover::C);
+    let refused = proposal::check_payable(&[raw], verify, &mut ledger, gas);
     assert_eq!(
         refused.is_err(),
-        stateless_fault,
+        c.is_err(),
         "ProcessProposal follows the rules"
     );
-    let gas = proposal::gas_wanted(raw).unwrap_or(0);
-    let fits = proposal::fitting_prefix(&[raw, raw], u64::MAX, gas.saturating_mul(2));
-    assert_eq!(fits, 2);
+    let mut room = proposal::BlockRoom::new(u64::MAX, gas.saturating_mul(2));
+    assert!(room.take(raw.len(), gas) && room.take(raw.len(), gas));
+    assert!(gas == 0 || !room.take(0, 1), "the room is used up");
     if let Ok(verified) = c {
         let spend = Spend::from(&verified);
         for balance in [U256::ZERO, spend.max_cost, U256::MAX] {

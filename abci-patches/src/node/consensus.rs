@@ -38,7 +38,7 @@ use crate::genesis::Genesis;
 use crate::locks::AppGuard;
 use crate::mempool::{Admitted, CheckKind, CheckState, Verdict};
 use crate::patches::{Patch, Patches};
-use crate::proposal::{self, BlockRoom, ProposalFault, ProposalLedger};
+use crate::proposal::{self, BlockRoom, Candidate, ProposalFault, ProposalLedger};
 use crate::records::BlockRecord;
 use crate::snapshot::Snapshots;
 use crate::state::{AccountRecord, StateDiff};
@@ -219,28 +219,46 @@ impl Consensus<'_> {
         self.node.block_gas_limit()
     }
 
-    /// PrepareProposal's last step: `txs`, in their order, that
-    /// ProcessProposal's rules over the committed state admit, up to the
-    /// first that does not fit in `room` ([`proposal::payable_prefix`]). A
-    /// transaction whose fee cap is below the next block's base fee stays in
-    /// the mempool, with its sender's later ones, until the base fee falls
-    /// back (CheckTx refuses new ones).
+    /// PrepareProposal's first step: each of `txs` verified once (through
+    /// the sender cache when `sender-cache` is on), without those that do
+    /// not verify, which ProcessProposal would refuse a proposal for.
+    pub fn candidates<T: AsRef<[u8]>>(&self, txs: Vec<T>) -> Result<Vec<Candidate<T>>, NodeError> {
+        let verifier = self.node.verifier()?;
+        Ok(txs
+            .into_iter()
+            .filter_map(|raw| {
+                let tx = verifier.verify(raw.as_ref()).ok()?;
+                Some(Candidate { raw, tx })
+            })
+            .collect())
+    }
+
+    /// PrepareProposal's last step: the bytes of `candidates`, in their
+    /// order, that ProcessProposal's rules over the committed state admit,
+    /// up to the first that does not fit in `room`
+    /// ([`proposal::payable_prefix`]). A transaction whose fee cap is below
+    /// the next block's base fee stays in the mempool, with its sender's
+    /// later ones, until the base fee falls back (CheckTx refuses new ones).
     pub fn payable_prefix<T: AsRef<[u8]>>(
         &self,
-        txs: Vec<T>,
+        candidates: Vec<Candidate<T>>,
         room: BlockRoom,
     ) -> Result<Vec<T>, NodeError> {
-        self.against_committed(|verify, ledger| proposal::payable_prefix(txs, verify, ledger, room))
+        self.against_committed(|_, ledger| proposal::payable_prefix(candidates, ledger, room))
     }
 
     /// ProcessProposal's rules over the committed state
     /// ([`proposal::check_payable`]): the first transaction of `txs` whose
-    /// signature, fee, nonce or funds would refuse the proposal.
+    /// signature, stateless rules, fee, nonce, funds or gas would refuse the
+    /// proposal.
     pub fn check_payable<T: AsRef<[u8]>>(
         &self,
         txs: &[T],
     ) -> Result<Result<(), ProposalFault>, NodeError> {
-        self.against_committed(|verify, ledger| proposal::check_payable(txs, verify, ledger))
+        let max_gas = self.node.block_gas_limit()?;
+        self.against_committed(|verify, ledger| {
+            proposal::check_payable(txs, verify, ledger, max_gas)
+        })
     }
 
     /// Runs `rules` with this chain's verifier and a ledger over the
@@ -566,12 +584,14 @@ impl Consensus<'_> {
 
     /// `nonce-queue`'s PrepareProposal order ([`proposal::order_by_nonce`])
     /// over the committed nonces.
-    pub fn order_by_nonce<T: AsRef<[u8]> + Clone>(&self, txs: &[T]) -> Result<Vec<T>, NodeError> {
-        let verifier = self.node.verifier()?;
+    pub fn order_by_nonce<T>(
+        &self,
+        candidates: Vec<Candidate<T>>,
+    ) -> Result<Vec<Candidate<T>>, NodeError> {
         let world = self.node.world()?;
         Ok(proposal::order_by_nonce(
-            txs,
-            |raw| self.node.origin(&verifier, raw.as_ref()),
+            candidates,
+            |c| Some(c.origin()),
             |sender| world.account(sender).map_or(0, |a| a.nonce),
         ))
     }
@@ -579,20 +599,22 @@ impl Consensus<'_> {
     /// PrepareProposal's order: by effective tip over the next block's base
     /// fee, each sender's transactions in their order
     /// ([`proposal::order_by_tip`]). When all pay the same effective tip the
-    /// order is kept, and no sender is recovered for it.
-    pub fn ordered_by_tip<T: AsRef<[u8]> + Clone>(&self, txs: Vec<T>) -> Result<Vec<T>, NodeError> {
+    /// order is kept.
+    pub fn ordered_by_tip<T>(
+        &self,
+        candidates: Vec<Candidate<T>>,
+    ) -> Result<Vec<Candidate<T>>, NodeError> {
         let base_fee = u128::from(self.node.next_base_fee()?);
-        let mut tips = txs
+        let mut tips = candidates
             .iter()
-            .filter_map(|raw| proposal::effective_tip(raw.as_ref(), base_fee));
+            .map(|c| c.origin().effective_tip(base_fee));
         let first = tips.next();
         if tips.all(|tip| Some(tip) == first) {
-            return Ok(txs);
+            return Ok(candidates);
         }
-        let verifier = self.node.verifier()?;
         Ok(proposal::order_by_tip(
-            &txs,
-            |raw| self.node.origin(&verifier, raw.as_ref()),
+            candidates,
+            |c| Some(c.origin()),
             base_fee,
         ))
     }

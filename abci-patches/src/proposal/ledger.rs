@@ -16,9 +16,10 @@
 
 use std::collections::HashMap;
 
+use alloy_consensus::Transaction;
 use alloy_primitives::Address;
 
-use super::{gas_wanted, ProposalFault};
+use super::{Candidate, ProposalFault};
 use crate::error::TxError;
 use crate::exec::{check_account, Spend};
 use crate::fee_market;
@@ -64,40 +65,48 @@ impl<F: Fn(&Address) -> Option<AccountRecord>> ProposalLedger<F> {
 }
 
 /// ProcessProposal: the first of `txs` that does not `verify` (signature
-/// included) or that `ledger` does not admit after the ones before it.
+/// included), that `ledger` does not admit after the ones before it, or
+/// whose gas limit takes the proposal beyond `max_gas`. Each transaction is
+/// verified once, and none after the first fault.
 pub fn check_payable<T: AsRef<[u8]>, F: Fn(&Address) -> Option<AccountRecord>>(
     txs: &[T],
     verify: impl Fn(&[u8]) -> Result<VerifiedTx, TxError>,
     ledger: &mut ProposalLedger<F>,
+    max_gas: u64,
 ) -> Result<(), ProposalFault> {
+    let mut wanted = 0u64;
     for (index, raw) in txs.iter().enumerate() {
-        verify(raw.as_ref())
-            .and_then(|tx| ledger.admit(&tx))
+        let tx = verify(raw.as_ref())
+            .and_then(|tx| ledger.admit(&tx).map(|()| tx))
             .map_err(|error| ProposalFault::InvalidTx { index, error })?;
+        wanted = wanted.saturating_add(tx.envelope.gas_limit());
+        if wanted > max_gas {
+            return Err(ProposalFault::GasBeyondBlock {
+                wanted,
+                max: max_gas,
+            });
+        }
     }
     Ok(())
 }
 
-/// PrepareProposal: `txs`, in their order, without those
-/// [`check_payable`] would refuse the proposal for, up to the first that
+/// PrepareProposal: the bytes of `candidates`, in their order, without
+/// those `ledger` does not admit after the ones before them (which
+/// [`check_payable`] would refuse the proposal for), up to the first that
 /// would take the block beyond `room` (the proposal's bytes and gas). Once
 /// one of a sender's transactions is left out, its later ones are too:
 /// their nonces no longer follow.
 pub fn payable_prefix<T: AsRef<[u8]>, F: Fn(&Address) -> Option<AccountRecord>>(
-    txs: Vec<T>,
-    verify: impl Fn(&[u8]) -> Result<VerifiedTx, TxError>,
+    candidates: Vec<Candidate<T>>,
     ledger: &mut ProposalLedger<F>,
     mut room: BlockRoom,
 ) -> Vec<T> {
-    let mut out = Vec::with_capacity(txs.len());
-    for raw in txs {
-        if verify(raw.as_ref())
-            .and_then(|tx| ledger.admit(&tx))
-            .is_err()
-        {
+    let mut out = Vec::with_capacity(candidates.len());
+    for Candidate { raw, tx } in candidates {
+        if ledger.admit(&tx).is_err() {
             continue;
         }
-        if !room.take(raw.as_ref()) {
+        if !room.take(raw.as_ref().len(), tx.envelope.gas_limit()) {
             break;
         }
         out.push(raw);
@@ -123,12 +132,13 @@ impl BlockRoom {
         }
     }
 
-    /// Takes `raw`'s bytes and gas limit; false (and nothing taken) when
-    /// they do not fit in what is left. One that does not decode counts its
-    /// bytes and no gas.
-    pub fn take(&mut self, raw: &[u8]) -> bool {
-        let bytes = self.bytes.checked_sub(raw.len() as u64);
-        let gas = self.gas.checked_sub(gas_wanted(raw).unwrap_or(0));
+    /// Takes a transaction of `bytes` raw bytes asking for `gas`; false (and
+    /// nothing taken) when they do not fit in what is left.
+    pub fn take(&mut self, bytes: usize, gas: u64) -> bool {
+        let bytes = u64::try_from(bytes)
+            .ok()
+            .and_then(|b| self.bytes.checked_sub(b));
+        let gas = self.gas.checked_sub(gas);
         match (bytes, gas) {
             (Some(bytes), Some(gas)) => {
                 (self.bytes, self.gas) = (bytes, gas);
@@ -190,6 +200,7 @@ mod tests {
             txs,
             verified,
             &mut ProposalLedger::new(10, committed(balance)),
+            u64::MAX,
         )
     }
 
@@ -283,6 +294,20 @@ mod tests {
         ));
     }
 
+    /// `txs` verified, as PrepareProposal hands them to [`payable_prefix`]:
+    /// those that do not verify are left out.
+    fn candidates(txs: &[Vec<u8>]) -> Vec<Candidate<Vec<u8>>> {
+        txs.iter()
+            .filter_map(|raw| {
+                let tx = verified(raw).ok()?;
+                Some(Candidate {
+                    raw: raw.clone(),
+                    tx,
+                })
+            })
+            .collect()
+    }
+
     #[test]
     fn prepare_proposes_what_process_accepts_and_stops_at_the_first_that_does_not_fit() {
         // Sender 1 can pay for two; its third, sender 2's (unfunded) and a
@@ -300,13 +325,65 @@ mod tests {
         ];
         let room = BlockRoom::new(u64::MAX, u64::MAX);
         let mut ledger = ProposalLedger::new(10, committed(420_002));
-        let proposed = payable_prefix(offered.clone(), verified, &mut ledger, room);
+        let proposed = payable_prefix(candidates(&offered), &mut ledger, room);
         assert_eq!(proposed, vec![offered[0].clone(), offered[3].clone()]);
         assert_eq!(check(&proposed, 420_002), Ok(()));
         // Room for one transaction's gas: the first only.
         let room = BlockRoom::new(u64::MAX, 21_000);
         let mut ledger = ProposalLedger::new(10, committed(u64::MAX));
-        let proposed = payable_prefix(offered.clone(), verified, &mut ledger, room);
+        let proposed = payable_prefix(candidates(&offered), &mut ledger, room);
         assert_eq!(proposed, vec![offered[0].clone()]);
+        // Room for one transaction's bytes and a byte short of the second.
+        let size = offered[0].len() as u64;
+        let room = BlockRoom::new(2 * size - 1, u64::MAX);
+        let mut ledger = ProposalLedger::new(10, committed(u64::MAX));
+        let proposed = payable_prefix(candidates(&offered), &mut ledger, room);
+        assert_eq!(proposed, vec![offered[0].clone()]);
+    }
+
+    #[test]
+    fn a_proposal_asking_for_more_gas_than_the_block_is_refused_at_the_first_beyond() {
+        let txs = [
+            transfer(1, 3, 10, 1),
+            transfer(1, 4, 10, 1),
+            transfer(1, 5, 10, 1),
+        ];
+        let limit = |max_gas| {
+            check_payable(
+                &txs,
+                verified,
+                &mut ProposalLedger::new(10, committed(u64::MAX)),
+                max_gas,
+            )
+        };
+        assert_eq!(limit(63_000), Ok(()));
+        assert_eq!(
+            limit(62_999),
+            Err(ProposalFault::GasBeyondBlock {
+                wanted: 63_000,
+                max: 62_999
+            })
+        );
+        assert_eq!(
+            limit(21_000),
+            Err(ProposalFault::GasBeyondBlock {
+                wanted: 42_000,
+                max: 21_000
+            })
+        );
+    }
+
+    #[test]
+    fn the_room_takes_what_fits_and_nothing_of_what_does_not() {
+        let mut room = BlockRoom::new(250, 100_000);
+        assert!(room.take(100, 50_000));
+        // Over the gas: nothing taken, a smaller one still fits.
+        assert!(!room.take(10, 50_001));
+        assert!(room.take(100, 50_000));
+        // Over the bytes by one.
+        assert!(!room.take(51, 0));
+        assert!(room.take(50, 0));
+        assert!(!room.take(1, 0));
+        assert!(!room.take(usize::MAX, 0));
     }
 }

@@ -1,20 +1,20 @@
 //! PrepareProposal: how much of what CometBFT reaped from the mempool goes
-//! into the block abcid proposes, and in which order;
-//! ProcessProposal's rules: every transaction passes the stateless rules but
-//! the signature's and the fee cap's and the gas limits fit in the block
-//! ([`check_proposal`]), then, against the committed state, every signature
-//! recovers and every transaction is payable at its sender's next nonce
-//! ([`check_payable`]; PrepareProposal proposes by the same rules,
-//! [`payable_prefix`]).
+//! into the block abcid proposes, and in which order; ProcessProposal's
+//! rules: against the committed state, every signature recovers, every
+//! transaction passes the stateless rules and is payable at its sender's
+//! next nonce, and the gas limits fit in the block ([`check_payable`];
+//! PrepareProposal proposes by the same rules, [`payable_prefix`]).
 //!
-//! The candidates are put in block-building order ([`order_by_tip`]: the
-//! highest effective tip first, each sender's transactions in their order, as
-//! geth's builder takes them), and the proposal is the longest prefix whose
-//! raw sizes fit in `max_tx_bytes` (tendermint-abci's default behaviour) and
-//! whose gas limits fit in the block gas limit (CometBFT's rule for
-//! `block.max_gas`: gas wanted, not gas used, which is unknown before
-//! execution). A prefix keeps each sender's order, so its later nonces never
-//! go in without the earlier ones.
+//! PrepareProposal verifies each candidate once ([`Candidate`]; through the
+//! sender cache, what CheckTx saw costs a hash and a lookup) and leaves out
+//! those that do not verify. The candidates are put in block-building order
+//! ([`order_by_tip`]: the highest effective tip first, each sender's
+//! transactions in their order, as geth's builder takes them), and the
+//! proposal is the longest prefix whose raw sizes fit in `max_tx_bytes`
+//! (tendermint-abci's default behaviour) and whose gas limits fit in the
+//! block gas limit (CometBFT's rule for `block.max_gas`: gas wanted, not gas
+//! used, which is unknown before execution). A prefix keeps each sender's
+//! order, so its later nonces never go in without the earlier ones.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -33,8 +33,10 @@ pub use ledger::{check_payable, payable_prefix, BlockRoom, ProposalLedger};
 /// Why ProcessProposal refuses a proposal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProposalFault {
-    /// A transaction breaks a stateless rule: CheckTx admits none such, so
-    /// only a faulty or hostile proposer includes it.
+    /// A transaction breaks a rule: it does not verify, or it is not
+    /// payable at its sender's next nonce after the proposal's earlier ones.
+    /// CheckTx admits none such, so only a faulty or hostile proposer
+    /// includes it.
     #[error("transaction {index} is invalid: {error}")]
     InvalidTx {
         /// Its position in the proposal.
@@ -45,62 +47,30 @@ pub enum ProposalFault {
     /// The gas limits add up beyond the block gas limit.
     #[error("transactions ask for {wanted} gas, beyond the block gas limit {max}")]
     GasBeyondBlock {
-        /// The sum of the gas limits (saturating at `u64::MAX`).
+        /// The sum of the gas limits up to the first beyond the limit.
         wanted: u64,
         /// The block gas limit.
         max: u64,
     },
 }
 
-/// Whether `error` of a stateless check is a reason to refuse a proposal.
-/// The fee cap is not: it is judged against the block's base fee, which
-/// FinalizeBlock knows and a base fee that moves may change.
-fn refuses_proposal(error: &TxError) -> bool {
-    !matches!(error, TxError::FeeCapTooLow { .. })
+/// A transaction offered for a proposal, verified once: its bytes as
+/// CometBFT's mempool or the node's pool handed them over, and what
+/// verifying them found. PrepareProposal orders, prices and fits these
+/// without decoding the bytes again.
+#[derive(Debug, Clone)]
+pub struct Candidate<T> {
+    /// The bytes proposed.
+    pub raw: T,
+    /// The verified transaction they hold.
+    pub tx: VerifiedTx,
 }
 
-/// ProcessProposal's stateless rules: each of `txs` passes `decode` (the
-/// verifier's rules without the signature, which FinalizeBlock recovers)
-/// and the gas limits add up to at most `max_gas`.
-pub fn check_proposal<T: AsRef<[u8]>>(
-    txs: &[T],
-    decode: impl Fn(&[u8]) -> Result<TxEnvelope, TxError>,
-    max_gas: u64,
-) -> Result<(), ProposalFault> {
-    let mut wanted = 0u64;
-    for (index, raw) in txs.iter().enumerate() {
-        match decode(raw.as_ref()) {
-            Ok(tx) => wanted = wanted.saturating_add(tx.gas_limit()),
-            Err(error) if refuses_proposal(&error) => {
-                return Err(ProposalFault::InvalidTx { index, error })
-            }
-            // Counted by its envelope's gas limit when it decodes at all.
-            Err(_) => wanted = wanted.saturating_add(gas_wanted(raw.as_ref()).unwrap_or(0)),
-        }
+impl<T> Candidate<T> {
+    /// Who sent it, with which nonce and fees.
+    pub fn origin(&self) -> Origin {
+        Origin::of(&self.tx)
     }
-    if wanted > max_gas {
-        return Err(ProposalFault::GasBeyondBlock {
-            wanted,
-            max: max_gas,
-        });
-    }
-    Ok(())
-}
-
-/// PrepareProposal: `txs` without those [`check_proposal`] would refuse
-/// the proposal for (CheckTx admits none, so only a mempool fed otherwise
-/// holds one), in the same order.
-pub fn without_invalid<T: AsRef<[u8]> + Clone>(
-    txs: &[T],
-    decode: impl Fn(&[u8]) -> Result<TxEnvelope, TxError>,
-) -> Vec<T> {
-    txs.iter()
-        .filter(|raw| match decode(raw.as_ref()) {
-            Ok(_) => true,
-            Err(error) => !refuses_proposal(&error),
-        })
-        .cloned()
-        .collect()
 }
 
 /// Who sent a transaction, with which nonce, offering which tip.
@@ -163,8 +133,8 @@ fn effective(tip: u128, cap: u128, base_fee: u128) -> u128 {
 /// whatever the order of arrival, and one claiming much gas for little tip
 /// cannot hold it back. Transactions of unknown origin (they do not verify)
 /// go last, for FinalizeBlock to refuse.
-pub fn order_by_tip<T: Clone>(
-    txs: &[T],
+pub fn order_by_tip<T>(
+    txs: Vec<T>,
     origin: impl Fn(&T) -> Option<Origin>,
     base_fee: u128,
 ) -> Vec<T> {
@@ -184,16 +154,16 @@ pub fn order_by_tip<T: Clone>(
     };
     let mut heads: BinaryHeap<(u128, Reverse<usize>, Address)> =
         queues.iter().filter_map(|(s, q)| head(s, q)).collect();
-    let mut out = Vec::with_capacity(txs.len());
+    let mut order = Vec::with_capacity(txs.len());
     while let Some((_, Reverse(i), sender)) = heads.pop() {
-        out.push(txs[i].clone());
+        order.push(i);
         if let Some(queue) = queues.get_mut(&sender) {
             queue.pop_front();
             heads.extend(head(&sender, queue));
         }
     }
-    out.extend(unknown.into_iter().map(|i| txs[i].clone()));
-    out
+    order.extend(unknown);
+    pick(txs, &order)
 }
 
 /// `nonce-queue`: `txs` with each sender's transactions in nonce order, from
@@ -202,8 +172,8 @@ pub fn order_by_tip<T: Clone>(
 /// higher tip (then the earlier) stays. Senders keep the mempool's slots: the
 /// k-th slot of a sender carries its k-th nonce. A transaction of unknown
 /// origin (it does not verify) keeps its place, for FinalizeBlock to refuse.
-pub fn order_by_nonce<T: Clone>(
-    txs: &[T],
+pub fn order_by_nonce<T>(
+    txs: Vec<T>,
     origin: impl Fn(&T) -> Option<Origin>,
     next: impl Fn(&Address) -> u64,
 ) -> Vec<T> {
@@ -229,29 +199,24 @@ pub fn order_by_nonce<T: Clone>(
             expected += 1;
         }
     }
-    let mut out = Vec::with_capacity(txs.len());
+    let mut order = Vec::with_capacity(txs.len());
     for (i, o) in origins.iter().enumerate() {
         match o {
-            None => out.push(txs[i].clone()),
-            Some(o) => {
-                if let Some(j) = chains.get_mut(&o.sender).and_then(VecDeque::pop_front) {
-                    out.push(txs[j].clone());
-                }
-            }
+            None => order.push(i),
+            Some(o) => order.extend(chains.get_mut(&o.sender).and_then(VecDeque::pop_front)),
         }
     }
-    out
+    pick(txs, &order)
 }
 
-/// The gas limit `raw` asks for; `None` when it does not decode.
-///
-/// Decoding the envelope is enough: signature and the other rules are
-/// FinalizeBlock's business.
-pub fn gas_wanted(raw: &[u8]) -> Option<u64> {
-    let mut buf = raw;
-    TxEnvelope::decode_2718(&mut buf)
-        .ok()
-        .map(|tx| tx.gas_limit())
+/// The items of `items` at the positions `order` names, in that order
+/// (each position at most once), moved rather than copied.
+fn pick<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+        .collect()
 }
 
 /// The effective tip per gas `raw` pays over `base_fee` (see
@@ -264,74 +229,9 @@ pub fn effective_tip(raw: &[u8], base_fee: u128) -> Option<u128> {
     Some(effective(tip, cap, base_fee))
 }
 
-/// How many of `txs`, from the first, fit in a block of `max_bytes` raw bytes
-/// and `max_gas` gas. A transaction that does not decode counts its bytes
-/// but no gas: it is kept, and FinalizeBlock refuses it with its own code
-/// (CheckTx admits none, so only another mempool could hand one over).
-pub fn fitting_prefix<T: AsRef<[u8]>>(txs: &[T], max_bytes: u64, max_gas: u64) -> usize {
-    let mut room = BlockRoom::new(max_bytes, max_gas);
-    txs.iter().take_while(|raw| room.take(raw.as_ref())).count()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloy_consensus::{SignableTransaction, TxLegacy};
-    use alloy_eips::eip2718::Encodable2718;
-    use alloy_primitives::{Address, Signature, TxKind, U256};
-
-    /// A transfer asking for `gas` (the signature is not checked here).
-    fn tx(gas: u64) -> Vec<u8> {
-        let tx = TxLegacy {
-            chain_id: Some(9000),
-            gas_limit: gas,
-            gas_price: 1_000_000_000,
-            to: TxKind::Call(Address::ZERO),
-            value: U256::from(1),
-            ..Default::default()
-        };
-        let sig = Signature::new(U256::from(1), U256::from(1), false);
-        TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
-    }
-
-    #[test]
-    fn reads_the_gas_limit_of_the_envelope() {
-        assert_eq!(gas_wanted(&tx(21_000)), Some(21_000));
-        assert_eq!(gas_wanted(&[0xde, 0xad]), None);
-    }
-
-    #[test]
-    fn keeps_the_prefix_within_the_gas_limit() {
-        let txs = [tx(21_000), tx(50_000), tx(30_000), tx(21_000)];
-        assert_eq!(fitting_prefix(&txs, u64::MAX, 100_000), 2);
-        assert_eq!(fitting_prefix(&txs, u64::MAX, 101_000), 3);
-        assert_eq!(fitting_prefix(&txs, u64::MAX, 122_000), 4);
-        assert_eq!(fitting_prefix(&txs, u64::MAX, 20_999), 0);
-        // A later, smaller transaction does not jump the queue.
-        assert_eq!(
-            fitting_prefix(&[tx(50_000), tx(21_000)], u64::MAX, 40_000),
-            0
-        );
-    }
-
-    #[test]
-    fn keeps_the_prefix_within_the_byte_limit() {
-        let txs = [tx(21_000), tx(21_000), tx(21_000)];
-        let size = txs[0].len() as u64;
-        assert_eq!(fitting_prefix(&txs, 2 * size, u64::MAX), 2);
-        assert_eq!(fitting_prefix(&txs, 2 * size - 1, u64::MAX), 1);
-        assert_eq!(fitting_prefix(&txs, 3 * size, 63_000), 3);
-    }
-
-    #[test]
-    fn undecodable_transactions_count_bytes_but_no_gas() {
-        let junk = vec![0xde, 0xad, 0xbe, 0xef];
-        let txs = [tx(21_000), junk.clone(), tx(21_000)];
-        assert_eq!(fitting_prefix(&txs, u64::MAX, 42_000), 3);
-        let size = txs[0].len() as u64;
-        assert_eq!(fitting_prefix(&txs, size + 3, u64::MAX), 1);
-        assert_eq!(fitting_prefix(&txs, size + 4, u64::MAX), 2);
-    }
 
     fn origin(sender: u8, nonce: u64, tip: u128) -> Option<Origin> {
         Some(Origin {
@@ -355,7 +255,7 @@ mod tests {
             None,
             origin(1, 2, 1),
         ];
-        let ordered = order_by_tip(&txs, |o| *o, 0);
+        let ordered = order_by_tip(txs.to_vec(), |o| *o, 0);
         let order: Vec<Option<(u8, u64)>> = ordered
             .iter()
             .map(|o| o.map(|o| (o.sender.0[0], o.nonce)))
@@ -383,12 +283,12 @@ mod tests {
         assert_eq!(capped.effective_tip(20), 0);
         // Equal tips keep the order of arrival.
         let same = [origin(7, 0, 3), origin(6, 0, 3), origin(5, 0, 3)];
-        assert_eq!(order_by_tip(&same, |o| *o, 0), same);
+        assert_eq!(order_by_tip(same.to_vec(), |o| *o, 0), same);
     }
 
     /// Transactions as (sender, nonce, tip) triples; `None` does not verify.
     fn order(txs: &[Option<Origin>], next: u64) -> Vec<Option<Origin>> {
-        order_by_nonce(txs, |o| *o, |_| next)
+        order_by_nonce(txs.to_vec(), |o| *o, |_| next)
     }
 
     #[test]
@@ -408,7 +308,7 @@ mod tests {
             0xb => 3,
             _ => 0,
         };
-        let out = order_by_nonce(&txs, |o| *o, next);
+        let out = order_by_nonce(txs.to_vec(), |o| *o, next);
         assert_eq!(
             out,
             vec![

@@ -309,7 +309,9 @@ pub async fn serve(
         .max_connections(config.max_connections)
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(config.max_response_bytes)
-        .max_subscriptions_per_connection(config.max_subscriptions_per_connection)
+        // One over the connection's bound, so that the slots refuse first, by
+        // name (jsonrpsee's own refusal names neither bound nor flag).
+        .max_subscriptions_per_connection(config.max_subscriptions_per_connection.saturating_add(1))
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;

@@ -59,26 +59,30 @@ impl SubscriptionSlots {
     }
 
     /// A place for a new subscription of `client` on `connection`, or a
-    /// `-32000` error naming the bound that is full.
+    /// `-32000` error naming the bound that is full and the flag raising it.
     pub fn open(&self, client: Client, connection: ConnectionId) -> RpcResult<Slot> {
         let mut open = self
             .open
             .lock()
             .map_err(|_| server_error("subscription table poisoned"))?;
         let limits = self.limits;
-        let full = |what: &str, max: usize, then: &str| {
-            server_error(format!("too many subscriptions {what} ({max}): {then}"))
+        let full = |what: &str, max: usize, then: &str, flag: &str| {
+            server_error(format!(
+                "too many subscriptions {what} ({max}): {then}, or raise {flag}"
+            ))
         };
         if open.total >= limits.node {
-            return Err(full("on this node", limits.node, "try again later"));
+            let flag = "--rpc-max-subscriptions-total";
+            return Err(full("on this node", limits.node, "try again later", flag));
         }
+        let then = "unsubscribe some first";
         if open.by_client.get(&client).copied().unwrap_or(0) >= limits.client {
-            let then = "unsubscribe some first";
-            return Err(full("from this client address", limits.client, then));
+            let flag = "--rpc-max-subscriptions-per-client";
+            return Err(full("from this client address", limits.client, then, flag));
         }
         if open.by_connection.get(&connection).copied().unwrap_or(0) >= limits.connection {
-            let then = "unsubscribe some first";
-            return Err(full("on this connection", limits.connection, then));
+            let flag = "--rpc-max-subscriptions";
+            return Err(full("on this connection", limits.connection, then, flag));
         }
         open.total += 1;
         *open.by_client.entry(client).or_default() += 1;

@@ -226,7 +226,7 @@ async fn one_connection_opens_at_most_its_subscriptions_of_every_kind() {
     };
     let error = error.to_string();
     assert!(
-        error.contains("too many subscriptions from this client address (2)"),
+        error.contains("too many subscriptions from this client address (2): unsubscribe some first, or raise --rpc-max-subscriptions-per-client"),
         "{error}"
     );
     drop(first);
@@ -246,6 +246,32 @@ async fn one_connection_opens_at_most_its_subscriptions_of_every_kind() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The connection's bound, when it is the lower, refuses by name too.
+#[tokio::test]
+async fn a_subscription_over_the_connections_bound_is_refused_naming_its_flag() {
+    let config = RpcConfig {
+        max_subscriptions_per_connection: 1,
+        max_subscriptions_per_client: 3,
+        ..RpcConfig::default()
+    };
+    let (_node, rpc, _) = fixture(config);
+    let _heads = rpc
+        .subscribe_unbounded("eth_subscribe", ["newHeads"])
+        .await
+        .expect("the first subscription");
+    let Err(error) = rpc
+        .subscribe_unbounded("eth_subscribe", ["newPendingTransactions"])
+        .await
+    else {
+        panic!("a second subscription on this connection is refused");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("too many subscriptions on this connection (1): unsubscribe some first, or raise --rpc-max-subscriptions"),
+        "{error}"
+    );
 }
 
 /// `eth_newBlockFilter` over HTTP from `client`: the filter id, or the

@@ -7,7 +7,8 @@
    `newPendingTransactions` subscriptions as abcid grants it: 10,240 asked on
    one WebSocket, then 10,240 more on each of two other connections. Each
    connection's notifications are read as they come. Printed: the
-   subscriptions granted and refused (with the refusal), abcid's CPU seconds
+   subscriptions granted and each connection's refusals (their distinct
+   messages), abcid's CPU seconds
    (`utime + stime` of /proc/PID/stat) and the wall time of each burst, and
    the notifications read.
 2. Receipts (`--timeout-commit 2s`, so blocks are big): 500 funded senders
@@ -119,8 +120,9 @@ class WebSocket:
 
 
 def subscribe_many(ws, count):
-    """Asks `count` subscriptions, 500 at a time; (granted, a refusal)."""
-    granted, refusal = 0, None
+    """Asks `count` subscriptions, 500 at a time; (granted, the refusals'
+    distinct messages)."""
+    granted, refusals = 0, set()
     for start in range(0, count, 500):
         n = min(500, count - start)
         for i in range(n):
@@ -130,8 +132,8 @@ def subscribe_many(ws, count):
             if "result" in answer:
                 granted += 1
             else:
-                refusal = answer.get("error", {}).get("message")
-    return granted, refusal
+                refusals.add(answer.get("error", {}).get("message"))
+    return granted, sorted(refusals)
 
 
 def drain(ws, seen):
@@ -162,7 +164,7 @@ def subscriptions(status, pid):
         try:
             ws = WebSocket(WEB3_PORT)
         except (RuntimeError, OSError) as refused:
-            refusals.append(str(refused)[:160])
+            refusals.append([str(refused)[:160]])
             continue
         sockets.append(ws)
         g, r = subscribe_many(ws, 10_240)
@@ -270,7 +272,7 @@ def main():
     rec = devnet("2s", receipts)
     print(json.dumps(rec), flush=True)
     print(f"\nFETH={FETH}, patches {PATCHES}")
-    print(f"subscriptions: {sub['granted']} of {sub['asked']} granted ({sub['refusals'][-1]}); "
+    print(f"subscriptions: {sub['granted']} of {sub['asked']} granted (refused: {sub['refusals']}); "
           f"150 transfers cost abcid {sub['quiet_cpu_s']} CPU-s / {sub['quiet_wall_s']} s "
           f"without subscribers, {sub['flooded_cpu_s']} CPU-s / {sub['flooded_wall_s']} s "
           f"with them ({sub['notifications_read']} notifications read)")

@@ -309,9 +309,11 @@ pub async fn serve(
         .max_connections(config.max_connections)
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(config.max_response_bytes)
-        // One over the connection's bound, so that the slots refuse first, by
-        // name (jsonrpsee's own refusal names neither bound nor flag).
-        .max_subscriptions_per_connection(config.max_subscriptions_per_connection.saturating_add(1))
+        // jsonrpsee's bound counts subscribe calls still being answered too:
+        // past the connection's own bound by the calls one client may have in
+        // flight, so that the slots refuse first, by name (jsonrpsee's
+        // refusal names neither bound nor flag).
+        .max_subscriptions_per_connection(jsonrpsee_subscriptions(&config))
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;
@@ -350,4 +352,13 @@ pub async fn serve(
     };
     tokio::spawn(peer::accept(listener, stop, table, serve));
     Ok((local, handle))
+}
+/// jsonrpsee's bound on one connection's subscriptions: the slots' bound
+/// plus the calls one client may have in flight, each of which may hold a
+/// jsonrpsee place while abcid refuses it.
+fn jsonrpsee_subscriptions(config: &RpcConfig) -> u32 {
+    let inflight = u32::try_from(config.max_inflight_per_client).unwrap_or(u32::MAX);
+    config
+        .max_subscriptions_per_connection
+        .saturating_add(inflight)
 }

@@ -319,7 +319,10 @@ pub async fn serve(
     let budget = config.batch_executions;
     let inflight = conn_cap::PerClient::new(config.max_inflight_per_client);
     let max_response = config.max_response_bytes;
-    let table = conn_cap::ConnectionTable::new(config.max_connections_per_client);
+    let table = conn_cap::ConnectionTable::new(
+        usize::try_from(config.max_connections).unwrap_or(usize::MAX),
+        config.max_connections_per_client,
+    );
     let max_body = u64::from(config.max_request_bytes);
     let module = methods(Arc::new(Web3::new(node, comet_url, config, metrics)?))?;
     let middleware = RpcServiceBuilder::new()

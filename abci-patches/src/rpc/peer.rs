@@ -15,7 +15,7 @@ use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse, StopHandle};
 use jsonrpsee::{ConnectionId, Extensions};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::conn_cap::{self, ConnectionSlot, ConnectionTable};
+use super::conn_cap::{ConnectionSlot, ConnectionTable};
 use super::error::error_body;
 use jsonrpsee::types::error::OVERSIZED_REQUEST_CODE;
 
@@ -76,11 +76,11 @@ pub async fn accept(
         if let Err(e) = socket.set_nodelay(true) {
             tracing::debug!("web3: TCP_NODELAY on a connection from {remote}: {e}");
         }
-        match table.take(remote.ip()) {
-            Some(slot) => serve(socket, Peer(remote.ip()), slot),
-            None => {
-                tracing::debug!("web3: {remote} is over its connections; refused");
-                tokio::spawn(conn_cap::refuse(socket, table.cap()));
+        match table.admit(remote.ip()) {
+            Ok(slot) => serve(socket, Peer(remote.ip()), slot),
+            Err(why) => {
+                tracing::debug!("web3: a connection from {remote} is over {why:?}; refused");
+                table.refuse(socket, why);
             }
         }
     }

@@ -437,6 +437,41 @@ async fn one_client_address_holds_at_most_its_connections() {
     handle.stop().expect("stops");
 }
 
+/// The server's bound counts connections kept alive with no request in
+/// flight: two idle ones hold it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_kept_alive_connections_count_against_the_servers_bound() {
+    let config = RpcConfig {
+        max_connections: 2,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, _) = served(config).await;
+    let (first, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_second, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Both idle now, kept alive: the third is over the server's bound.
+    let (_, answer) = ask(&url, &block_number_request()).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("-32005")
+            && answer.contains("too many connections on this server (2)")
+            && answer.contains("--rpc-max-connections"),
+        "{answer}"
+    );
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, answer) = ask(&url, &block_number_request()).await;
+        if answer.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{answer}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.stop().expect("stops");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
     let config = RpcConfig {

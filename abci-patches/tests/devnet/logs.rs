@@ -705,7 +705,11 @@ async fn bad_log_queries_get_geths_codes_and_messages() {
         panic!("a third subscription was accepted");
     };
     let refusal = format!("{refusal:?}");
-    assert!(refusal.contains("xceeded max limit of 2"), "{refusal}");
+    assert!(
+        refusal.contains("too many subscriptions on this connection (2)")
+            && refusal.contains("--rpc-max-subscriptions"),
+        "{refusal}"
+    );
     let mut heads = first.into_stream();
     let head = tokio::time::timeout(
         Duration::from_secs(30),

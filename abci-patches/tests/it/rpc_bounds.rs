@@ -401,29 +401,26 @@ fn block_number_request() -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_client_address_holds_at_most_its_connections() {
-    let config = RpcConfig {
-        max_connections_per_client: 2,
-        ..RpcConfig::default()
-    };
+/// Two kept-alive connections served under `config`, then a third refused
+/// with `status` and a `-32005` error holding `message` and naming `flag`;
+/// once the first closes, a new one is served (polled: the server notices
+/// the close when it reads the end).
+async fn third_connection_refused(config: RpcConfig, status: &str, message: &str, flag: &str) {
     let (_node, url, handle, _) = served(config).await;
-    // Two kept-alive connections are served.
     let (first, answer) = ask(&url, &block_number_request()).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let (_second, answer) = ask(&url, &block_number_request()).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    // The third gets a JSON-RPC error naming the bound and its flag.
+    // Both idle now, kept alive.
     let (_, answer) = ask(&url, &block_number_request()).await;
-    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
-    assert!(answer.contains("-32005"), "{answer}");
     assert!(
-        answer.contains("too many connections from this client address (2)")
-            && answer.contains("--rpc-max-connections-per-client"),
+        answer.starts_with(&format!("HTTP/1.1 {status}")),
         "{answer}"
     );
-    // Once one closes, a new one is served (polled: the server notices the
-    // close when it reads the end).
+    assert!(
+        answer.contains("-32005") && answer.contains(message) && answer.contains(flag),
+        "{answer}"
+    );
     drop(first);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -437,39 +434,26 @@ async fn one_client_address_holds_at_most_its_connections() {
     handle.stop().expect("stops");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_address_holds_at_most_its_connections() {
+    let config = RpcConfig {
+        max_connections_per_client: 2,
+        ..RpcConfig::default()
+    };
+    let message = "too many connections from this client address (2)";
+    third_connection_refused(config, "429", message, "--rpc-max-connections-per-client").await;
+}
+
 /// The server's bound counts connections kept alive with no request in
-/// flight: two idle ones hold it.
+/// flight (jsonrpsee's own counted requests): two idle ones hold it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_kept_alive_connections_count_against_the_servers_bound() {
     let config = RpcConfig {
         max_connections: 2,
         ..RpcConfig::default()
     };
-    let (_node, url, handle, _) = served(config).await;
-    let (first, answer) = ask(&url, &block_number_request()).await;
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let (_second, answer) = ask(&url, &block_number_request()).await;
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    // Both idle now, kept alive: the third is over the server's bound.
-    let (_, answer) = ask(&url, &block_number_request()).await;
-    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(
-        answer.contains("-32005")
-            && answer.contains("too many connections on this server (2)")
-            && answer.contains("--rpc-max-connections"),
-        "{answer}"
-    );
-    drop(first);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, answer) = ask(&url, &block_number_request()).await;
-        if answer.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{answer}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    handle.stop().expect("stops");
+    let message = "too many connections on this server (2)";
+    third_connection_refused(config, "503", message, "--rpc-max-connections").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,9 +10,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use abcid::tx::{recover_sender, Ecrecover};
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
-use alloy_primitives::{keccak256, Address, Signature, TxKind, U256};
-use secp256k1::{Message, SecretKey, SECP256K1};
+use alloy_consensus::{TxEip1559, TxEnvelope};
+use alloy_primitives::{Address, TxKind, U256};
+
+mod common;
 
 /// Distinct signed transactions recovered in turn.
 const TXS: usize = 64;
@@ -25,11 +26,7 @@ const ROUNDS: usize = 6;
 fn signed() -> Vec<(TxEnvelope, Address)> {
     (0..TXS)
         .map(|i| {
-            let mut secret = [0x11u8; 32];
-            secret[..8].copy_from_slice(&(i as u64 + 1).to_be_bytes());
-            let key = SecretKey::from_byte_array(secret).expect("a valid key");
-            let public = key.public_key(SECP256K1).serialize_uncompressed();
-            let address = Address::from_slice(&keccak256(&public[1..])[12..]);
+            let (key, address) = common::key(0x11, i as u64);
             let tx = TxEip1559 {
                 chain_id: 9000,
                 nonce: i as u64,
@@ -40,15 +37,7 @@ fn signed() -> Vec<(TxEnvelope, Address)> {
                 value: U256::from(1),
                 ..Default::default()
             };
-            let (recid, compact) = SECP256K1
-                .sign_ecdsa_recoverable(Message::from_digest(tx.signature_hash().0), &key)
-                .serialize_compact();
-            let sig = Signature::new(
-                U256::from_be_slice(&compact[..32]),
-                U256::from_be_slice(&compact[32..]),
-                i32::from(recid) == 1,
-            );
-            (TxEnvelope::from(tx.into_signed(sig)), address)
+            (common::sign(tx, &key), address)
         })
         .collect()
 }

@@ -24,16 +24,18 @@ use abcid::app::AbciApp;
 use abcid::node::{Node, NodeConfig};
 use abcid::patches::{Patch, Patches};
 use abcid::proposal::BlockRoom;
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_consensus::TxEip1559;
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{keccak256, Address, Signature, TxKind, U256};
+use alloy_primitives::{Address, TxKind, U256};
 use prost::bytes::Bytes;
-use secp256k1::{Message, SecretKey, SECP256K1};
+use secp256k1::SecretKey;
 use tendermint_abci::Application;
 use tendermint_proto::google::protobuf::Timestamp;
 use tendermint_proto::v0_38::abci::{
     CheckTxType, RequestCheckTx, RequestFinalizeBlock, RequestInitChain,
 };
+
+mod common;
 
 const SENDERS: usize = 500;
 const NONCES: u64 = 10;
@@ -45,27 +47,16 @@ const ROUNDS: usize = 6;
 /// One signed transfer per (sender, nonce), senders interleaved as a
 /// mempool holds them, and the senders' addresses.
 fn transfers() -> (Vec<Bytes>, Vec<Address>) {
-    let keys: Vec<SecretKey> = (0..SENDERS)
-        .map(|i| {
-            let mut secret = [0x22u8; 32];
-            secret[..8].copy_from_slice(&(i as u64 + 1).to_be_bytes());
-            SecretKey::from_byte_array(secret).expect("a valid key")
-        })
-        .collect();
-    let addresses = keys
-        .iter()
-        .map(|k| {
-            let public = k.public_key(SECP256K1).serialize_uncompressed();
-            Address::from_slice(&keccak256(&public[1..])[12..])
-        })
-        .collect();
+    let (keys, addresses): (Vec<SecretKey>, Vec<Address>) =
+        (0..SENDERS as u64).map(|i| common::key(0x22, i)).unzip();
     let txs = (0..NONCES)
-        .flat_map(|nonce| keys.iter().map(move |k| sign(k, nonce)))
+        .flat_map(|nonce| keys.iter().map(move |k| transfer(k, nonce)))
         .collect();
     (txs, addresses)
 }
 
-fn sign(key: &SecretKey, nonce: u64) -> Bytes {
+/// A transfer by `key` at `nonce`, encoded.
+fn transfer(key: &SecretKey, nonce: u64) -> Bytes {
     let tx = TxEip1559 {
         chain_id: CHAIN_ID,
         nonce,
@@ -76,15 +67,7 @@ fn sign(key: &SecretKey, nonce: u64) -> Bytes {
         value: U256::from(1),
         ..Default::default()
     };
-    let (recid, compact) = SECP256K1
-        .sign_ecdsa_recoverable(Message::from_digest(tx.signature_hash().0), key)
-        .serialize_compact();
-    let sig = Signature::new(
-        U256::from_be_slice(&compact[..32]),
-        U256::from_be_slice(&compact[32..]),
-        i32::from(recid) == 1,
-    );
-    TxEnvelope::from(tx.into_signed(sig)).encoded_2718().into()
+    common::sign(tx, key).encoded_2718().into()
 }
 
 /// A node running `patches` after InitChain, every sender funded, and

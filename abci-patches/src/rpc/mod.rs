@@ -356,6 +356,7 @@ pub async fn serve(
     tokio::spawn(peer::accept(listener, stop, table, serve));
     Ok((local, handle))
 }
+
 /// jsonrpsee's bound on one connection's subscriptions: the slots' bound
 /// plus the calls one client may have in flight, each of which may hold a
 /// jsonrpsee place while abcid refuses it.

@@ -341,9 +341,17 @@ impl Rpc {
         })
     }
 
-    /// The block's gas and byte limits in force now (`/consensus_params`).
+    /// The block's gas and byte limits in force now (`/consensus_params`),
+    /// at the latest stored height. Without a height CometBFT reads the
+    /// params of the height after it, which it stores only once that
+    /// block's FinalizeBlock and Commit are done: asked in between, it
+    /// answers 500. A stored block's own params are always there.
     pub async fn block_params(&self) -> Result<BlockParams, RpcError> {
-        let p: ConsensusParamsResult = self.get_json("consensus_params").await?;
+        let path = match self.status().await?.latest_height {
+            0 => "consensus_params".to_string(),
+            height => format!("consensus_params?height={height}"),
+        };
+        let p: ConsensusParamsResult = self.get_json(&path).await?;
         Ok(BlockParams {
             max_gas: p.consensus_params.block.max_gas.get(),
             max_bytes: p.consensus_params.block.max_bytes.get(),

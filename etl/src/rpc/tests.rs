@@ -152,7 +152,8 @@ fn node_facts(target: &str) -> Option<Value> {
             "sync_info": {"latest_block_height": "42", "earliest_block_height": "1",
                 "latest_block_time": header_time(42), "catching_up": true},
             "validator_info": {"voting_power": "10"}}),
-        "/consensus_params" => json!({"block_height": "42", "consensus_params": {
+        // Asked at the latest stored height only (`/status` says 42).
+        "/consensus_params?height=42" => json!({"block_height": "42", "consensus_params": {
             "block": {"max_bytes": "22020096", "max_gas": "10000000"},
             "evidence": {"max_age_num_blocks": "100000", "max_bytes": "1048576"},
             "validator": {"pub_key_types": ["ed25519"]}, "version": {"app": "0"},

@@ -26,7 +26,8 @@
 //!   [`abci_server`]: the ABCI socket server (unix or TCP, CometBFT's four
 //!   connections at most); [`grpc_server`]: ABCI over gRPC (CometBFT's
 //!   `abci = "grpc"`);
-//!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`).
+//!   [`locks`]: how they wait for each other (`parallel-abci`, `rwlock`);
+//!   [`client_caps`]: the listeners' connections counted per client.
 //! - [`rpc`]: the web3 server; [`blocklog`]: the per-block log line;
 //!   [`txlog`]: the per-transaction lines (without `quiet-logs`).
 //! - [`patches`]: the tunings as switches (`abcid --patches`).
@@ -39,6 +40,7 @@ pub mod app_pool;
 pub mod blocklog;
 pub mod call;
 pub mod checkexec;
+pub mod client_caps;
 pub mod codec;
 pub mod dropped;
 pub mod error;

@@ -10,7 +10,7 @@ use clap::{Parser, ValueEnum};
 
 use abcid::abci_server::{AbciAddr, AbciServer, ABCI_CONNECTIONS};
 use abcid::app_pool::PoolLimits;
-use abcid::grpc_server::GrpcAbci;
+use abcid::grpc_server::{GrpcAbci, GrpcBounds};
 use abcid::node::{Node, NodeConfig, DEFAULT_MAX_TX_GAS_WANTED};
 use abcid::nonce_queue::QueueConfig;
 use abcid::store::PersistPause;
@@ -35,8 +35,18 @@ struct Args {
     abci_protocol: AbciProtocol,
     /// `--abci-protocol grpc`: most connections open at once (CometBFT
     /// opens 4); one more is closed at accept.
-    #[arg(long, default_value_t = GRPC_MAX_CONNECTIONS)]
+    #[arg(long, default_value_t = GrpcBounds::default().max_connections)]
     grpc_max_connections: usize,
+    /// `--abci-protocol grpc`: most connections open at once from one
+    /// client address (CometBFT's 4), so another client cannot take
+    /// CometBFT's places; one more is closed at accept.
+    #[arg(long, default_value_t = GrpcBounds::default().max_connections_per_client)]
+    grpc_max_connections_per_client: usize,
+    /// `--abci-protocol grpc`: most calls in flight on one connection
+    /// (HTTP/2's max concurrent streams); a client past it waits, as
+    /// CometBFT's does.
+    #[arg(long, default_value_t = GrpcBounds::default().max_calls_per_connection)]
+    grpc_max_calls_per_connection: u32,
     /// Address of the web3 JSON-RPC server (HTTP and WebSocket).
     #[arg(long, default_value = "127.0.0.1:8545")]
     web3: SocketAddr,
@@ -404,19 +414,21 @@ impl AbciServing {
 /// checked before anything is opened.
 enum AbciListen {
     Socket(AbciAddr),
-    /// The address and the most connections.
-    Grpc(SocketAddr, usize),
+    /// The address and the listener's bounds.
+    Grpc(SocketAddr, GrpcBounds),
 }
-
-/// `--grpc-max-connections`'s default: CometBFT's four connections, twice.
-const GRPC_MAX_CONNECTIONS: usize = 2 * ABCI_CONNECTIONS;
 
 impl AbciListen {
     fn from_args(args: &Args) -> anyhow::Result<Self> {
         match (args.abci_protocol, &args.abci) {
             (AbciProtocol::Socket, addr) => Ok(Self::Socket(addr.clone())),
             (AbciProtocol::Grpc, AbciAddr::Tcp(addr)) => {
-                Ok(Self::Grpc(*addr, args.grpc_max_connections))
+                let bounds = GrpcBounds {
+                    max_connections: args.grpc_max_connections,
+                    max_connections_per_client: args.grpc_max_connections_per_client,
+                    max_calls_per_connection: args.grpc_max_calls_per_connection,
+                };
+                Ok(Self::Grpc(*addr, bounds))
             }
             (AbciProtocol::Grpc, other) => anyhow::bail!(
                 "--abci-protocol grpc takes a TCP address (CometBFT's gRPC client dials TCP), not {other}"
@@ -428,8 +440,8 @@ impl AbciListen {
 /// Starts serving ABCI to CometBFT. The gRPC server runs on a runtime of its
 /// own, so web3 work never delays a consensus call.
 fn serve_abci(listen: AbciListen, app: AbciApp) -> anyhow::Result<AbciServing> {
-    let (addr, max_connections) = match listen {
-        AbciListen::Grpc(addr, max) => (addr, max),
+    let (addr, bounds) = match listen {
+        AbciListen::Grpc(addr, bounds) => (addr, bounds),
         AbciListen::Socket(addr) => {
             let server = AbciServer::bind(&addr, app, ABCI_CONNECTIONS)
                 .with_context(|| format!("cannot bind the ABCI server to {addr}"))?;
@@ -452,7 +464,7 @@ fn serve_abci(listen: AbciListen, app: AbciApp) -> anyhow::Result<AbciServing> {
         .with_context(|| format!("cannot bind the gRPC ABCI server to {addr}"))?;
     tracing::info!(addr = %listener.local_addr()?, "ABCI (gRPC) listening");
     runtime.spawn(async move {
-        if let Err(e) = GrpcAbci::new(app).serve(listener, max_connections).await {
+        if let Err(e) = GrpcAbci::new(app).serve(listener, bounds).await {
             tracing::error!(error = %e, "the gRPC ABCI server stopped");
         }
     });

@@ -1,12 +1,12 @@
-//! The gRPC listener's connections, counted: at most `max` open at once
-//! (CometBFT opens four: consensus, mempool, query, snapshot); one more is
-//! closed as soon as it is accepted, so a local client cannot open
-//! connections without bound.
+//! The gRPC listener's connections, counted: at most a server-wide number
+//! open at once (CometBFT opens four: consensus, mempool, query, snapshot),
+//! and at most a per-address number from one client address, so a client
+//! other than CometBFT cannot take the places CometBFT needs. A connection
+//! over either is closed as soon as it is accepted, its refusal logged
+//! naming the cap and its flag.
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -15,34 +15,32 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-/// An accepted connection holding its place; dropping it frees the place.
+use crate::client_caps::{ConnectionCaps, ConnectionSlot, OverCap};
+
+/// An accepted connection holding its places; dropping it frees them.
 pub struct Counted {
     stream: TcpStream,
-    open: Arc<AtomicUsize>,
+    _slot: ConnectionSlot,
 }
 
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.open.fetch_sub(1, Ordering::AcqRel);
+/// The refusal of a connection over `cap`, naming the flag that raises it.
+fn refusal(cap: OverCap) -> String {
+    match cap {
+        OverCap::Server(max) => {
+            format!("{max} connections open on the server: raise --grpc-max-connections")
+        }
+        OverCap::Client(max) => format!(
+            "{max} connections open from this address: raise --grpc-max-connections-per-client"
+        ),
     }
 }
 
-/// Takes a place among `max`, or says there is none.
-fn take(open: &AtomicUsize, max: usize) -> bool {
-    open.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-        (n < max).then_some(n + 1)
-    })
-    .is_ok()
-}
-
-/// The connections of `listener`, at most `max` (at least one) open at once.
+/// The connections of `listener`, each admitted by `caps`.
 pub fn incoming(
     listener: TcpListener,
-    max: usize,
+    caps: ConnectionCaps,
 ) -> impl Stream<Item = io::Result<Counted>> + Send + 'static {
-    let open = Arc::new(AtomicUsize::new(0));
-    let max = max.max(1);
-    futures::stream::unfold((listener, open), move |(listener, open)| async move {
+    futures::stream::unfold((listener, caps), move |(listener, caps)| async move {
         loop {
             let (stream, remote) = match listener.accept().await {
                 Ok(accepted) => accepted,
@@ -52,20 +50,21 @@ pub fn incoming(
                     continue;
                 }
             };
-            if !take(&open, max) {
-                tracing::warn!(
-                    "gRPC ABCI: {remote} refused: {max} connections open (--grpc-max-connections)"
-                );
-                continue;
-            }
+            let slot = match caps.admit(remote.ip()) {
+                Ok(slot) => slot,
+                Err(cap) => {
+                    tracing::warn!("gRPC ABCI: {remote} refused: {}", refusal(cap));
+                    continue;
+                }
+            };
             if let Err(e) = stream.set_nodelay(true) {
                 tracing::debug!("gRPC ABCI: TCP_NODELAY on {remote}: {e}");
             }
             let counted = Counted {
                 stream,
-                open: open.clone(),
+                _slot: slot,
             };
-            return Some((Ok(counted), (listener, open)));
+            return Some((Ok(counted), (listener, caps)));
         }
     })
 }
@@ -122,33 +121,64 @@ impl AsyncWrite for Counted {
 mod tests {
     use super::*;
     use futures::StreamExt;
+    use std::net::SocketAddr;
     use tokio::io::AsyncReadExt;
+    use tokio::net::TcpSocket;
+
+    /// A connection to `to` from 127.0.0.`n`.
+    async fn connect_from(n: u8, to: SocketAddr) -> TcpStream {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind(([127, 0, 0, n], 0).into()).unwrap();
+        socket.connect(to).await.unwrap()
+    }
+
+    /// Whether the server closed `stream` (its client reads the end)
+    /// within 10 s; a served connection, never written to, is not.
+    async fn closed(stream: &mut TcpStream) -> bool {
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await;
+        matches!(read, Ok(Ok(0)) | Ok(Err(_)))
+    }
+
+    /// The next connection served, within 10 s.
+    async fn next(taken: &mut tokio::sync::mpsc::UnboundedReceiver<Counted>) -> Counted {
+        let next = tokio::time::timeout(Duration::from_secs(10), taken.recv());
+        next.await.expect("accepted within 10 s").unwrap()
+    }
 
     #[tokio::test]
-    async fn a_connection_over_the_cap_is_closed_and_a_closed_one_frees_its_place() {
+    async fn connections_over_the_address_or_the_server_cap_are_closed_and_a_closed_one_frees_its_place(
+    ) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut accepted = Box::pin(incoming(listener, 2));
-        let _a = TcpStream::connect(addr).await.unwrap();
-        let first = accepted.next().await.unwrap().unwrap();
-        let _b = TcpStream::connect(addr).await.unwrap();
-        let _second = accepted.next().await.unwrap().unwrap();
-        // The third is closed at accept: its client reads the end.
-        let mut third = TcpStream::connect(addr).await.unwrap();
-        let accepting = tokio::spawn(async move {
-            let next = accepted.next().await.map(|c| c.is_ok());
-            (next, accepted)
+        let mut accepted = Box::pin(incoming(listener, ConnectionCaps::new(3, 2)));
+        let (served, mut taken) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(connection) = accepted.next().await {
+                let _ = served.send(connection.unwrap());
+            }
         });
-        let mut byte = [0u8; 1];
-        let read = tokio::time::timeout(Duration::from_secs(10), third.read(&mut byte)).await;
-        assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "{read:?}");
-        // One served connection closes: the next one is accepted.
+        let _a = connect_from(1, addr).await;
+        let first = next(&mut taken).await;
+        let _b = connect_from(1, addr).await;
+        let _second = next(&mut taken).await;
+        // The address holds its two: a third from it is closed at accept.
+        let mut over_address = connect_from(1, addr).await;
+        assert!(closed(&mut over_address).await);
+        // Another address has places of its own, up to the server's three.
+        let _own = connect_from(2, addr).await;
+        let _third = next(&mut taken).await;
+        let mut over_server = connect_from(3, addr).await;
+        assert!(closed(&mut over_server).await);
+        // One served connection closes: its address's next is accepted.
         drop(first);
-        let _d = TcpStream::connect(addr).await.unwrap();
-        let (next, _accepted) = tokio::time::timeout(Duration::from_secs(10), accepting)
-            .await
-            .expect("accepted within 10 s")
-            .unwrap();
-        assert_eq!(next, Some(true));
+        let _d = connect_from(1, addr).await;
+        let _fourth = next(&mut taken).await;
+    }
+
+    #[test]
+    fn each_refusal_names_its_flag() {
+        assert!(refusal(OverCap::Server(8)).ends_with("raise --grpc-max-connections"));
+        assert!(refusal(OverCap::Client(4)).ends_with("raise --grpc-max-connections-per-client"));
     }
 }

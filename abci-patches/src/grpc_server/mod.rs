@@ -18,14 +18,17 @@
 //! from many RPC requests at once); the application takes them as it takes
 //! calls of different socket connections.
 
+use std::time::Duration;
+
 use tendermint_abci::Application;
 use tendermint_proto::v0_38::abci::abci_server::{Abci, AbciServer as AbciService};
 use tendermint_proto::v0_38::abci::*;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
-use crate::abci_server::MAX_REQUEST_BYTES;
+use crate::abci_server::{ABCI_CONNECTIONS, MAX_REQUEST_BYTES};
 use crate::app::AbciApp;
+use crate::client_caps::ConnectionCaps;
 
 mod counted;
 
@@ -41,14 +44,14 @@ impl GrpcAbci {
         Self { app }
     }
 
-    /// Serves the service on `listener` until the runtime stops, at most
-    /// `max_connections` connections at once (a connection over it is
-    /// closed at once, as the socket server does past its four); `Err` when
-    /// the transport fails.
+    /// Serves the service on `listener` until the runtime stops, within
+    /// `bounds` (a connection over a connection cap is closed at once, as
+    /// the socket server does past its four); `Err` when the transport
+    /// fails.
     pub async fn serve(
         self,
         listener: TcpListener,
-        max_connections: usize,
+        bounds: GrpcBounds,
     ) -> Result<(), tonic::transport::Error> {
         // The largest block CometBFT sends, as on the socket; tonic's
         // default, 4 MiB, would refuse a full block of FinalizeBlock.
@@ -56,11 +59,50 @@ impl GrpcAbci {
         let service = AbciService::new(self)
             .max_decoding_message_size(limit)
             .max_encoding_message_size(limit);
-        let incoming = counted::incoming(listener, max_connections);
+        let caps = ConnectionCaps::new(bounds.max_connections, bounds.max_connections_per_client);
+        let incoming = counted::incoming(listener, caps);
         tonic::transport::Server::builder()
+            .max_concurrent_streams(bounds.max_calls_per_connection.max(1))
+            // A client gone without closing (its host down) is found and its
+            // connection's places freed; CometBFT's client answers pings.
+            .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
             .add_service(service)
             .serve_with_incoming(incoming)
             .await
+    }
+}
+
+/// How often an idle connection is pinged.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(60);
+/// How long a ping may go unanswered before its connection is closed.
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The gRPC listener's bounds (`abcid --grpc-max-…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrpcBounds {
+    /// Most connections open at once (`--grpc-max-connections`).
+    pub max_connections: usize,
+    /// Most connections from one client address
+    /// (`--grpc-max-connections-per-client`): as many as CometBFT opens, so
+    /// a client elsewhere cannot take the places CometBFT needs.
+    pub max_connections_per_client: usize,
+    /// Most calls in flight on one connection, HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (`--grpc-max-calls-per-connection`):
+    /// a client past it waits for a call to end (grpc-go's, CometBFT's,
+    /// does), or has the call refused. tonic sets no bound of its own.
+    pub max_calls_per_connection: u32,
+}
+
+impl Default for GrpcBounds {
+    /// CometBFT's four connections, twice, four from one address; hyper's
+    /// own 200 calls a connection (which tonic's default removes).
+    fn default() -> Self {
+        Self {
+            max_connections: 2 * ABCI_CONNECTIONS,
+            max_connections_per_client: ABCI_CONNECTIONS,
+            max_calls_per_connection: 200,
+        }
     }
 }
 

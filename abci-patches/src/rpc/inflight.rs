@@ -14,9 +14,9 @@ use jsonrpsee::types::error::OVERSIZED_RESPONSE_CODE;
 use jsonrpsee::types::{ErrorObjectOwned, Id};
 use jsonrpsee::MethodResponse;
 
-use super::conn_cap::PerClient;
 use super::error::LIMIT_EXCEEDED;
 use super::peer::Client;
+use crate::client_caps::PerClient;
 
 /// An RPC middleware bounding each client's requests in flight.
 #[derive(Clone)]

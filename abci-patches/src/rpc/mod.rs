@@ -317,7 +317,7 @@ pub async fn serve(
         .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
         .build();
     let budget = config.batch_executions;
-    let inflight = conn_cap::PerClient::new(config.max_inflight_per_client);
+    let inflight = crate::client_caps::PerClient::new(config.max_inflight_per_client);
     let max_response = config.max_response_bytes;
     let table = conn_cap::ConnectionTable::new(
         usize::try_from(config.max_connections).unwrap_or(usize::MAX),

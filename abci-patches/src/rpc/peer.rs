@@ -11,13 +11,17 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body::Body;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse, StopHandle};
 use jsonrpsee::{ConnectionId, Extensions};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::conn_cap::{ConnectionSlot, ConnectionTable};
+use super::conn_cap::ConnectionTable;
 use super::error::error_body;
-use jsonrpsee::types::error::OVERSIZED_REQUEST_CODE;
+use crate::client_caps::ConnectionSlot;
+use jsonrpsee::types::error::{INVALID_REQUEST_CODE, OVERSIZED_REQUEST_CODE};
 
 /// The address of the client a request came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,7 +57,7 @@ pub fn connection(extensions: &Extensions) -> ConnectionId {
 
 /// Accepts connections on `listener` until `stop` says the server stops,
 /// handing each, with its peer and its place in `table`, to `serve`; a
-/// connection over its client's cap is refused ([`conn_cap::refuse`]).
+/// connection over its client's cap is refused ([`ConnectionTable::refuse`]).
 pub async fn accept(
     listener: TcpListener,
     stop: StopHandle,
@@ -87,8 +91,9 @@ pub async fn accept(
 }
 
 /// A service that marks each request with its connection's peer, and
-/// refuses a body announced over the server's limit with a JSON-RPC error
-/// naming the limit and its flag.
+/// refuses a body over the server's limit with a JSON-RPC error naming the
+/// limit and its flag: one that announces its length before it is read, a
+/// chunked one as soon as it is read past the limit.
 #[derive(Clone)]
 pub struct WithPeer<S> {
     inner: S,
@@ -108,19 +113,31 @@ impl<S> WithPeer<S> {
     }
 }
 
-/// The answer to a body of `announced` bytes over the limit `max`.
-fn too_big(announced: u64, max: u64) -> HttpResponse {
-    let body = error_body(
-        OVERSIZED_REQUEST_CODE,
-        &format!(
-            "request body of {announced} bytes is over the limit of {max}: send less, or raise --rpc-max-request-bytes"
-        ),
-    );
+/// An HTTP answer `status` carrying a JSON-RPC error `code`, `message`.
+fn json_error(status: u16, code: i32, message: &str) -> HttpResponse {
+    let body = error_body(code, message);
     HttpResponse::builder()
-        .status(413)
+        .status(status)
         .header("content-type", "application/json")
         .body(HttpBody::from(body.clone()))
         .unwrap_or_else(|_| HttpResponse::new(HttpBody::from(body)))
+}
+
+/// The answer to a body of `announced` bytes over the limit `max`.
+fn too_big(announced: u64, max: u64) -> HttpResponse {
+    let message = format!(
+        "request body of {announced} bytes is over the limit of {max}: send less, or raise --rpc-max-request-bytes"
+    );
+    json_error(413, OVERSIZED_REQUEST_CODE, &message)
+}
+
+/// The answer to a chunked body (its length unannounced) found over the
+/// limit `max` while read.
+fn too_big_chunked(max: u64) -> HttpResponse {
+    let message = format!(
+        "request body (chunked) is over the limit of {max} bytes: send less, or raise --rpc-max-request-bytes"
+    );
+    json_error(413, OVERSIZED_REQUEST_CODE, &message)
 }
 
 /// The body length `request` announces, if it does.
@@ -134,6 +151,37 @@ fn announced<B>(request: &HttpRequest<B>) -> Option<u64> {
         .ok()
 }
 
+/// Reads a body that does not announce its length, at most `max` bytes:
+/// `Ok` with the request made whole again, `Err` with the refusal of a
+/// body over the limit (jsonrpsee's own read would answer it `500`,
+/// naming nothing) or one that could not be read.
+async fn read_chunked<B>(
+    request: HttpRequest<B>,
+    max: u64,
+) -> Result<HttpRequest<HttpBody>, HttpResponse>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = request.into_parts();
+    let limit = usize::try_from(max).unwrap_or(usize::MAX);
+    match Limited::new(body, limit).collect().await {
+        Ok(whole) => Ok(HttpRequest::from_parts(
+            parts,
+            HttpBody::from(Vec::from(whole.to_bytes())),
+        )),
+        Err(e) if e.is::<LengthLimitError>() => Err(too_big_chunked(max)),
+        Err(e) => {
+            tracing::debug!("web3: a chunked request body could not be read: {e}");
+            Err(json_error(
+                400,
+                INVALID_REQUEST_CODE,
+                "the request body could not be read",
+            ))
+        }
+    }
+}
+
 /// jsonrpsee's service errors.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -142,7 +190,16 @@ type Answer = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send
 
 impl<S, B> tower::Service<HttpRequest<B>> for WithPeer<S>
 where
-    S: tower::Service<HttpRequest<B>, Response = HttpResponse, Error = BoxError, Future = Answer>,
+    S: tower::Service<
+            HttpRequest<HttpBody>,
+            Response = HttpResponse,
+            Error = BoxError,
+            Future = Answer,
+        > + Clone
+        + Send
+        + 'static,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
 {
     type Response = HttpResponse;
     type Error = BoxError;
@@ -153,11 +210,25 @@ where
     }
 
     fn call(&mut self, mut request: HttpRequest<B>) -> Self::Future {
-        if let Some(length) = announced(&request).filter(|n| *n > self.max_body) {
-            let answer = too_big(length, self.max_body);
-            return Box::pin(async move { Ok(answer) });
-        }
         request.extensions_mut().insert(self.peer);
-        self.inner.call(request)
+        match announced(&request) {
+            Some(length) if length > self.max_body => {
+                let answer = too_big(length, self.max_body);
+                Box::pin(async move { Ok(answer) })
+            }
+            None if request.method() == "POST" => {
+                // The service made ready is the one called (tower's rule).
+                let ready = self.inner.clone();
+                let mut inner = std::mem::replace(&mut self.inner, ready);
+                let max = self.max_body;
+                Box::pin(async move {
+                    match read_chunked(request, max).await {
+                        Ok(whole) => inner.call(whole).await,
+                        Err(refused) => Ok(refused),
+                    }
+                })
+            }
+            _ => self.inner.call(request.map(HttpBody::new)),
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! abcid behind CometBFT's gRPC ABCI client (`abci = "grpc"`, a devnet made
-//! with `--set abci=grpc`): CometBFT reaches abcid over TCP, transfers sent
-//! at once on many connections are checked and committed, and CheckTx's
-//! refusal reaches the web3 client.
+//! with `--set abci=grpc`, CometBFT's mempool on): CometBFT reaches abcid
+//! over TCP, transfers sent at once on many connections are checked (one
+//! call in flight per connection: the rest wait in CometBFT's client) and
+//! committed, and CheckTx's refusal reaches the web3 client.
 
 use crate::common::{committed_receipt, wait_until, TestNet};
 use alloy_network::TransactionBuilder;
@@ -24,13 +25,24 @@ fn transfer(to: Address, value: u128, nonce: u64) -> TransactionRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_devnet_over_grpc_commits_concurrent_transfers_and_reports_refusals() {
-    let net = TestNet::start_with(|o| o.set.push("abci=grpc".to_string())).await;
+    let net = TestNet::start_with(|o| {
+        o.set.push("abci=grpc".to_string());
+        // CometBFT's mempool, so that CheckTx goes over gRPC.
+        o.patches = "all,-app-mempool".to_string();
+        o.abcid_args.extend([
+            "--grpc-max-calls-per-connection".to_string(),
+            "1".to_string(),
+        ]);
+    })
+    .await;
     let state = &net.devnet.state;
     let settings = state.cometbft_settings(&["abci", "proxy_app"]).unwrap();
     let proxy_app = format!("proxy_app=\"127.0.0.1:{}\"", state.options.abci_port);
     assert_eq!(settings, ["abci=\"grpc\"".to_string(), proxy_app]);
     let log = std::fs::read_to_string(state.abcid_log()).unwrap();
     assert!(log.contains("ABCI (gRPC) listening"), "{log}");
+    let mempool = state.cometbft_settings(&["mempool.type"]).unwrap();
+    assert_eq!(mempool, ["mempool.type=\"flood\"".to_string()]);
 
     let wallet = net.wallet(&net.root);
     let n = wallet

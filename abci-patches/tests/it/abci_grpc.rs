@@ -3,7 +3,7 @@
 //! arriving together, a block finalised and committed, and a stray Commit
 //! refused with the node still serving.
 
-use abcid::grpc_server::GrpcAbci;
+use abcid::grpc_server::{GrpcAbci, GrpcBounds};
 use alloy_primitives::Bytes;
 use tendermint_proto::v0_38::abci::{
     RequestCheckTx, RequestCommit, RequestEcho, RequestFinalizeBlock, RequestInfo, ResponseCheckTx,
@@ -70,8 +70,51 @@ impl Client {
 async fn serve(node: &TestNode) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(GrpcAbci::new(node.app.clone()).serve(listener, 8));
+    tokio::spawn(GrpcAbci::new(node.app.clone()).serve(listener, GrpcBounds::default()));
     port
+}
+
+/// Each connection is told how many calls it may have in flight, HTTP/2's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` (tonic's default sets none): a client
+/// past it waits, as grpc-go's (CometBFT's) does, or has its call refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_connection_is_told_its_bound_on_calls_in_flight() {
+    let node = TestNode::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let bounds = GrpcBounds {
+        max_calls_per_connection: 3,
+        ..GrpcBounds::default()
+    };
+    tokio::spawn(GrpcAbci::new(node.app.clone()).serve(listener, bounds));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut client, mut connection) = h2::client::handshake(tcp).await.unwrap();
+    // One Echo, framed by hand (a flag byte, the length, the message).
+    let message = prost::Message::encode_to_vec(&RequestEcho {
+        message: "hello".into(),
+    });
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(&message);
+    let request =
+        tonic::codegen::http::Request::post(format!("http://{addr}/tendermint.abci.ABCI/Echo"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+    let (response, mut body) = client.send_request(request, false).unwrap();
+    body.send_data(frame.into(), true).unwrap();
+    // The server's SETTINGS come before its answer.
+    let response = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        tokio::select! {
+            response = response => response.expect("answered"),
+            ended = &mut connection => panic!("the connection ended: {ended:?}"),
+        }
+    })
+    .await
+    .expect("an answer within 10 s");
+    assert_eq!(response.status(), 200);
+    assert_eq!(connection.max_concurrent_send_streams(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

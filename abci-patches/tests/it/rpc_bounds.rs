@@ -482,6 +482,51 @@ async fn a_body_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
     handle.stop().expect("stops");
 }
 
+/// A POST of `body` in chunks of at most 400 bytes, its length unannounced.
+fn chunked_request(body: &str) -> String {
+    let mut request = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_string();
+    for chunk in body.as_bytes().chunks(400) {
+        let text = std::str::from_utf8(chunk).expect("ASCII");
+        request += &format!("{:x}\r\n{text}\r\n", chunk.len());
+    }
+    request + "0\r\n\r\n"
+}
+
+/// A chunked body is read within the limit: one over it is refused by
+/// name as one that announces its length is (jsonrpsee's own read answered
+/// `500`), and one inside it is served whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunked_body_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
+    let config = RpcConfig {
+        max_request_bytes: 1_000,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, _) = served(config).await;
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"eth_chainId","params":[]}"#;
+    // The call padded with whitespace, which JSON allows after a value.
+    let padded = |length: usize| format!("{call}{}", " ".repeat(length - call.len()));
+    let (_, answer) = ask(&url, &chunked_request(&padded(1_001))).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.contains("request body (chunked) is over the limit of 1000 bytes")
+            && answer.contains("--rpc-max-request-bytes"),
+        "{answer}"
+    );
+    let (mut stream, mut answer) = ask(&url, &chunked_request(&padded(1_000))).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Its answer may come in two reads: the head, then the body.
+    while !answer.contains(r#""id":7"#) {
+        use tokio::io::AsyncReadExt;
+        let mut more = vec![0u8; 4096];
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut more));
+        let n = read.await.expect("the body within 10 s").expect("readable");
+        assert_ne!(n, 0, "closed before the body: {answer}");
+        answer += &String::from_utf8_lossy(&more[..n]);
+    }
+    assert!(answer.contains(r#""result":"0x"#), "{answer}");
+    handle.stop().expect("stops");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_client_address_has_at_most_its_requests_in_flight() {
     let config = RpcConfig {

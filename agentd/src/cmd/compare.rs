@@ -466,6 +466,11 @@ fn compare_search_defaults() -> SearchConfig {
 fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
     let deploys = deploys(&args.steps)?;
     let (kind, steps) = steps(&args.steps, &deploys)?;
+    if args.steps.chain.is_none() && matches!(kind, Kind::Patches | Kind::Builds) {
+        // abcid's devnet: every step's patch set as abcid will parse it,
+        // before the first devnet starts.
+        ladder::check_patch_sets(&steps)?;
+    }
     let r = &args.runs;
     let default_rounds = if r.until_resolved.is_some() { 100 } else { 8 };
     let rounds = r.rounds.unwrap_or(default_rounds);

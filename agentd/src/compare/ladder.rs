@@ -21,7 +21,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
+use feth_patches::{Patch, PatchError, Patches};
 use serde::{Deserialize, Serialize};
 
 /// One step: a node configuration whose committed TPS is measured.
@@ -115,8 +116,8 @@ fn relative(steps: &[Step], spec: &str, token: &str, item: &str) -> Result<Step>
             item.trim().to_string(),
         )
     } else {
-        let patch = if token.starts_with('+') { item } else { token };
-        step.patches = format!("{},{patch}", previous.patches);
+        step.patches = with_patch(&previous.patches, adding, item)
+            .map_err(|e| anyhow!("--ladder `{spec}`: step `{token}`: {e}"))?;
         return Ok(step);
     };
     let before = settings.len();
@@ -127,6 +128,41 @@ fn relative(steps: &[Step], spec: &str, token: &str, item: &str) -> Result<Step>
         bail!("--ladder `{spec}`: `{token}` drops a setting the step before does not have");
     }
     Ok(step)
+}
+
+/// The patch set `previous` with `name` added (or removed, and what needs
+/// it), in abcid's canonical spelling; refused when `name` is no patch or
+/// what it needs is not in force. A set that is not abcid's (a recipe's
+/// `base`) is left to its chain: `previous,±name`.
+fn with_patch(previous: &str, adding: bool, name: &str) -> Result<String, PatchError> {
+    let Ok(set) = previous.parse::<Patches>() else {
+        let sign = if adding { "" } else { "-" };
+        return Ok(format!("{previous},{sign}{name}"));
+    };
+    let patch: Patch = name.parse()?;
+    if !adding {
+        return Ok(set.without_dependents(patch).to_string());
+    }
+    let set = set.with(patch);
+    match set.unmet() {
+        Some((patch, needs)) => Err(PatchError::Unmet {
+            patch,
+            needs,
+            set: set.to_string(),
+        }),
+        None => Ok(set.to_string()),
+    }
+}
+
+/// Checks each step's patch set as abcid will parse it (`--ladder`,
+/// `--only` and `--patches` on abcid's devnet), before any step starts.
+pub fn check_patch_sets(steps: &[Step]) -> Result<()> {
+    for step in steps {
+        if let Err(e) = step.patches.parse::<Patches>() {
+            bail!("step `{}`: {e}", step.name);
+        }
+    }
+    Ok(())
 }
 
 /// The pointer of `+genesis:/POINTER=JSON` or `-genesis:/POINTER`.
@@ -179,7 +215,12 @@ pub fn only(list: &str) -> Result<Vec<Step>> {
         if name.is_empty() || name.starts_with(['+', '-']) || name == "none" {
             bail!("--only takes patch names separated by commas, like `rwlock,sender-cache`; got `{list}`");
         }
-        steps.push(Step::new(name, name.to_string()));
+        // A patch that needs another runs with it: alone it would be inert.
+        let patch: Patch = name.parse().map_err(|e| anyhow!("--only `{list}`: {e}"))?;
+        let set = patch.requires().map_or(Patches::only(patch), |needs| {
+            Patches::only(needs).with(patch)
+        });
+        steps.push(Step::new(name, set.to_string()));
     }
     at_least_two(steps, "--only")
 }
@@ -224,8 +265,8 @@ mod tests {
             names_and_sets(&steps),
             [
                 ("none", "none"),
-                ("+parallel-abci", "none,parallel-abci"),
-                ("+rwlock", "none,parallel-abci,rwlock"),
+                ("+parallel-abci", "parallel-abci"),
+                ("+rwlock", "parallel-abci,rwlock"),
                 ("all", "all"),
                 ("-quiet-logs", "all,-quiet-logs"),
             ]
@@ -275,7 +316,7 @@ mod tests {
                     vec!["mempool.recheck=false", "mempool.size=4000"]
                 ),
                 ("-comet:mempool.recheck", "all", vec!["mempool.size=4000"]),
-                ("+rwlock", "all,rwlock", vec!["mempool.size=4000"]),
+                ("+rwlock", "all", vec!["mempool.size=4000"]),
                 ("none", "none", vec![]),
             ]
         );
@@ -302,6 +343,48 @@ mod tests {
         assert!(err("all,+comet:mem pool=3").contains("is not a dotted config key"));
         assert!(err("all,+comet:.size=3").contains("is not a dotted config key"));
         assert!(err("all,-comet:mempool.size").contains("does not have"));
+    }
+
+    #[test]
+    fn a_patch_step_is_checked_as_abcid_parses_it() {
+        let err = |spec: &str| ladder(spec).unwrap_err().to_string();
+        let misspelt = err("none,+rwlok");
+        assert!(
+            misspelt.contains("step `+rwlok`: unknown patch `rwlok`"),
+            "{misspelt}"
+        );
+        let unmet = err("none,+web3-recover");
+        assert!(
+            unmet.contains("`web3-recover` needs `sender-cache`"),
+            "{unmet}"
+        );
+        let steps = ladder("all,-parallel-abci,+parallel-abci").unwrap();
+        assert_eq!(
+            names_and_sets(&steps)[1..],
+            [
+                ("-parallel-abci", "all,-parallel-abci,-optimistic-execution"),
+                ("+parallel-abci", "all,-optimistic-execution"),
+            ]
+        );
+        // An absolute step is checked with the rest, before anything starts.
+        let steps = ladder("none,rwlok").unwrap();
+        let err = check_patch_sets(&steps).unwrap_err().to_string();
+        assert!(err.contains("step `rwlok`: unknown patch `rwlok`"), "{err}");
+        assert!(check_patch_sets(&ladder("none,+rwlock,all").unwrap()).is_ok());
+    }
+
+    #[test]
+    fn only_runs_a_patch_that_needs_another_with_it() {
+        let steps = only("web3-recover").unwrap();
+        assert_eq!(
+            names_and_sets(&steps),
+            [
+                ("none", "none"),
+                ("web3-recover", "sender-cache,web3-recover")
+            ]
+        );
+        let err = only("rwlok").unwrap_err().to_string();
+        assert!(err.contains("unknown patch `rwlok`"), "{err}");
     }
 
     #[test]

@@ -300,3 +300,33 @@ fn bad_input_gets_a_clear_error() {
     let out = feth(&[]);
     assert!(text(&out.stderr).contains("say what to compare: --ladder SPEC"));
 }
+
+/// A ladder with a misspelt step, or a step whose patch lacks what it
+/// needs, is refused before any step starts: no devnet folder is made and
+/// no abcid is looked for (`FETH_ABCID` points nowhere).
+#[test]
+fn a_ladder_with_a_misspelt_or_unmet_step_fails_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("profiles");
+    for (ladder, expected) in [
+        ("none,+rwlock,rwlok", "step `rwlok`: unknown patch `rwlok`"),
+        ("none,+web3-recover", "`web3-recover` needs `sender-cache`"),
+        (
+            "all,optimistic-execution",
+            "step `optimistic-execution`: `optimistic-execution` needs `parallel-abci`",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+            .args(["compare", "--ladder", ladder, "--no-reference", "--out"])
+            .arg(&out_dir)
+            .env("FETH_ABCID", dir.path().join("no-abcid"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{ladder}: {stderr}");
+        assert!(stderr.contains(expected), "{ladder}: {stderr}");
+        let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(made.is_empty(), "{ladder}: nothing is made: {made:?}");
+    }
+}

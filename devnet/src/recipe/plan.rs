@@ -85,7 +85,7 @@ impl Plan {
         if let Some(address) = inputs.root_address {
             values.insert("root_address".to_string(), address);
         }
-        find_tools(recipe, &mut values)?;
+        find_tools(recipe, inputs.binary.is_some(), &mut values)?;
         let binary = binary(spec, inputs.binary, &values)?;
         values.insert("binary".to_string(), text(&binary));
         Self::expand(spec, inputs.overrides, home, values)
@@ -212,20 +212,36 @@ fn binary(spec: &Spec, given: Option<&Path>, values: &BTreeMap<String, String>) 
 
 /// The pinned CometBFT (installed when missing) and this workspace's abcid,
 /// found only when the recipe uses `${cometbft}` or `${abcid}`.
-fn find_tools(recipe: &Recipe, values: &mut BTreeMap<String, String>) -> Result<()> {
+fn find_tools(
+    recipe: &Recipe,
+    binary_given: bool,
+    values: &mut BTreeMap<String, String>,
+) -> Result<()> {
+    let used = tools_used(recipe, binary_given);
+    if used.contains(&"cometbft") {
+        values.insert("cometbft".into(), text(&tools::cometbft(true)?));
+    }
+    if used.contains(&"abcid") {
+        values.insert("abcid".into(), text(&tools::abcid()?));
+    }
+    Ok(())
+}
+
+/// Which of the tools (`cometbft`, `abcid`) the recipe's strings use; the
+/// default binary's only when no binary is given (`--binary`, a build of
+/// `feth compare`), so a given binary needs no default one to be found.
+fn tools_used(recipe: &Recipe, binary_given: bool) -> Vec<&'static str> {
     let strings = super::edit::strings(&recipe.spec);
     let uses = |name: &str| {
         strings
             .iter()
+            .filter(|(place, _)| !(binary_given && place == "binary.default"))
             .any(|(_, t)| template::names(t).is_ok_and(|n| n.contains(&name)))
     };
-    if uses("cometbft") {
-        values.insert("cometbft".into(), text(&tools::cometbft(true)?));
-    }
-    if uses("abcid") {
-        values.insert("abcid".into(), text(&tools::abcid()?));
-    }
-    Ok(())
+    ["cometbft", "abcid"]
+        .into_iter()
+        .filter(|tool| uses(tool))
+        .collect()
 }
 
 fn program(given: Option<&str>, values: &BTreeMap<String, String>) -> Result<PathBuf> {
@@ -284,6 +300,13 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
                 root_address: None,
             },
         )
+    }
+
+    #[test]
+    fn a_given_binary_needs_no_default_binary_found() {
+        let abcid = Recipe::find("abcid").unwrap();
+        assert_eq!(tools_used(&abcid, false), ["cometbft", "abcid"]);
+        assert_eq!(tools_used(&abcid, true), ["cometbft"]);
     }
 
     #[test]

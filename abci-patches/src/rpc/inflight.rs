@@ -6,11 +6,15 @@
 //! have bounds of their own); a subscription counts only while it is being
 //! opened. Over HTTP/1.1 a connection carries one request at a time, so the
 //! bound matters for WebSocket clients, which may send many at once. The
-//! same layer gives jsonrpsee's refusal of an oversized answer the flag that
-//! raises the limit.
+//! same layer refuses a batch of more than
+//! [`RpcConfig::max_batch`](super::RpcConfig) calls, and gives jsonrpsee's
+//! refusal of an oversized answer (a call's or a whole batch's), each naming
+//! the limit and the flag that raises it (jsonrpsee's own name neither).
 
 use jsonrpsee::core::middleware::{Batch, Notification, Request, RpcServiceT};
-use jsonrpsee::types::error::OVERSIZED_RESPONSE_CODE;
+use jsonrpsee::types::error::{
+    OVERSIZED_RESPONSE_CODE, TOO_BIG_BATCH_REQUEST_CODE, TOO_BIG_BATCH_RESPONSE_CODE,
+};
 use jsonrpsee::types::{ErrorObjectOwned, Id};
 use jsonrpsee::MethodResponse;
 
@@ -24,17 +28,20 @@ pub struct InFlightService<S> {
     inner: S,
     table: PerClient<Client>,
     max_response: u32,
+    max_batch: u32,
 }
 
 impl<S> InFlightService<S> {
     /// `inner`, each client's requests in flight counted in `table`; an
     /// answer over `max_response` bytes (jsonrpsee's `-32008`) is given
-    /// the flag that raises the limit.
-    pub fn new(inner: S, table: PerClient<Client>, max_response: u32) -> Self {
+    /// the flag that raises the limit; a batch of more than `max_batch`
+    /// calls is refused.
+    pub fn new(inner: S, table: PerClient<Client>, max_response: u32, max_batch: u32) -> Self {
         Self {
             inner,
             table,
             max_response,
+            max_batch,
         }
     }
 }
@@ -42,15 +49,25 @@ impl<S> InFlightService<S> {
 /// `answer`, or, when jsonrpsee refused it as over `max` bytes, that
 /// refusal naming the limit and its flag.
 fn named_if_oversized(answer: MethodResponse, id: Id<'static>, max: u32) -> MethodResponse {
-    if answer.as_error_code() != Some(OVERSIZED_RESPONSE_CODE) {
-        return answer;
-    }
+    let (code, what) = match answer.as_error_code() {
+        Some(OVERSIZED_RESPONSE_CODE) => (OVERSIZED_RESPONSE_CODE, "response"),
+        Some(TOO_BIG_BATCH_RESPONSE_CODE) => (TOO_BIG_BATCH_RESPONSE_CODE, "batch's response"),
+        _ => return answer,
+    };
     let message = format!(
-        "response is over the limit of {max} bytes: ask for less (a shorter range, fewer items), or raise --rpc-max-response-bytes"
+        "{what} is over the limit of {max} bytes: ask for less (a shorter range, fewer items or calls), or raise --rpc-max-response-bytes"
+    );
+    MethodResponse::error(id, ErrorObjectOwned::owned(code, message, None::<()>))
+}
+
+/// The refusal of a batch of `calls` over the limit `max` (jsonrpsee's code).
+fn too_big_batch(calls: usize, max: u32) -> MethodResponse {
+    let message = format!(
+        "batch of {calls} calls is over the limit of {max}: send fewer, or raise --rpc-max-batch"
     );
     MethodResponse::error(
-        id,
-        ErrorObjectOwned::owned(OVERSIZED_RESPONSE_CODE, message, None::<()>),
+        Id::Null,
+        ErrorObjectOwned::owned(TOO_BIG_BATCH_REQUEST_CODE, message, None::<()>),
     )
 }
 
@@ -105,13 +122,18 @@ where
             .flatten()
             .next()
             .map(|entry| Client::of(entry.extensions()));
+        let calls = requests.len();
         let admitted = match client.map(|client| self.table.take(client)) {
+            _ if calls > usize::try_from(self.max_batch).unwrap_or(usize::MAX) => {
+                Err(too_big_batch(calls, self.max_batch))
+            }
             Some(None) => Err(refusal(Id::Null, self.table.cap())),
             place => Ok((place.flatten(), self.inner.batch(requests))),
         };
+        let max_response = self.max_response;
         async move {
             match admitted {
-                Ok((_place, answer)) => answer.await,
+                Ok((_place, answer)) => named_if_oversized(answer.await, Id::Null, max_response),
                 Err(refused) => refused,
             }
         }

@@ -314,11 +314,14 @@ pub async fn serve(
         // flight, so that the slots refuse first, by name (jsonrpsee's
         // refusal names neither bound nor flag).
         .max_subscriptions_per_connection(jsonrpsee_subscriptions(&config))
-        .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch))
+        // Counted by the in-flight layer, which names the flag (jsonrpsee's
+        // own refusal does not).
+        .set_batch_request_config(BatchRequestConfig::Unlimited)
         .build();
     let budget = config.batch_executions;
     let inflight = crate::client_caps::PerClient::new(config.max_inflight_per_client);
     let max_response = config.max_response_bytes;
+    let max_batch = config.max_batch;
     let table = conn_cap::ConnectionTable::new(
         usize::try_from(config.max_connections).unwrap_or(usize::MAX),
         config.max_connections_per_client,
@@ -327,7 +330,7 @@ pub async fn serve(
     let module = methods(Arc::new(Web3::new(node, comet_url, config, metrics)?))?;
     let middleware = RpcServiceBuilder::new()
         .layer_fn(move |service| {
-            inflight::InFlightService::new(service, inflight.clone(), max_response)
+            inflight::InFlightService::new(service, inflight.clone(), max_response, max_batch)
         })
         .layer_fn(move |service| calls::BudgetService::new(service, budget));
     let builder = Server::builder()

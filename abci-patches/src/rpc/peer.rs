@@ -102,8 +102,8 @@ pub struct WithPeer<S> {
 }
 
 impl<S> WithPeer<S> {
-    /// `inner`, its requests marked as coming from `peer`, bodies announced
-    /// over `max_body` bytes refused.
+    /// `inner`, its requests marked as coming from `peer`, bodies over
+    /// `max_body` bytes refused.
     pub fn new(inner: S, peer: Peer, max_body: u64) -> Self {
         Self {
             inner,

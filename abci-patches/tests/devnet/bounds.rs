@@ -129,7 +129,7 @@ async fn oversized_requests_are_refused_and_blocks_go_on_under_heavy_queries() {
     assert_eq!(answer["error"]["code"], -32010, "{answer}");
     assert_eq!(
         answer["error"]["message"],
-        "The batch request was too large"
+        "batch of 1001 calls is over the limit of 1000: send fewer, or raise --rpc-max-batch"
     );
     let (_, answer) = post(&web3, &Value::Array(batch[..1_000].to_vec())).await;
     assert_eq!(answer.as_array().map(Vec::len), Some(1_000));

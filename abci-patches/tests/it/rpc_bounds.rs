@@ -590,3 +590,51 @@ async fn an_answer_over_the_limit_is_refused_naming_the_limit_and_its_flag() {
     );
     handle.stop().expect("stops");
 }
+
+/// A batch of `calls` `eth_blockNumber`s over HTTP: its answer.
+async fn post_batch(url: &str, calls: usize) -> Value {
+    let batch: Vec<Value> = (0..calls)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "eth_blockNumber", "params": []}))
+        .collect();
+    reqwest::Client::new()
+        .post(url)
+        .json(&batch)
+        .send()
+        .await
+        .expect("the node answers")
+        .json()
+        .await
+        .expect("JSON")
+}
+
+/// A batch of more calls than `--rpc-max-batch`, and a batch whose answer is
+/// over `--rpc-max-response-bytes`, are refused naming the limit and the
+/// flag (jsonrpsee's own refusals name neither).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_a_limit_is_refused_naming_the_limit_and_its_flag() {
+    let config = RpcConfig {
+        max_batch: 3,
+        max_response_bytes: 100,
+        ..RpcConfig::default()
+    };
+    let (_node, url, handle, _) = served(config).await;
+    let answer = post_batch(&url, 2).await;
+    assert_eq!(answer.as_array().map(Vec::len), Some(2), "{answer}");
+    let answer = post_batch(&url, 4).await;
+    assert_eq!(answer["error"]["code"], -32010, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "batch of 4 calls is over the limit of 3: send fewer, or raise --rpc-max-batch"
+    );
+    // Each answer is 40 bytes (`{"id":0,"jsonrpc":"2.0","result":"0x1"}`):
+    // two fit in 100, three do not.
+    let answer = post_batch(&url, 3).await;
+    assert_eq!(answer["error"]["code"], -32011, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("batch's response is over the limit of 100 bytes")
+            && message.contains("--rpc-max-response-bytes"),
+        "{answer}"
+    );
+    handle.stop().expect("stops");
+}

@@ -335,8 +335,21 @@ impl Patches {
             .fold(self.without(patch), Patches::without_dependents)
     }
 
+    /// This set, or the refusal of its first patch in force without what it
+    /// needs (`written`: the set as given, for the message).
+    pub fn checked(self, written: &str) -> Result<Self, PatchError> {
+        match self.unmet() {
+            Some((patch, needs)) => Err(PatchError::Unmet {
+                patch,
+                needs,
+                set: written.to_string(),
+            }),
+            None => Ok(self),
+        }
+    }
+
     /// The first patch in force whose requirement is not, with it.
-    pub fn unmet(self) -> Option<(Patch, Patch)> {
+    fn unmet(self) -> Option<(Patch, Patch)> {
         self.iter().find_map(|p| {
             let needs = p.requires()?;
             (!self.has(needs)).then_some((p, needs))
@@ -375,14 +388,7 @@ impl FromStr for Patches {
                 },
             };
         }
-        match set.unmet() {
-            Some((patch, needs)) => Err(PatchError::Unmet {
-                patch,
-                needs,
-                set: s.to_string(),
-            }),
-            None => Ok(set),
-        }
+        set.checked(s)
     }
 }
 

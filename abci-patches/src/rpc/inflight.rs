@@ -123,12 +123,13 @@ where
             .next()
             .map(|entry| Client::of(entry.extensions()));
         let calls = requests.len();
-        let admitted = match client.map(|client| self.table.take(client)) {
-            _ if calls > usize::try_from(self.max_batch).unwrap_or(usize::MAX) => {
-                Err(too_big_batch(calls, self.max_batch))
+        let admitted = if calls > usize::try_from(self.max_batch).unwrap_or(usize::MAX) {
+            Err(too_big_batch(calls, self.max_batch))
+        } else {
+            match client.map(|client| self.table.take(client)) {
+                Some(None) => Err(refusal(Id::Null, self.table.cap())),
+                place => Ok((place.flatten(), self.inner.batch(requests))),
             }
-            Some(None) => Err(refusal(Id::Null, self.table.cap())),
-            place => Ok((place.flatten(), self.inner.batch(requests))),
         };
         let max_response = self.max_response;
         async move {

@@ -77,11 +77,18 @@ impl NodeConditions {
     }
 
     async fn read_comet(&mut self, rpc: &Rpc) {
-        match rpc.status().await {
-            Ok(s) => self.cometbft = Some(s.version),
-            Err(e) => self.unread.push(format!("/status: {e}")),
-        }
-        match rpc.block_params().await {
+        // The params at the latest stored height (see `Rpc::block_params`).
+        let height = match rpc.status().await {
+            Ok(s) => {
+                self.cometbft = Some(s.version);
+                s.latest_height
+            }
+            Err(e) => {
+                self.unread.push(format!("/status: {e}"));
+                0
+            }
+        };
+        match rpc.block_params(height).await {
             Ok(p) => {
                 self.block_max_gas = Some(p.max_gas);
                 self.block_max_bytes = Some(p.max_bytes);

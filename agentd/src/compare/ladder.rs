@@ -144,14 +144,7 @@ fn with_patch(previous: &str, adding: bool, name: &str) -> Result<String, PatchE
         return Ok(set.without_dependents(patch).to_string());
     }
     let set = set.with(patch);
-    match set.unmet() {
-        Some((patch, needs)) => Err(PatchError::Unmet {
-            patch,
-            needs,
-            set: set.to_string(),
-        }),
-        None => Ok(set.to_string()),
-    }
+    set.checked(&set.to_string()).map(|set| set.to_string())
 }
 
 /// Checks each step's patch set as abcid will parse it (`--ladder`,

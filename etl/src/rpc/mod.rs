@@ -341,13 +341,14 @@ impl Rpc {
         })
     }
 
-    /// The block's gas and byte limits in force now (`/consensus_params`),
-    /// at the latest stored height. Without a height CometBFT reads the
-    /// params of the height after it, which it stores only once that
-    /// block's FinalizeBlock and Commit are done: asked in between, it
-    /// answers 500. A stored block's own params are always there.
-    pub async fn block_params(&self) -> Result<BlockParams, RpcError> {
-        let path = match self.status().await?.latest_height {
+    /// The block's gas and byte limits (`/consensus_params`) at `height`,
+    /// the latest stored height as `/status` gives it (0: none, the node's
+    /// own choice). Without a height CometBFT reads the params of the
+    /// height after the latest, which it stores only once that block's
+    /// FinalizeBlock and Commit are done: asked in between, it answers 500.
+    /// A stored block's own params are always there.
+    pub async fn block_params(&self, height: u64) -> Result<BlockParams, RpcError> {
+        let path = match height {
             0 => "consensus_params".to_string(),
             height => format!("consensus_params?height={height}"),
         };

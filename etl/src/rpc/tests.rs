@@ -152,7 +152,7 @@ fn node_facts(target: &str) -> Option<Value> {
             "sync_info": {"latest_block_height": "42", "earliest_block_height": "1",
                 "latest_block_time": header_time(42), "catching_up": true},
             "validator_info": {"voting_power": "10"}}),
-        // Asked at the latest stored height only (`/status` says 42).
+        // Asked at a stored height only (the caller passes /status's 42).
         "/consensus_params?height=42" => json!({"block_height": "42", "consensus_params": {
             "block": {"max_bytes": "22020096", "max_gas": "10000000"},
             "evidence": {"max_age_num_blocks": "100000", "max_bytes": "1048576"},
@@ -249,7 +249,7 @@ async fn status_params_and_abci_info_are_read_as_cometbft_writes_them() {
         ("0.38.17", 42, true)
     );
     assert_eq!(
-        rpc.block_params().await.expect("consensus params"),
+        rpc.block_params(42).await.expect("consensus params"),
         BlockParams {
             max_gas: 10_000_000,
             max_bytes: 22_020_096

@@ -94,7 +94,10 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
         ("mempool.size", i(opts.mempool_size)),
         ("mempool.max_txs_bytes", i(opts.mempool_max_txs_bytes)),
         ("mempool.cache_size", i(opts.mempool_size.max(10_000) * 2)),
-        ("consensus.timeout_commit", s(opts.timeout_commit.clone())),
+        (
+            "consensus.timeout_commit",
+            s(opts.timeout_commit.to_string()),
+        ),
         ("tx_index.indexer", s("null".into())),
         ("instrumentation.prometheus", toml::Value::Boolean(true)),
         (

@@ -10,6 +10,7 @@
 //! toxiproxy, is [`network`]'s: one such folder per node.
 
 pub mod config;
+mod duration;
 pub mod links;
 pub mod network;
 mod ports;
@@ -20,6 +21,7 @@ pub mod testnet;
 pub mod tools;
 pub mod toxiproxy;
 
+pub use duration::{DurationError, GoDuration};
 pub use ports::{free_port, free_ports, Ports};
 
 use std::path::{Path, PathBuf};
@@ -56,7 +58,7 @@ pub const DEFAULT_DIR: &str = ".devnet";
 /// Default EIP-155 chain id.
 pub const DEFAULT_CHAIN_ID: u64 = 9000;
 /// Default CometBFT `consensus.timeout_commit`.
-pub const DEFAULT_TIMEOUT_COMMIT: &str = "1s";
+pub const DEFAULT_TIMEOUT_COMMIT: GoDuration = GoDuration::from_millis(1_000);
 /// Default CometBFT `mempool.size` (transactions).
 pub const DEFAULT_MEMPOOL_SIZE: u64 = 10_000;
 /// Default CometBFT `mempool.max_txs_bytes`.
@@ -113,7 +115,7 @@ pub struct DevnetOptions {
     #[serde(default)]
     pub cometbft_pprof_port: u16,
     /// CometBFT `consensus.timeout_commit`.
-    pub timeout_commit: String,
+    pub timeout_commit: GoDuration,
     /// CometBFT `mempool.size` (transactions).
     pub mempool_size: u64,
     /// CometBFT `mempool.max_txs_bytes`.
@@ -199,7 +201,7 @@ impl Default for DevnetOptions {
             metrics_port: Ports::DEFAULT.metrics,
             cometbft_metrics_port: Ports::DEFAULT.cometbft_metrics,
             cometbft_pprof_port: Ports::DEFAULT.cometbft_pprof,
-            timeout_commit: DEFAULT_TIMEOUT_COMMIT.to_string(),
+            timeout_commit: DEFAULT_TIMEOUT_COMMIT,
             mempool_size: DEFAULT_MEMPOOL_SIZE,
             mempool_max_txs_bytes: DEFAULT_MEMPOOL_MAX_TXS_BYTES,
             rpc_max_body_bytes: DEFAULT_RPC_MAX_BODY_BYTES,
@@ -310,7 +312,7 @@ impl DevnetOptions {
     pub fn private(dir: &Path, ports: Ports) -> Self {
         Self {
             dir: dir.to_path_buf(),
-            timeout_commit: "300ms".to_string(),
+            timeout_commit: GoDuration::from_millis(300),
             ..Self::default()
         }
         .with_ports(ports)

@@ -1,5 +1,7 @@
 //! Test support (feature `test-utils`): a real devnet on free loopback
-//! ports in a temporary folder, stopped when dropped, and a polling wait.
+//! ports in a temporary folder, stopped when dropped, a node made slow on
+//! purpose (its web3 behind a toxiproxy link with latency), and a polling
+//! wait.
 //!
 //! Shared by the agent's devnet tests and abcid's: one way to start a
 //! chain for a test, so both suites exercise the same start-up path the
@@ -15,7 +17,9 @@ use feth_chain::eth::EthClient;
 use feth_chain::keys;
 use secp256k1::SecretKey;
 
-use crate::{process, Devnet, DevnetOptions};
+use crate::links::LinkShape;
+use crate::toxiproxy::{self, Toxiproxy};
+use crate::{process, tools, Devnet, DevnetOptions};
 
 /// How often [`wait_until`] and [`TestNet::wait_blocks`] poll.
 const POLL: Duration = Duration::from_millis(50);
@@ -28,7 +32,7 @@ pub struct TestNet {
     pub root: SecretKey,
     /// The root's address.
     pub root_address: Address,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl TestNet {
@@ -48,7 +52,7 @@ impl TestNet {
             root_address: keys::address_of(&root),
             root,
             devnet,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -97,6 +101,14 @@ impl TestNet {
         );
     }
 
+    /// The web3 endpoint made slow on purpose: behind a toxiproxy link
+    /// (a server of the test's own, on free loopback ports) that delays each
+    /// direction by `latency_ms`, so every request takes at least twice that
+    /// on any machine.
+    pub async fn slow_web3(&self, latency_ms: u64) -> SlowLink {
+        SlowLink::start(&self.web3(), latency_ms, self.dir.path()).await
+    }
+
     /// Waits until the chain is `n` blocks past its current height (at
     /// most 30 s).
     pub async fn wait_blocks(&self, n: u64) {
@@ -110,6 +122,50 @@ impl TestNet {
             );
             tokio::time::sleep(POLL).await;
         }
+    }
+}
+
+/// An HTTP endpoint behind a toxiproxy link with latency; its server (started
+/// by [`TestNet::slow_web3`]) is stopped by PID when this is dropped.
+pub struct SlowLink {
+    pid: u32,
+    url: String,
+}
+
+impl SlowLink {
+    async fn start(upstream: &str, latency_ms: u64, dir: &std::path::Path) -> Self {
+        let bin = tools::toxiproxy(false).expect("toxiproxy installed (scripts/setup.sh --test)");
+        let ports = crate::free_ports(2).expect("two free ports");
+        let (api, listen) = (ports[0], ports[1]);
+        let log = dir.join("slow-link-toxiproxy.log");
+        let pid = toxiproxy::start_server(&bin, api, &log)
+            .await
+            .expect("toxiproxy starts");
+        let link = Self {
+            pid,
+            url: format!("http://127.0.0.1:{listen}"),
+        };
+        let client = Toxiproxy::new(api).expect("a toxiproxy client");
+        let upstream = upstream.trim_start_matches("http://");
+        let at = format!("127.0.0.1:{listen}");
+        client.create("slow", &at, upstream).await.expect("a proxy");
+        let shape = LinkShape {
+            latency_ms,
+            ..LinkShape::default()
+        };
+        client.shape("slow", &shape).await.expect("its latency");
+        link
+    }
+
+    /// The slowed endpoint's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for SlowLink {
+    fn drop(&mut self) {
+        process::stop(self.pid, toxiproxy::SERVER_NAME, Duration::ZERO);
     }
 }
 

@@ -55,7 +55,7 @@ async fn announce_body(net: &TestNet, length: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn txpool_shows_what_waits_in_cometbfts_mempool() {
     let net = TestNet::start_with(|o| {
-        o.timeout_commit = "3s".to_string();
+        o.timeout_commit = feth_devnet::GoDuration::from_millis(3000);
         o.patches = "all,-app-mempool".to_string();
     })
     .await;
@@ -117,7 +117,8 @@ async fn txpool_shows_what_waits_in_cometbfts_mempool() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_requests_are_refused_and_blocks_go_on_under_heavy_queries() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "300ms".to_string()).await;
+    let net =
+        TestNet::start_with(|o| o.timeout_commit = feth_devnet::GoDuration::from_millis(300)).await;
     let web3 = net.web3();
     net.wait_blocks(2).await;
 
@@ -222,7 +223,8 @@ const FEE_HISTORY_RSS_BOUND: u64 = 160 << 20;
 /// RSS under [`FEE_HISTORY_RSS_BOUND`].
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fee_history_bodies_up_to_the_limit_keep_abcid_small() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "100ms".to_string()).await;
+    let net =
+        TestNet::start_with(|o| o.timeout_commit = feth_devnet::GoDuration::from_millis(100)).await;
     let web3 = net.web3();
     net.wait_blocks(10).await;
     let pid = net.devnet.state.abcid_pid.expect("abcid runs");

@@ -23,7 +23,7 @@ pub struct FundBenchPlan {
     /// Most accounts per batch.
     pub batch_size: usize,
     /// The devnet's CometBFT `timeout_commit`.
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
 }
 
 /// The figures of one funding run.
@@ -44,7 +44,7 @@ pub struct FundBench {
     /// Gas used by those blocks, per account funded.
     pub gas_per_account: f64,
     /// The devnet's `timeout_commit` and block gas limit.
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
     /// Block gas limit of the devnet.
     pub block_gas_limit: u64,
     /// Whether the devnet ran on tmpfs.
@@ -55,7 +55,7 @@ pub struct FundBench {
 pub async fn fund(plan: FundBenchPlan) -> Result<FundBench> {
     let (dir, on_tmpfs) = devnet::scratch_dir()?;
     let net = Devnet::start_private(dir.path(), |o| {
-        o.timeout_commit = plan.timeout_commit.clone();
+        o.timeout_commit = plan.timeout_commit;
     })
     .await
     .context("starting the devnet")?;
@@ -143,7 +143,7 @@ mod tests {
             root_txs: 4,
             blocks: 9,
             gas_per_account: 27_000.4,
-            timeout_commit: "300ms".to_string(),
+            timeout_commit: devnet::GoDuration::from_millis(300),
             block_gas_limit: 150_000_000,
             on_tmpfs: true,
         };

@@ -23,8 +23,14 @@ pub mod stats;
 pub mod zipf;
 
 pub use agent::{agent, raw_sign_rate, AgentBench};
+
 pub use fund::{fund, FundBench, FundBenchPlan};
 pub use profiler::{profiler, ProfilerBench, ProfilerBenchPlan};
 pub use rpc::{rpc, RpcBench, RpcBenchPlan};
 pub use stats::RatioEstimate;
 pub use zipf::{zipf, ZipfBench, ZipfBenchPlan};
+
+/// The `timeout_commit` of the devnets the benchmarks start: half the
+/// devnet's default, for more blocks per window.
+pub const BENCH_TIMEOUT_COMMIT: crate::devnet::GoDuration =
+    crate::devnet::GoDuration::from_millis(500);

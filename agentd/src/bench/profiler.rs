@@ -98,7 +98,7 @@ pub struct ProfilerBenchPlan {
     /// Sampling frequency while armed.
     pub frequency_hz: i64,
     /// CometBFT `timeout_commit` of the devnet.
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
 }
 
 /// One measured window.
@@ -207,7 +207,7 @@ pub async fn profiler(plan: ProfilerBenchPlan) -> Result<ProfilerBench> {
     // On tmpfs when there is one: this compares CPU work, not fsync latency.
     let (dir, on_tmpfs) = devnet::scratch_dir()?;
     let mut net = Devnet::start_private(dir.path(), |o| {
-        o.timeout_commit = plan.timeout_commit.clone();
+        o.timeout_commit = plan.timeout_commit;
     })
     .await
     .context("starting the devnet")?;

@@ -46,7 +46,7 @@ pub const MAX_LOG_BLOCKS: u64 = 10_000;
 /// abcid's cap on the logs of one answer (its default `--rpc-max-logs`).
 pub const MAX_LOGS: usize = 10_000;
 /// `timeout_commit` while the big block is gathered: longer than sending it takes.
-const BIG_BLOCK_COMMIT: &str = "10s";
+const BIG_BLOCK_COMMIT: devnet::GoDuration = devnet::GoDuration::from_millis(10_000);
 /// Load before a loaded window is measured.
 const WARM_UP: Duration = Duration::from_secs(3);
 /// Accounts per JSON-RPC batch when reading nonces and sending the big block.
@@ -69,7 +69,7 @@ pub struct RpcBenchPlan {
     /// Loaded/idle pairs of windows.
     pub pairs: usize,
     /// CometBFT `timeout_commit` of the devnet (outside the big block).
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
     /// Block gas limit of the devnet (the big block needs
     /// `big_block_txs` × 80,000 gas of room: CometBFT counts gas limits).
     pub block_gas_limit: u64,
@@ -176,7 +176,7 @@ pub async fn rpc(plan: RpcBenchPlan) -> Result<RpcBench> {
     );
     let (dir, on_tmpfs) = devnet::scratch_dir()?;
     let mut net = Devnet::start_private(dir.path(), |o| {
-        o.timeout_commit = plan.timeout_commit.clone();
+        o.timeout_commit = plan.timeout_commit;
         o.block_gas_limit = plan.block_gas_limit;
     })
     .await
@@ -278,7 +278,7 @@ async fn big_block(
         "gathering {} transfers into one block",
         plan.big_block_txs
     ));
-    net.state.options.timeout_commit = BIG_BLOCK_COMMIT.to_string();
+    net.state.options.timeout_commit = BIG_BLOCK_COMMIT;
     net.restart().await.context("restarting with slow blocks")?;
     let client = web3(net)?;
     let rounds = sign_transfers(&client, keys, token, plan.big_block_txs).await?;
@@ -304,7 +304,7 @@ async fn big_block(
         best.0,
         best.1
     );
-    net.state.options.timeout_commit = plan.timeout_commit.clone();
+    net.state.options.timeout_commit = plan.timeout_commit;
     net.restart().await.context("restarting with fast blocks")?;
     Ok(best)
 }

@@ -307,7 +307,7 @@ pub struct StagesBenchPlan {
     /// abcid's patches.
     pub patches: String,
     /// CometBFT's `timeout_commit`.
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
     /// CometBFT settings, `KEY=VALUE` as `feth devnet up --set` takes them
     /// (`abci=grpc`, `mempool.size=8000`).
     pub comet_set: Vec<String>,
@@ -421,7 +421,7 @@ pub async fn stages(plan: StagesBenchPlan, out: &std::path::Path) -> Result<Stag
     let bar = progress::spinner("starting a devnet");
     let (dir, _) = devnet::scratch_dir()?;
     let net = Devnet::start_private(dir.path(), |o| {
-        o.timeout_commit = plan.timeout_commit.clone();
+        o.timeout_commit = plan.timeout_commit;
         o.patches = plan.patches.clone();
         o.set = plan.comet_set.clone();
     })

@@ -42,7 +42,7 @@ pub struct ZipfBenchPlan {
     /// Consecutive nonces of one sender per request.
     pub per_request: usize,
     /// The devnet's CometBFT `timeout_commit`.
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
     /// abcid's `--patches`.
     pub patches: String,
     /// The devnet's block gas limit.
@@ -95,7 +95,7 @@ pub async fn zipf(plan: ZipfBenchPlan) -> Result<ZipfBench> {
     let dist: AccountDist = plan.accounts.parse()?;
     let (dir, on_tmpfs) = devnet::scratch_dir()?;
     let net = Devnet::start_private(dir.path(), |o| {
-        o.timeout_commit = plan.timeout_commit.clone();
+        o.timeout_commit = plan.timeout_commit;
         o.patches = plan.patches.clone();
         o.block_gas_limit = plan.block_gas_limit;
     })
@@ -265,7 +265,7 @@ mod tests {
             accounts: "zipf:1.1,2".to_string(),
             per_sender: 16,
             per_request: 1,
-            timeout_commit: "500ms".to_string(),
+            timeout_commit: devnet::GoDuration::from_millis(500),
             patches: "all,nonce-queue".to_string(),
             block_gas_limit: 150_000_000,
         };

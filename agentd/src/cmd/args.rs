@@ -120,6 +120,15 @@ pub fn load_shard(
     Ok((keys, record))
 }
 
+/// The devnet a `feth bench` command starts for itself (fund, profiler,
+/// stages, zipf), typed and checked when parsed.
+#[derive(Debug, Clone, Args)]
+pub struct BenchDevnetArgs {
+    /// The devnet's CometBFT `timeout_commit` (Go's syntax: 500ms, 1s).
+    #[arg(long, default_value_t = crate::bench::BENCH_TIMEOUT_COMMIT)]
+    pub timeout_commit: crate::devnet::GoDuration,
+}
+
 /// How the saturation search runs (`feth saturate`, `feth compare`).
 #[derive(Debug, Clone, Args)]
 pub struct SearchArgs {

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use clap::{Args, Subcommand};
 
-use super::args::emit;
+use super::args::{emit, BenchDevnetArgs};
 use super::fund::Via;
 use crate::load::plan::{DEFAULT_BATCH, DEFAULT_MAX_PARALLELISM, MAX_PER_SENDER};
-use crate::{bench, fund};
+use crate::{bench, devnet, fund};
 
 /// `feth bench …`
 #[derive(Debug, Args)]
@@ -132,9 +132,8 @@ struct FundBenchArgs {
     /// Most accounts per batch transaction.
     #[arg(long, default_value_t = fund::DEFAULT_BATCH_SIZE)]
     batch_size: usize,
-    /// The devnet's CometBFT `timeout_commit`.
-    #[arg(long, default_value = "500ms")]
-    timeout_commit: String,
+    #[command(flatten)]
+    devnet: BenchDevnetArgs,
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
@@ -147,7 +146,7 @@ impl FundBenchArgs {
             count: self.count.max(1),
             via: self.via.into(),
             batch_size: self.batch_size.max(1),
-            timeout_commit: self.timeout_commit,
+            timeout_commit: self.devnet.timeout_commit,
         }
     }
 }
@@ -173,9 +172,8 @@ struct ProfilerBenchArgs {
     /// Sampling frequency while armed.
     #[arg(long, default_value_t = 99)]
     frequency_hz: i64,
-    /// The devnet's CometBFT `timeout_commit`.
-    #[arg(long, default_value = "500ms")]
-    timeout_commit: String,
+    #[command(flatten)]
+    devnet: BenchDevnetArgs,
     /// Print the figures as JSON on stdout; the summary then goes to stderr.
     #[arg(long)]
     json: bool,
@@ -231,9 +229,8 @@ struct StagesBenchArgs {
     /// abcid's patches (`all`, `none`, or a list).
     #[arg(long, default_value = "all")]
     patches: String,
-    /// The devnet's CometBFT `timeout_commit`.
-    #[arg(long, default_value = "500ms")]
-    timeout_commit: String,
+    #[command(flatten)]
+    devnet: BenchDevnetArgs,
     /// A CometBFT setting, `KEY=VALUE` as `feth devnet up --set` takes it
     /// (`abci=grpc`, `mempool.size=8000`); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -254,7 +251,7 @@ impl StagesBenchArgs {
             blocks: self.blocks.max(1),
             frequency_hz: self.frequency_hz,
             patches: self.patches.clone(),
-            timeout_commit: self.timeout_commit.clone(),
+            timeout_commit: self.devnet.timeout_commit,
             comet_set: self.comet_set.clone(),
         }
     }
@@ -270,7 +267,7 @@ impl ProfilerBenchArgs {
             round_pairs: self.round_pairs,
             round_secs: self.round_seconds.max(1),
             frequency_hz: self.frequency_hz,
-            timeout_commit: self.timeout_commit,
+            timeout_commit: self.devnet.timeout_commit,
         }
     }
 }
@@ -299,7 +296,7 @@ struct RpcBenchArgs {
     pairs: usize,
     /// The devnet's CometBFT `timeout_commit` (outside the big block).
     #[arg(long, default_value = "50ms")]
-    timeout_commit: String,
+    timeout_commit: devnet::GoDuration,
     /// The devnet's block gas limit (the big block needs 80,000 gas per transfer).
     #[arg(long, default_value_t = 300_000_000)]
     block_gas_limit: u64,
@@ -331,9 +328,8 @@ struct ZipfBenchArgs {
     #[arg(long, default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=MAX_PER_SENDER as u64))]
     per_request: u64,
-    /// The devnet's CometBFT `timeout_commit`.
-    #[arg(long, default_value = "500ms")]
-    timeout_commit: String,
+    #[command(flatten)]
+    devnet: BenchDevnetArgs,
     /// abcid's patches on the devnet.
     #[arg(long, default_value = "all,nonce-queue")]
     patches: String,
@@ -361,7 +357,7 @@ impl ZipfBenchArgs {
             accounts: self.accounts.clone(),
             per_sender: self.per_sender as usize,
             per_request: self.per_request.min(self.per_sender) as usize,
-            timeout_commit: self.timeout_commit.clone(),
+            timeout_commit: self.devnet.timeout_commit,
             patches: self.patches.clone(),
             block_gas_limit: self.block_gas_limit,
         })

@@ -335,7 +335,7 @@ pub struct RunArgs {
     /// reference) [default: 500ms; with --chain, the recipe's]; a node
     /// given by --network keeps its own.
     #[arg(long, conflicts_with = "network")]
-    timeout_commit: Option<String>,
+    timeout_commit: Option<devnet::GoDuration>,
     /// Block gas limit of every devnet [default: 150000000; with --chain,
     /// the recipe's]; a node given by --network keeps its own.
     #[arg(long, conflicts_with = "network")]
@@ -548,8 +548,8 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             timeout_commit: devnet_setting(
                 &live,
                 &chain,
-                r.timeout_commit.clone(),
-                "500ms".to_string(),
+                r.timeout_commit,
+                crate::bench::BENCH_TIMEOUT_COMMIT,
             ),
             seconds: r.seconds,
             warmup_secs: warmup.as_secs_f64(),

@@ -264,8 +264,8 @@ pub struct DevnetArgs {
     #[arg(long, default_value_t = devnet::Ports::DEFAULT.cometbft_pprof)]
     cometbft_pprof_port: u16,
     /// CometBFT `consensus.timeout_commit`.
-    #[arg(long, default_value = devnet::DEFAULT_TIMEOUT_COMMIT)]
-    timeout_commit: String,
+    #[arg(long, default_value_t = devnet::DEFAULT_TIMEOUT_COMMIT)]
+    timeout_commit: devnet::GoDuration,
     /// CometBFT `mempool.size` (transactions).
     #[arg(long, default_value_t = devnet::DEFAULT_MEMPOOL_SIZE)]
     mempool_size: u64,
@@ -583,6 +583,25 @@ mod tests {
         args: DevnetArgs,
         #[command(flatten)]
         network: NetworkArgs,
+    }
+
+    #[test]
+    fn timeout_commit_is_typed_and_a_bad_one_is_refused_when_parsed() {
+        let up = Up::try_parse_from(["up"]).expect("parses");
+        assert_eq!(
+            up.args.options().timeout_commit,
+            devnet::DEFAULT_TIMEOUT_COMMIT
+        );
+        let up = Up::try_parse_from(["up", "--timeout-commit", "1.5s"]).expect("parses");
+        assert_eq!(up.args.options().timeout_commit.to_string(), "1500ms");
+        for bad in ["500", "1sec", "-1s"] {
+            let flag = format!("--timeout-commit={bad}");
+            let err = Up::try_parse_from(["up", flag.as_str()])
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(err.contains("e.g. 500ms, 1s or 1m30s"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -156,7 +156,7 @@ pub struct Settings {
     pub block_gas_limit: Option<u64>,
     /// CometBFT `timeout_commit` feth gave its devnets (e.g. `500ms`);
     /// `None` for a live node.
-    pub timeout_commit: Option<String>,
+    pub timeout_commit: Option<crate::devnet::GoDuration>,
     /// Measured seconds per window (each run measures two windows).
     pub seconds: f64,
     /// Load before each measured window, seconds.

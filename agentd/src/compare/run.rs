@@ -683,7 +683,7 @@ async fn reference(
     bar.set_message("reference: CometBFT kvstore");
     let mut kv = KvReferenceConfig::new(dir);
     if let Some(t) = &settings.timeout_commit {
-        kv.node.timeout_commit = t.clone();
+        kv.node.timeout_commit = *t;
     }
     kv.warmup = cfg.warmup;
     let mut probe = KvProbe::start(kv)

@@ -154,7 +154,7 @@ impl StepNode {
         let net = Devnet::start_private(dir, |o| {
             o.patches = step.patches.clone();
             if let Some(t) = &settings.timeout_commit {
-                o.timeout_commit = t.clone();
+                o.timeout_commit = *t;
             }
             if let Some(gas) = settings.block_gas_limit {
                 o.block_gas_limit = gas;

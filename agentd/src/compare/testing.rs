@@ -97,7 +97,7 @@ pub fn settings(kind: Kind, rounds: usize) -> Settings {
     Settings {
         kind,
         block_gas_limit: Some(150_000_000),
-        timeout_commit: Some("500ms".to_string()),
+        timeout_commit: Some(crate::devnet::GoDuration::from_millis(500)),
         seconds: 10.0,
         warmup_secs: 3.0,
         rounds,

@@ -21,7 +21,7 @@ pub struct KvNodeConfig {
     /// disk writes out of the measurement).
     pub dir: PathBuf,
     /// CometBFT `consensus.timeout_commit`, e.g. `500ms`.
-    pub timeout_commit: String,
+    pub timeout_commit: devnet::GoDuration,
     /// CometBFT `mempool.size` (transactions).
     pub mempool_size: u64,
     /// CometBFT `mempool.max_txs_bytes`.
@@ -41,7 +41,7 @@ impl KvNodeConfig {
     pub fn new(dir: &Path) -> Self {
         Self {
             dir: dir.to_path_buf(),
-            timeout_commit: devnet::DEFAULT_TIMEOUT_COMMIT.to_string(),
+            timeout_commit: devnet::DEFAULT_TIMEOUT_COMMIT,
             mempool_size: devnet::DEFAULT_MEMPOOL_SIZE,
             mempool_max_txs_bytes: devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES,
             rpc_max_body_bytes: devnet::DEFAULT_RPC_MAX_BODY_BYTES,
@@ -58,7 +58,7 @@ impl KvNodeConfig {
         set.extend(self.set.iter().cloned());
         DevnetOptions {
             dir: self.dir.clone(),
-            timeout_commit: self.timeout_commit.clone(),
+            timeout_commit: self.timeout_commit,
             mempool_size: self.mempool_size,
             mempool_max_txs_bytes: self.mempool_max_txs_bytes,
             rpc_max_body_bytes: self.rpc_max_body_bytes,
@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn the_node_runs_the_devnet_settings_with_the_kvstore_application() {
         let cfg = KvNodeConfig {
-            timeout_commit: "500ms".into(),
+            timeout_commit: devnet::GoDuration::from_millis(500),
             set: vec!["mempool.recheck=false".into()],
             ..KvNodeConfig::new(Path::new("/tmp/kv"))
         };
@@ -195,7 +195,7 @@ mod tests {
             cfg.devnet_options(devnet::Ports::take(&mut vec![8, 7, 6, 5, 4, 3, 2, 1]).unwrap());
         assert_eq!((opts.rpc_port, opts.p2p_port), (1, 2));
         assert_eq!((opts.metrics_port, opts.cometbft_metrics_port), (6, 7));
-        assert_eq!(opts.timeout_commit, "500ms");
+        assert_eq!(opts.timeout_commit.to_string(), "500ms");
         assert_eq!(opts.mempool_size, devnet::DEFAULT_MEMPOOL_SIZE);
         assert_eq!(
             opts.set,

@@ -27,7 +27,9 @@ fn compare(web3: &str, rpc: &str, keys: &Path) -> Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round() {
-    let mut net = TestNet::start_with(|o| o.timeout_commit = "300ms".into()).await;
+    let mut net =
+        TestNet::start_with(|o| o.timeout_commit = feth::devnet::GoDuration::from_millis(300))
+            .await;
     let (_keys, dir) = funded(&net, 100, 47).await;
     let keys = dir.path().join("keys.txt");
     let seen = dir.path().join("deploys.txt");

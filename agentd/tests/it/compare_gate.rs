@@ -83,7 +83,7 @@ fn builds(a: &[f64], b: &[f64], cores: usize) -> CompareReport {
     let settings = Settings {
         kind: Kind::Builds,
         block_gas_limit: Some(150_000_000),
-        timeout_commit: Some("500ms".to_string()),
+        timeout_commit: Some(feth::devnet::GoDuration::from_millis(500)),
         seconds: 10.0,
         warmup_secs: 3.0,
         rounds: a.len(),

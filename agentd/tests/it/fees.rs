@@ -44,7 +44,7 @@ async fn a_rising_base_fee_is_followed_and_underpriced_transactions_are_re_signe
     let net = TestNet::start_with(|o| {
         o.fee_market = true;
         o.block_gas_limit = 16 * TRANSFER;
-        o.timeout_commit = "300ms".into();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(300);
     })
     .await;
     let client = net.client();
@@ -126,7 +126,9 @@ async fn ours_in_blocks(client: &EthClient, keys: &KeySet, from: u64, to: u64) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fee_cap_below_the_base_fee_is_a_rejection_of_its_kind() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "300ms".into()).await;
+    let net =
+        TestNet::start_with(|o| o.timeout_commit = feth::devnet::GoDuration::from_millis(300))
+            .await;
     let (keys, _dir) = funded(&net, 2, 62).await;
     let mut plan = LoadPlan::transfers(RateSchedule::Closed, keys.len());
     plan.per_account = Some(2);
@@ -164,7 +166,7 @@ async fn a_closed_loop_against_a_node_that_accepts_faster_than_it_commits_is_fla
     // and the run is no longer the drain this test is about).
     let net = TestNet::start_with(|o| {
         o.block_gas_limit = 10 * TRANSFER;
-        o.timeout_commit = "500ms".into();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(500);
         o.mempool_size = 200_000;
     })
     .await;
@@ -250,7 +252,9 @@ async fn resetting_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_status_connection_does_not_end_a_saturation_search() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "500ms".into()).await;
+    let net =
+        TestNet::start_with(|o| o.timeout_commit = feth::devnet::GoDuration::from_millis(500))
+            .await;
     let (keys, _dir) = funded(&net, 20, 64).await;
     let upstream = net
         .devnet

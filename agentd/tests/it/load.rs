@@ -177,7 +177,7 @@ async fn a_nonce_gap_made_behind_the_agents_back_is_recovered() {
 async fn a_tiny_mempool_backs_off_per_sender_and_loses_nothing() {
     let net = TestNet::start_with(|o| {
         o.mempool_size = 20;
-        o.timeout_commit = "500ms".to_string();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(500);
     })
     .await;
     let (keys, _dir) = funded(&net, 40, 3).await;

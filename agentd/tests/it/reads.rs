@@ -41,7 +41,9 @@ fn assert_mix(r: &ReadsReport, plan: &ReadPlan) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_beside_erc20_writes_are_answered_checked_and_in_their_mix() {
-    let net = TestNet::start_with(|o| o.timeout_commit = "300ms".into()).await;
+    let net =
+        TestNet::start_with(|o| o.timeout_commit = feth::devnet::GoDuration::from_millis(300))
+            .await;
     let (keys, _dir) = funded(&net, 8, 71).await;
     reads_beside_erc20_writes(&net.web3(), keys).await;
 }

@@ -195,7 +195,7 @@ impl NetworkOptions {
         Self {
             node: DevnetOptions {
                 dir: dir.to_path_buf(),
-                timeout_commit: "300ms".to_string(),
+                timeout_commit: crate::GoDuration::from_millis(300),
                 set: vec!["consensus.timeout_propose=1s".to_string()],
                 ..DevnetOptions::default()
             },

@@ -15,7 +15,7 @@ async fn both_comparisons_are_measured_on_a_real_devnet() {
         round_pairs: 1,
         round_secs: 2,
         frequency_hz: 99,
-        timeout_commit: "300ms".into(),
+        timeout_commit: feth::devnet::GoDuration::from_millis(300),
     })
     .await
     .expect("the benchmark runs");

@@ -19,7 +19,7 @@ async fn a_committed_transactions_cost_is_split_by_stage_on_a_real_devnet() {
             blocks: 8,
             frequency_hz: 997,
             patches: "none".into(),
-            timeout_commit: "300ms".into(),
+            timeout_commit: feth::devnet::GoDuration::from_millis(300),
             comet_set: vec![],
         },
         out.path(),

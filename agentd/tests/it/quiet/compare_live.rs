@@ -31,7 +31,7 @@ fn text(out: &Output) -> String {
 async fn a_live_compare_reads_the_nodes_conditions_and_flags_a_busy_machine() {
     let net = TestNet::start_with(|o| {
         o.block_gas_limit = 10_000_000;
-        o.timeout_commit = "1s".into();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(1000);
     })
     .await;
     let (_keys, dir) = funded(&net, 50, 43).await;

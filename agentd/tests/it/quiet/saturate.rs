@@ -28,7 +28,7 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// search then ends sender-limited, not at a knee).
 async fn devnet() -> TestNet {
     TestNet::start_with(|o| {
-        o.timeout_commit = "500ms".into();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(500);
         o.patches = "all,-app-mempool".into();
     })
     .await
@@ -141,7 +141,7 @@ async fn probe_of(net: &TestNet, keys: feth::accounts::KeySet, drain: Duration) 
 async fn a_chain_behind_at_the_start_rate_is_searched_downward() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let net = TestNet::start_with(|o| {
-        o.timeout_commit = "500ms".into();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(500);
         o.block_gas_limit = 60 * feth::fund::TRANSFER_GAS;
     })
     .await;
@@ -258,9 +258,13 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
     let (m, v) = r.steps.last().unwrap();
     assert_eq!(m.offered_tps, *at_tps);
     assert!(matches!(v, Verdict::AgentBehind { .. }), "{v:?}");
-    assert!(m.sent_tps < 0.9 * m.offered_tps, "{m:?}");
-    assert!(m.schedule_lag_p99_ms > 1_000.0, "{m:?}");
-    assert!(m.agent_lag_p99_ms > r.config.agent_lag_limit_ms, "{m:?}");
+    // Judged by the search's own rules, not by a figure of this machine:
+    // the schedule was missed, and by the agent's own lag.
+    let c = &r.config;
+    let missed =
+        m.sent_tps < (1.0 - c.tolerance) * m.offered_tps || m.schedule_lag_p99_ms > c.lag_limit_ms;
+    assert!(missed, "{m:?}");
+    assert!(m.agent_lag_p99_ms > c.agent_lag_limit_ms, "{m:?}");
     assert!(
         m.slots_busy < r.config.busy_slots && m.backoffs == 0,
         "{m:?}"
@@ -281,7 +285,7 @@ async fn an_agent_starved_of_cpu_is_reported_and_no_knee_is_claimed() {
 async fn an_app_side_mempool_is_read_from_txpool_status() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let net = TestNet::start_with(|o| {
-        o.timeout_commit = "1s".into();
+        o.timeout_commit = feth::devnet::GoDuration::from_millis(1000);
     })
     .await;
     let state = &net.devnet.state;

@@ -79,13 +79,10 @@ struct Args {
     /// `all,-NAME` (abci-patches/README.md, "Patches").
     #[arg(long, default_value = "all")]
     patches: Patches,
-    /// Print the patch set `--patches` names (`none`, `all` or a list) and
-    /// exit without opening the state: checks a spelling before a long run.
-    #[arg(long)]
-    print_patches: bool,
     /// Tests only: `async-commit`'s writer stops at POINT (`queued`,
     /// `written`, `committed`) of block HEIGHT and waits to be SIGKILLed.
-    #[arg(long, value_name = "POINT@HEIGHT")]
+    /// Hidden from `--help`: the crash tests' hook, not an operator's flag.
+    #[arg(long, value_name = "POINT@HEIGHT", hide = true)]
     test_persist_pause: Option<PersistPause>,
     #[command(flatten)]
     rpc: RpcArgs,
@@ -248,10 +245,6 @@ enum LogFormat {
 
 fn main() {
     let args = Args::parse();
-    if args.print_patches {
-        println!("{}", args.patches);
-        return;
-    }
     init_tracing(args.log_format);
     if let Err(e) = run(args) {
         tracing::error!("{e:#}");

@@ -8,7 +8,7 @@
 use super::report::{CompareReport, Kind};
 use super::step::{Figure, Level, Metric, StepSummary};
 use crate::saturate::Clock;
-use crate::stats::LogRatio;
+use crate::stats::{median, LogRatio};
 
 /// How a column's cells line up.
 #[derive(Clone, Copy, PartialEq)]
@@ -325,10 +325,6 @@ fn retries_line(report: &CompareReport) -> String {
 /// reads), per step: medians over the runs of the reads answered per
 /// second and of the slowest method's p99, and every wrong or failed read.
 fn reads_line(report: &CompareReport) -> Option<String> {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
     let mut parts = Vec::new();
     for s in &report.steps {
         let reads: Vec<_> = report
@@ -337,28 +333,18 @@ fn reads_line(report: &CompareReport) -> Option<String> {
             .filter(|r| r.step == s.step)
             .filter_map(|r| r.measure.reads.as_ref())
             .collect();
-        if reads.is_empty() {
+        let answered: Vec<f64> = reads.iter().map(|r| r.answered_per_second()).collect();
+        let p99: Vec<f64> = reads
+            .iter()
+            .map(|r| r.slowest_p99().map_or(0.0, |(_, p99)| p99))
+            .collect();
+        let (Some(answered), Some(p99)) = (median(&answered), median(&p99)) else {
             continue;
-        }
-        let answered = reads
-            .iter()
-            .map(|r| r.methods.values().map(|m| m.answered_per_second).sum());
-        let p99 = reads.iter().map(|r| {
-            r.methods
-                .values()
-                .map(|m| m.latency_ms.p99)
-                .fold(0.0, f64::max)
-        });
-        let bad: u64 = reads
-            .iter()
-            .flat_map(|r| r.methods.values())
-            .map(|m| m.wrong + m.failed)
-            .sum();
+        };
+        let bad: u64 = reads.iter().map(|r| r.wrong_or_failed()).sum();
         parts.push(format!(
-            "{} {:.0}/s answered, slowest p99 {:.1} ms, {bad} wrong or failed",
+            "{} {answered:.0}/s answered, slowest p99 {p99:.1} ms, {bad} wrong or failed",
             s.step,
-            median(answered.collect()),
-            median(p99.collect())
         ));
     }
     (!parts.is_empty()).then(|| {
@@ -677,6 +663,7 @@ mod tests {
         for (i, run) in r.runs.iter_mut().filter(|x| x.step == first).enumerate() {
             let figures = |per_second: f64, p99: f64, failed: u64| MethodFigures {
                 answered_per_second: per_second,
+                ok: 10,
                 failed,
                 latency_ms: crate::load::report::Latency {
                     p99,
@@ -696,10 +683,11 @@ mod tests {
         }
         let runs = r.runs.iter().filter(|x| x.step == first).count();
         let text = table(&r);
+        let round = crate::stats::median(&(0..runs).map(|i| i as f64).collect::<Vec<_>>()).unwrap();
         let want = format!(
             "reads beside the writes (saturation windows' loads, medians over the rounds): {first} {:.0}/s answered, slowest p99 {:.1} ms, {runs} wrong or failed",
-            120.0 + (runs / 2) as f64,
-            30.0 + (runs / 2) as f64
+            120.0 + round,
+            30.0 + round
         );
         assert!(text.contains(&want), "{want:?} not in\n{text}");
     }

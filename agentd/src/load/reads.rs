@@ -133,14 +133,29 @@ impl ReadPlan {
 
     /// Parses a mix: `receipt=4,balance=2,logs=1` (weights, whole numbers).
     pub fn parse_mix(text: &str) -> Result<Vec<(ReadMethod, u32)>> {
-        let mut mix = Vec::new();
+        let mut pairs = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (name, weight) = part
                 .split_once('=')
                 .with_context(|| format!("{part:?} in the read mix: give METHOD=WEIGHT"))?;
+            let weight: u32 = weight.trim().parse().with_context(|| {
+                format!("{part:?}: a weight is a whole number (0 leaves the method out)")
+            })?;
+            pairs.push((name.trim(), weight));
+        }
+        Self::mix_of(pairs).with_context(|| format!("the read mix {text:?}"))
+    }
+
+    /// A mix from method names and their weights: every name a read method,
+    /// some weight above 0.
+    pub fn mix_of<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> Result<Vec<(ReadMethod, u32)>> {
+        let mut mix = Vec::new();
+        for (name, weight) in pairs {
             let method = ReadMethod::ALL
                 .into_iter()
-                .find(|m| m.name() == name.trim())
+                .find(|m| m.name() == name)
                 .with_context(|| {
                     let names: Vec<_> = ReadMethod::ALL.iter().map(|m| m.name()).collect();
                     format!(
@@ -148,13 +163,10 @@ impl ReadPlan {
                         names.join(", ")
                     )
                 })?;
-            let weight: u32 = weight.trim().parse().with_context(|| {
-                format!("{part:?}: a weight is a whole number (0 leaves the method out)")
-            })?;
             mix.push((method, weight));
         }
         if mix.iter().map(|(_, w)| u64::from(*w)).sum::<u64>() == 0 {
-            bail!("the read mix {text:?} gives no method a weight above 0");
+            bail!("the mix gives no method a weight above 0");
         }
         Ok(mix)
     }
@@ -656,7 +668,7 @@ mod tests {
 
     #[test]
     fn a_bad_mix_names_the_problem() {
-        let err = |t: &str| ReadPlan::parse_mix(t).unwrap_err().to_string();
+        let err = |t: &str| format!("{:#}", ReadPlan::parse_mix(t).unwrap_err());
         assert!(err("reciept=1").contains("\"reciept\" is not a read method; the methods are block_number, latest_block, balance, receipt, logs, token_balance"));
         assert!(err("receipt").contains("give METHOD=WEIGHT"));
         assert!(err("receipt=-1").contains("a weight is a whole number"));

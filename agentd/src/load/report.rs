@@ -583,22 +583,37 @@ pub struct ReadsReport {
 }
 
 impl ReadsReport {
+    /// Reads answered per second, over every method.
+    pub fn answered_per_second(&self) -> f64 {
+        self.methods.values().map(|m| m.answered_per_second).sum()
+    }
+
+    /// The slowest answering method and its p99, ms; `None` when no method
+    /// was answered.
+    pub fn slowest_p99(&self) -> Option<(&str, f64)> {
+        self.methods
+            .iter()
+            .filter(|(_, m)| m.ok + m.wrong > 0)
+            .map(|(name, m)| (name.as_str(), m.latency_ms.p99))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// Reads answered wrong or failed, over every method.
+    pub fn wrong_or_failed(&self) -> u64 {
+        self.methods.values().map(|m| m.wrong + m.failed).sum()
+    }
+
     /// The reads in one line: answered per second of those offered, the
     /// slowest method's p99, and what was wrong, failed or skipped.
     pub fn one_line(&self) -> String {
         let sum = |f: fn(&MethodFigures) -> u64| self.methods.values().map(f).sum::<u64>();
-        let answered: f64 = self.methods.values().map(|m| m.answered_per_second).sum();
-        let slowest = self
-            .methods
-            .iter()
-            .filter(|(_, m)| m.ok + m.wrong > 0)
-            .max_by(|a, b| a.1.latency_ms.p99.total_cmp(&b.1.latency_ms.p99));
-        let p99 = slowest.map_or_else(
+        let p99 = self.slowest_p99().map_or_else(
             || "no answer".to_string(),
-            |(name, m)| format!("slowest p99 {:.1} ms ({name})", m.latency_ms.p99),
+            |(name, p99)| format!("slowest p99 {p99:.1} ms ({name})"),
         );
         format!(
-            "{answered:.0}/s answered of {:.0}/s offered, {p99}; {} wrong, {} failed, {} skipped",
+            "{:.0}/s answered of {:.0}/s offered, {p99}; {} wrong, {} failed, {} skipped",
+            self.answered_per_second(),
             self.rate,
             sum(|m| m.wrong),
             sum(|m| m.failed),

@@ -179,8 +179,8 @@ fn reads(section: ReadsSection, writes: &WriteMix) -> Result<ReadPlan> {
     let mut plan = ReadPlan::wallets(section.rate);
     match section.mix {
         Some(mix) => {
-            let text: Vec<String> = mix.iter().map(|(m, w)| format!("{m}={w}")).collect();
-            plan.mix = ReadPlan::parse_mix(&text.join(",")).context("mix")?;
+            let pairs = mix.iter().map(|(m, w)| (m.as_str(), *w));
+            plan.mix = ReadPlan::mix_of(pairs).context("mix")?;
         }
         None if writes.contains(WorkloadKind::Erc20) => {
             plan.mix.push((ReadMethod::TokenBalance, 3));

@@ -17,13 +17,10 @@
 #    would decide them), with the fuzz builds and runs beside them at
 #    `nice 19`: those tests mostly wait on block intervals, and a nice-19
 #    process gets about 1.5 % of a core from one that wants it (CFS weights
-#    15 against 1024), so it takes the idle time, not theirs. The Go tools
-#    only some tests use (scripts/install-test-tools.sh: geth, older
-#    CometBFTs; about 4 of the installs' 7 min here) start at nice 19
-#    beside the build, stop while the quiet tests run and finish beside the
-#    others (started beside those, they had ended 2.5 min after them, with
-#    every test waiting); the tests that need them are the `#[ignore]`d ones, run
-#    last, once those are installed.
+#    15 against 1024), so it takes the idle time, not theirs. So do the Go
+#    tools only some tests use (scripts/install-test-tools.sh: geth, older
+#    CometBFTs; about 4 of the installs' 7 min here); the tests that need
+#    them are the `#[ignore]`d ones, run last, once those are installed.
 #
 # The build lints in place: the workspace's own crates are compiled by
 # clippy-driver, as `cargo clippy` runs it (RUSTC_WORKSPACE_WRAPPER, and its
@@ -56,9 +53,7 @@ linted() {
 # (setsid), so a failure here ends them and their children (cargo, rustc,
 # go) by group, and only them.
 groups=()
-# (A stopped group, the tools' while the quiet tests run, is continued so
-# that it sees the SIGTERM.)
-trap 'for g in "${groups[@]}"; do kill -- "-$g" 2>/dev/null; kill -CONT -- "-$g" 2>/dev/null || true; done' EXIT
+trap 'for g in "${groups[@]}"; do kill -- "-$g" 2>/dev/null || true; done' EXIT
 # Waits for background part $1 (pid $2, log $3) and shows its log, with
 # when it ended (its log's last write) on the suite's clock.
 finish() {
@@ -75,33 +70,25 @@ stamp() { echo "test: [$(($(date +%s) - start))s] $*"; }
 
 stamp "the installs"
 bash scripts/setup.sh --test-packages
-# The Go tools only the ignored tests use, at nice 19 beside the build: the
-# build leaves a core idle while it links or compiles one crate at a time,
-# and go takes that time, not the build's. Stopped (SIGSTOP, by process
-# group) while the machine-measuring tests run, continued after them.
-setsid nice -n 19 bash scripts/install-test-tools.sh >"$logs/tools.log" 2>&1 &
-tools=$!
-groups+=("$tools")
-pause_tools() { kill "-$1" -- "-$tools" 2>/dev/null || true; }
-
-stamp "the linted build (the test tools' installs beside it at nice 19: $logs/tools.log)"
+stamp "the linted build"
 linted bench --workspace --no-run --profile dev
 linted test --workspace --no-run
 
 failed=()
-stamp "the tests that measure the machine, alone (the test tools' installs stopped meanwhile)"
-pause_tools STOP
+stamp "the tests that measure the machine, alone"
 # --workspace, as the build: cargo unifies features over the packages it is
 # given, and `-p feth` alone rebuilt 111 dependencies with other features.
 linted test --workspace --no-fail-fast -- --test-threads 1 quiet:: ||
   failed+=("the machine-measuring tests (it::quiet)")
-pause_tools CONT
 
-stamp "every other test; beside them at nice 19, the fuzz targets and what is left of the test tools' installs (logs: $logs/fuzz.log, $logs/tools.log)"
+stamp "every other test; beside them at nice 19, the fuzz targets and the test tools' installs (logs: $logs/fuzz.log, $logs/tools.log)"
 setsid nice -n 19 "$MAKE" --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_FLAGS=--dev \
   >"$logs/fuzz.log" 2>&1 &
 fuzz=$!
 groups+=("$fuzz")
+setsid nice -n 19 bash scripts/install-test-tools.sh >"$logs/tools.log" 2>&1 &
+tools=$!
+groups+=("$tools")
 linted test --workspace --no-fail-fast -- --test-threads 1 --skip quiet:: ||
   failed+=("the other tests")
 stamp "the other tests ended"

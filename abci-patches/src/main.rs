@@ -81,8 +81,7 @@ struct Args {
     patches: Patches,
     /// Tests only: `async-commit`'s writer stops at POINT (`queued`,
     /// `written`, `committed`) of block HEIGHT and waits to be SIGKILLed.
-    /// Hidden from `--help`: the crash tests' hook, not an operator's flag.
-    #[arg(long, value_name = "POINT@HEIGHT", hide = true)]
+    #[arg(long, value_name = "POINT@HEIGHT")]
     test_persist_pause: Option<PersistPause>,
     #[command(flatten)]
     rpc: RpcArgs,

@@ -40,6 +40,19 @@ logs=target/make-test
 mkdir -p "$logs"
 
 "$CARGO" fmt --all -- --check
+# The layering ARCHITECTURE.md draws: the chain client and CometBFT's client
+# pull in no Redis (the etl's), the etl no EVM (the chain client's).
+layering() {
+  local deps
+  deps=$("$CARGO" tree -p "$1" -e normal --prefix none --format '{p}')
+  if grep -E "^($2) " <<<"$deps"; then
+    echo "layering: $1 depends on the crates above; see docs/ARCHITECTURE.md" >&2
+    exit 1
+  fi
+}
+layering feth-chain 'redis|feth-etl|flate2'
+layering feth-comet 'redis|feth-etl|feth-chain|alloy'
+layering feth-etl 'alloy|secp256k1|feth-chain'
 command -v clippy-driver >/dev/null || {
   echo "clippy-driver missing: rustup component add clippy" >&2
   exit 1

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use feth_etl::rpc::{Rpc, Status};
+use feth_comet::rpc::{Rpc, Status};
 use feth_profiler_rpc::folded::FoldedStacks;
 use feth_profiler_rpc::gopprof::{self, GoProfile, MAX_PROFILE_BYTES};
 use serde::Serialize;

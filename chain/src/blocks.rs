@@ -10,7 +10,7 @@ use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 use serde_json::json;
 
@@ -91,7 +91,7 @@ pub async fn comet_window(rpc: &Rpc, first: u64, last: u64, results: bool) -> Re
         .map(|h| facts.get(h).and_then(|f| f.time_ns))
         .collect::<Option<Vec<i64>>>()
         .with_context(|| format!("no header time for a block of {first}..={last}"))?;
-    let sum = |f: fn(&feth_etl::store::BlockFacts) -> Option<u64>| -> Option<u64> {
+    let sum = |f: fn(&feth_comet::facts::BlockFacts) -> Option<u64>| -> Option<u64> {
         heights[1..].iter().map(|h| facts.get(h).and_then(f)).sum()
     };
     let window = BlockWindow {

@@ -2,7 +2,7 @@
 //! calls feth makes, against any standard node (abcid, geth, …).
 //!
 //! Reads are retried over transient transport errors (reset, refused,
-//! timeout: [`feth_etl::retry`], 5 tries, 100 ms doubling to 2 s) and counted
+//! timeout: [`feth_comet::retry`], 5 tries, 100 ms doubling to 2 s) and counted
 //! ([`EthClient::retries`]). `eth_sendRawTransaction` is not retried here: a
 //! timed-out submission may have been applied, so the caller decides (the
 //! load engine resends the very same signed bytes after its own per-sender
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, Bytes, B256, U256, U64};
 use anyhow::Context;
-use feth_etl::retry::{is_transient, retry, Backoff, RetryCounter, POOL_IDLE};
+use feth_comet::retry::{is_transient, retry, Backoff, RetryCounter, POOL_IDLE};
 use futures::{StreamExt, TryStreamExt};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use feth_comet::time::Clock;
 use feth_etl::ingest::IngestConfig;
 use feth_etl::local_redis::LocalRedis;
 use feth_etl::parse::{Line, Parser};
-use feth_etl::time::Clock;
 
 struct Row {
     what: String,

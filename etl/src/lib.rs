@@ -3,15 +3,15 @@
 //!
 //! * [`parse`]: one log line → at most one block event (zero-copy, fast);
 //! * [`detect`]: which version and format wrote a log;
-//! * [`time`]: log timestamps → UTC (plain logs have no zone: `--log-tz`);
 //! * [`source`]: files, gzip, `--follow` across rotation;
-//! * [`rpc`]: header times and tx results from the node's RPC;
-//! * [`retry`]: idempotent RPC reads retried over transient transport errors;
 //! * [`store`]: the Redis layout (idempotent writes, one transaction per batch);
 //! * [`ingest`]: the pipeline from logs to Redis;
 //! * [`stats`]: the figures; [`output`]: tables, CSV, JSON;
 //! * `local_redis` (feature `local-redis`): a private redis-server for
 //!   tests, benchmarks and `feth compare`.
+//!
+//! The node's RPC (header times, block results) and CometBFT's timestamps
+//! are `feth-comet`'s, shared with the agent.
 //!
 //! The command line (`feth etl`) lives in the `feth` binary, which turns its
 //! arguments into [`ingest::IngestConfig`] and [`stats::StatsQuery`].
@@ -22,9 +22,6 @@ pub mod ingest;
 pub mod local_redis;
 pub mod output;
 pub mod parse;
-pub mod retry;
-pub mod rpc;
 pub mod source;
 pub mod stats;
 pub mod store;
-pub mod time;

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 

@@ -24,7 +24,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::{ConsensusCost, ProfilerClient, SessionState};
 use indicatif::{ProgressBar, ProgressStyle};

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use serde::{Deserialize, Serialize};
 
 use crate::eth::EthClient;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use feth_profiler_rpc::api::EnableParams;
 use feth_profiler_rpc::diff::{diff_flamegraph, find_blocks, load_profile_set, DiffOptions};
 use feth_profiler_rpc::{download, ProfilerClient, RoleFilter};

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 use crate::eth::EthClient;
 use crate::saturate::evm::mempool_count;

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use feth_profiler_rpc::folded::FoldedStacks;
 use feth_profiler_rpc::gopprof;
 use serde::Serialize;
@@ -99,7 +99,7 @@ pub struct BlockSession {
 /// capture lasts.
 pub struct Plan {
     rpc: Rpc,
-    status: feth_etl::rpc::Status,
+    status: feth_comet::rpc::Status,
     /// The chain's block interval, when read.
     pub interval: Option<f64>,
     /// Seconds per capture.

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 use crate::devnet::{self, config, process, tools, DevnetOptions};
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 use super::load::{self, OpenLoop, SendConfig, SendMark, SendWindow};
 use super::node::{KvNode, KvNodeConfig};

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
-use feth_etl::store::BlockFacts;
+use feth_comet::facts::BlockFacts;
 
 /// The blocks `first + 1 ..= last`, measured against block `first`'s time.
 #[derive(Debug, Clone, PartialEq)]

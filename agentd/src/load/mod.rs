@@ -460,7 +460,7 @@ pub struct Running {
     environment: Environment,
     block_clock: String,
     /// CometBFT's RPC, when known (for its retry count).
-    comet: Option<feth_etl::rpc::Rpc>,
+    comet: Option<feth_comet::rpc::Rpc>,
     wait: Duration,
     /// The refill task and what stops it.
     refill: Option<(tokio::sync::watch::Sender<bool>, JoinHandle<RefillReport>)>,
@@ -478,7 +478,7 @@ struct Sent {
 /// The ledger of a run starting now, after block `height` of the chain.
 async fn new_ledger(
     client: &EthClient,
-    comet: Option<&feth_etl::rpc::Rpc>,
+    comet: Option<&feth_comet::rpc::Rpc>,
     height: u64,
     settings: &LoadSettings,
     started_unix: f64,
@@ -701,7 +701,7 @@ impl Running {
             agent_limited,
             closed_loop_backlog: closed_loop_backlog.flatten(),
             rpc_retries: self.engine.rpc_retries()
-                + self.comet.as_ref().map_or(0, feth_etl::rpc::Rpc::retries),
+                + self.comet.as_ref().map_or(0, feth_comet::rpc::Rpc::retries),
             agent_cpu_us_per_tx: sent.cpu.as_secs_f64() * 1e6 / totals.signed.max(1) as f64,
             slots_busy: sent.slots_full.as_secs_f64() / sent.seconds.max(1e-9),
             totals,

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alloy_primitives::{B256, U64};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use futures::future::OptionFuture;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde::Deserialize;

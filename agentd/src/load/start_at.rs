@@ -24,9 +24,9 @@ pub fn parse(text: &str, now: SystemTime) -> Result<SystemTime> {
         return Ok(now + d);
     }
     let usage = "give an RFC 3339 time such as 2026-11-25T16:00:00Z, or +30s";
-    let civil = feth_etl::time::parse_rfc3339(t.as_bytes())
+    let civil = feth_comet::time::parse_rfc3339(t.as_bytes())
         .with_context(|| format!("--start-at {text:?} is not a time: {usage}"))?;
-    let nanos = feth_etl::time::Clock::utc()
+    let nanos = feth_comet::time::Clock::utc()
         .unix_nanos(&civil)
         .with_context(|| format!("--start-at {text:?}: {usage}"))?;
     let at = u64::try_from(nanos)
@@ -48,7 +48,7 @@ pub fn format(at: SystemTime) -> String {
     let nanos = at
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    feth_etl::time::format_utc(nanos)
+    feth_comet::time::format_utc(nanos)
 }
 
 /// Waits until `at`, counting down on `pb`; `ready` says what was prepared.

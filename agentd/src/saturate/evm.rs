@@ -22,7 +22,7 @@
 //!   other app-side mempools) CometBFT says 0 while the application's
 //!   txpool holds them. The larger count is right in both.
 //! - RPC reads are retried over transient transport errors (a reset
-//!   connection, refused, a timeout; see [`feth_etl::retry`]) and counted
+//!   connection, refused, a timeout; see [`feth_comet::retry`]) and counted
 //!   ([`Probe::rpc_retries`]): one reset does not end a search.
 //! - Valid/invalid: CometBFT's `/block_results`; over web3 every transaction
 //!   of a block counts as valid and invalid is unknown.
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use alloy_primitives::U64;
 use anyhow::{ensure, Context, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -18,7 +18,7 @@ use feth::load::pick::RateSchedule;
 use feth::load::plan::LoadPlan;
 use feth::load::{self, LoadSettings};
 use feth::sign::{self, Fee, TxRequest};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 use secp256k1::SecretKey;
 
 use crate::common::wait_until;

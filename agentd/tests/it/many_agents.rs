@@ -14,7 +14,7 @@ use feth::eth::EthClient;
 use feth::load::merge::MergedReport;
 use feth::load::LoadReport;
 use feth::shard::{KeyRange, Shard};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 fn feth(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_feth"))

@@ -5,7 +5,7 @@
 #![no_main]
 
 use feth_etl::parse::{Event, Line, Parser};
-use feth_etl::time::Clock;
+use feth_comet::time::Clock;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::error::IngestError;
-use crate::store::{BlockFacts, Store, TimeSource, WriteBatch};
+use crate::store::{Store, WriteBatch};
+use feth_comet::facts::{BlockFacts, TimeSource};
 
 /// One thing a log line says, ready to merge into a batch.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@ use tokio::sync::mpsc;
 
 use super::batch::RpcRequest;
 use super::report::RpcSummary;
-use crate::rpc::{Rpc, RpcError};
 use crate::store::{Store, WriteBatch};
+use feth_comet::rpc::{Rpc, RpcError};
 
 /// RPC enrichment of written heights, in its own task; the figures include
 /// the requests retried.

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::rpc::RpcError;
 use crate::source::SourceError;
 use crate::store::StoreError;
-use crate::time::TimeError;
+use feth_comet::rpc::RpcError;
+use feth_comet::time::TimeError;
 
 /// Ingest failures.
 #[derive(Debug, thiserror::Error)]

@@ -36,8 +36,8 @@ pub use report::{BadLine, FileReport, IngestReport, Outcome, RpcSummary};
 pub use setup::node_name_from_path;
 
 use crate::store::Store;
-use crate::time::Clock;
 use enrich::Enrichment;
+use feth_comet::time::Clock;
 use reader::{Job, ReaderCtx};
 use summary::{Finished, RunRecord};
 use writer::Writer;

@@ -16,8 +16,8 @@ use super::report::{BadLine, FileReport};
 use crate::detect::Detector;
 use crate::parse::{Event, Line, Parser, Record};
 use crate::source::{self, Compression, ReadEnd, Sink};
-use crate::store::{BlockFacts, TimeSource};
-use crate::time::{Civil, Clock};
+use feth_comet::facts::{BlockFacts, TimeSource};
+use feth_comet::time::{Civil, Clock};
 
 /// Observations per message from a parser thread.
 const OBS_PER_MSG: usize = 4096;

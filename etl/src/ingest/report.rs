@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::detect::Detected;
-use crate::rpc::RpcError;
 use crate::source::{Compression, FollowEnd, ReadEnd};
+use feth_comet::rpc::RpcError;
 
 /// A sample of a line that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -80,7 +80,7 @@ pub struct RpcSummary {
     pub first_missing: Option<(u64, String)>,
     /// Requests sent again after a transient transport error (connection
     /// reset or refused, timeout); each request is tried a bounded number of
-    /// times ([`crate::retry`]).
+    /// times ([`feth_comet::retry`]).
     pub retries: u64,
 }
 

@@ -9,8 +9,8 @@ use super::config::IngestConfig;
 use super::error::IngestError;
 use super::reader::Job;
 use crate::parse::{Event, Line, Parser};
-use crate::rpc::Rpc;
 use crate::source::{self, Sink, SourceError};
+use feth_comet::rpc::Rpc;
 
 /// How far into each log to look for the chain id when none is given.
 const CHAIN_ID_SCAN: u64 = 64 << 20;

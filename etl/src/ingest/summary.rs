@@ -7,7 +7,7 @@ use super::batch::Written;
 use super::error::IngestError;
 use super::report::{FileReport, IngestReport, RpcSummary};
 use crate::store::Store;
-use crate::time::Clock;
+use feth_comet::time::Clock;
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
 fn unix_ms() -> i64 {

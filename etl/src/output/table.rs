@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::time::format_utc;
+use feth_comet::time::format_utc;
 
 /// The value, or an empty cell.
 pub(super) fn opt<T: std::fmt::Display>(v: Option<T>) -> String {

@@ -10,7 +10,8 @@ use crate::detect::Detected;
 use crate::ingest::{BadLine, FileReport, IngestReport, RpcSummary};
 use crate::source::{Compression, FollowEnd, ReadEnd};
 use crate::stats::{compute, CommitTimes, StatsReport};
-use crate::store::{BlockFacts, StoredBlock, TimeSource};
+use crate::store::StoredBlock;
+use feth_comet::facts::{BlockFacts, TimeSource};
 
 macro_rules! golden {
     ($name:literal) => {

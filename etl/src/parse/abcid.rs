@@ -5,7 +5,7 @@ use memchr::memmem::Finder;
 
 use super::event::{done, Event, Format, Line, Malformed};
 use super::scan::{JObj, JVal, Kvs};
-use crate::time;
+use feth_comet::time;
 
 /// Finds abcid's per-block lines.
 pub(super) struct BlockLines {

@@ -1,6 +1,6 @@
 //! What a line is and what it says: the parser's public types.
 
-use crate::time::Civil;
+use feth_comet::time::Civil;
 
 /// Which shape a line had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

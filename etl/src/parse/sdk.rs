@@ -19,7 +19,7 @@ use memchr::memmem::Finder;
 use super::event::{done, Format, Line, Malformed};
 use super::scan::{parse_u64, JObj, JVal, Kvs};
 use super::tendermint::{classify, tm_event, Fields};
-use crate::time::{self, Civil};
+use feth_comet::time::{self, Civil};
 
 /// zerolog's console level names.
 const LEVELS: [&[u8]; 8] = [

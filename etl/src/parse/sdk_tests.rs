@@ -4,7 +4,7 @@
 //! captures are checked in `tests/it/cosmos_sdk.rs`.
 
 use super::*;
-use crate::time::Civil;
+use feth_comet::time::Civil;
 
 /// What a line gave: its event (or `None`), its time, format and node, or
 /// the non-event line kind.

@@ -5,7 +5,7 @@ use memchr::memmem::Finder;
 
 use super::event::{done, Event, Format, Line, Malformed};
 use super::scan::{parse_u64, utf8, JObj, JVal, Kvs};
-use crate::time;
+use feth_comet::time;
 
 /// Messages of interest; the first letter is compared case-insensitively
 /// (CometBFT 1.0 capitalises it).

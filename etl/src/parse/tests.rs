@@ -1,7 +1,7 @@
 //! The parser on real lines of each version and on bad input.
 
 use super::*;
-use crate::time;
+use feth_comet::time;
 
 fn ev(p: &mut Parser, l: &str) -> Option<(Event<'static>, Option<String>, Format)> {
     match p.parse(l.as_bytes()) {

@@ -2,7 +2,8 @@
 //! TPS, the block-time distribution, the histogram and the windows.
 
 use super::{BlockStat, Bucket, Distribution, IntervalSource, StatsReport, TimeSources, Window};
-use crate::store::{StoredBlock, TimeSource};
+use crate::store::StoredBlock;
+use feth_comet::facts::TimeSource;
 
 /// Commit log times of one node, aligned with the rows.
 pub struct CommitTimes<'a> {
@@ -238,7 +239,7 @@ fn parent_time(per_block: &[BlockStat], i: usize) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::BlockFacts;
+    use feth_comet::facts::BlockFacts;
 
     fn row(height: u64, txs: u64, valid: u64, time_s: Option<f64>) -> StoredBlock {
         #[allow(clippy::cast_possible_truncation)]

@@ -105,7 +105,7 @@ struct Seen {
 fn parse_fixture(name: &str, format: Format, want_version: &str) -> BTreeMap<u64, Seen> {
     let text = std::fs::read_to_string(fixture(name)).expect("fixture");
     let mut p = Parser::new();
-    let mut utc = feth_etl::time::Clock::utc();
+    let mut utc = feth_comet::time::Clock::utc();
     let mut seen: BTreeMap<u64, Seen> = BTreeMap::new();
     let mut version = None;
     let mut foreign = 0;

@@ -2,7 +2,7 @@
 //! header times (ns) when its RPC is known, else web3 timestamps.
 
 use anyhow::{ensure, Result};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 use crate::blocks::web3_blocks;
 use crate::eth::EthClient;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use feth::kvstore::{KvProbe, KvReferenceConfig};
 use feth::saturate::{judge, Clock, Probe, SearchConfig, StepMeasure, Verdict};
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 async fn mempool_txs(probe: &KvProbe) -> u64 {
     let rpc = Rpc::new(probe.rpc_url(), 1, 1).unwrap();

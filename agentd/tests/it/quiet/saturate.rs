@@ -14,7 +14,7 @@ use feth::saturate::{
     find_knee, Clock, EvmProbe, EvmProbeConfig, Outcome, Probe, SearchConfig, SearchEvent,
     SearchReport, Verdict,
 };
-use feth_etl::rpc::Rpc;
+use feth_comet::rpc::Rpc;
 
 use crate::common::{funded, Hog, TestNet};
 

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{AbciInfo, BlockParams, Mempool, Rpc};
-use crate::store::{BlockFacts, TimeSource};
+use crate::facts::{BlockFacts, TimeSource};
 
 /// Requests per batch the fake node accepts.
 const BATCH_LIMIT: usize = 2;

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::facts::{BlockFacts, TimeSource};
 use crate::retry::{is_transient, retry, Backoff, RetryCounter, POOL_IDLE};
-use crate::store::{BlockFacts, TimeSource};
 use crate::time;
 
 /// Headers per `/blockchain` call (the node's own limit).

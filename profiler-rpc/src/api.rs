@@ -184,6 +184,13 @@ pub struct Status {
     pub consensus_cost: ConsensusCost,
 }
 
+impl Status {
+    /// No session armed and no captured block still rendering: a session's end.
+    pub fn is_idle(&self) -> bool {
+        !self.armed && self.pending_renders == 0
+    }
+}
+
 /// Time the consensus thread spent in armed `begin_block` and `end_block` calls (disarmed
 /// calls are a single atomic load and are not counted).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::api::{
-    DisableOutcome, EnableParams, FetchParams, FetchResponse, ProfileSummary, SessionStatus, Status,
+    DisableOutcome, EnableParams, ErrorReport, FetchParams, FetchResponse, ProfileSummary,
+    SessionStatus, Status,
 };
 
 /// Largest response accepted (matches the server's limit).
@@ -45,7 +46,7 @@ pub enum ClientError {
         /// The server's message.
         message: String,
     },
-    /// [`ProfilerClient::wait_idle`] gave up.
+    /// A wait on the profiler ([`ProfilerClient::wait_until`]) gave up.
     #[error("{url} still busy after {waited:?}: {state}")]
     Timeout {
         /// The server URL.
@@ -144,10 +145,22 @@ impl ProfilerClient {
     /// being rendered, then returns that status: what a test or a tool waits for after
     /// arming N blocks and producing them.
     pub async fn wait_idle(&self, timeout: Duration) -> Result<Status, ClientError> {
+        self.wait_until(timeout, Status::is_idle).await
+    }
+
+    /// Polls `profiler_status` every 200 ms, showing each status to `done` (which may
+    /// also report progress), until `done` returns true; returns that status. The one
+    /// polling loop of every wait on a session ([`ProfilerClient::wait_idle`],
+    /// [`ProfilerClient::session`], `feth profiler`'s progress bars).
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        mut done: impl FnMut(&Status) -> bool,
+    ) -> Result<Status, ClientError> {
         let started = std::time::Instant::now();
         loop {
             let status = self.status().await?;
-            if !status.armed && status.pending_renders == 0 {
+            if done(&status) {
                 return Ok(status);
             }
             if started.elapsed() >= timeout {
@@ -162,6 +175,19 @@ impl ProfilerClient {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// One whole session: reads the counters, arms `params`, waits (up to `timeout`)
+    /// until its blocks are captured and rendered, and says what the node wrote.
+    pub async fn session(
+        &self,
+        params: EnableParams,
+        timeout: Duration,
+    ) -> Result<SessionOutcome, ClientError> {
+        let before = self.status().await?;
+        self.enable(params).await?;
+        let after = self.wait_idle(timeout).await?;
+        Ok(SessionOutcome { before, after })
     }
 
     async fn call<P: Serialize + Send, R: DeserializeOwned>(
@@ -204,6 +230,33 @@ impl ProfilerClient {
                 url: self.url.clone(),
                 reason: other.to_string(),
             },
+        }
+    }
+}
+
+/// What one [`ProfilerClient::session`] did: the node's status before arming and once idle.
+#[derive(Debug, Clone)]
+pub struct SessionOutcome {
+    /// The status read before arming.
+    pub before: Status,
+    /// The status once the session ended and every captured block was rendered.
+    pub after: Status,
+}
+
+impl SessionOutcome {
+    /// Block profiles the node wrote during the session.
+    pub fn profiles_written(&self) -> u64 {
+        self.after
+            .captured_total
+            .saturating_sub(self.before.captured_total)
+    }
+
+    /// The node's last failure, when it failed during the session.
+    pub fn failure(&self) -> Option<&ErrorReport> {
+        if self.after.failures_total > self.before.failures_total {
+            self.after.last_error.as_ref()
+        } else {
+            None
         }
     }
 }

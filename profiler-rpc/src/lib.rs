@@ -88,11 +88,11 @@ mod tag;
 pub mod work;
 
 pub use api::{
-    ConsensusCost, DisableOutcome, EnableParams, FetchParams, FetchResponse, HeightSelector,
-    ProfileKind, ProfileSummary, SessionState, SessionStatus, Status,
+    ConsensusCost, DisableOutcome, EnableParams, ErrorReport, FetchParams, FetchResponse,
+    HeightSelector, ProfileKind, ProfileSummary, SessionState, SessionStatus, Status,
 };
 #[cfg(feature = "client")]
-pub use client::{ClientError, ProfilerClient};
+pub use client::{ClientError, ProfilerClient, SessionOutcome};
 pub use config::{ProfilerConfig, Retention};
 pub use error::ProfilerError;
 #[cfg(feature = "node")]

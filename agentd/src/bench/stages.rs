@@ -502,10 +502,10 @@ async fn profile_session(
     let windows = node_profile::comet_while_armed(&cfg, &profiler, deadline).await?;
     let after = read_counters(metrics).await?;
     let secs = started.elapsed().as_secs_f64();
-    let status = profiler.wait_idle(SESSION_TIMEOUT).await?;
-    if status.armed {
-        bail!("the profiled blocks did not end within {SESSION_TIMEOUT:?}");
-    }
+    profiler
+        .wait_idle(SESSION_TIMEOUT)
+        .await
+        .context("the profiled blocks did not end")?;
     Ok((windows, after.since(&before), secs))
 }
 

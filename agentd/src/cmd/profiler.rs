@@ -23,7 +23,7 @@ use feth_profiler_rpc::api::{EnableParams, ProfileSummary, SessionState, Session
 use feth_profiler_rpc::config::validate_chain_id;
 use feth_profiler_rpc::download::{self, DownloadPlan};
 use feth_profiler_rpc::merge::merge_session;
-use feth_profiler_rpc::{ProfilerClient, Work};
+use feth_profiler_rpc::{ClientError, ProfilerClient, Work};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::comet_pprof::{self, CaptureConfig};
@@ -36,8 +36,6 @@ pub const DEFAULT_PROFILER_URL: &str = "http://127.0.0.1:6060";
 pub const DEFAULT_OUT: &str = "flamegraphs";
 /// Longest wait for a session's blocks and the node's rendering, by default.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
-/// How often the node is polled while waiting.
-const POLL: Duration = Duration::from_millis(500);
 
 /// Where the node's profiler listens, and how to print.
 #[derive(Clone, Debug, clap::Args)]
@@ -558,28 +556,25 @@ async fn wait_for_session(
         u64::from(requested),
         "{spinner} capturing blocks {pos}/{len} {msg}",
     );
-    loop {
-        let status = client.status().await?;
-        if let Some(session) = &status.session {
-            bar.set_position(u64::from(session.blocks_captured));
-            bar.set_message(
-                session
-                    .in_progress_height
-                    .map_or(String::new(), |h| format!("(at height {h})")),
-            );
-        }
-        if !status.armed {
-            bar.finish_and_clear();
-            return Ok(None);
-        }
-        if Instant::now() >= deadline {
-            bar.abandon();
-            return Ok(Some(
-                "timed out waiting for the session's blocks; is the chain producing blocks?".into(),
-            ));
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    let waited = client
+        .wait_until(
+            deadline.saturating_duration_since(Instant::now()),
+            |status| {
+                if let Some(session) = &status.session {
+                    bar.set_position(u64::from(session.blocks_captured));
+                    bar.set_message(
+                        session
+                            .in_progress_height
+                            .map_or(String::new(), |h| format!("(at height {h})")),
+                    );
+                }
+                !status.armed
+            },
+        )
+        .await;
+    timed_out(waited, bar, || {
+        "timed out waiting for the session's blocks; is the chain producing blocks?".into()
+    })
 }
 
 async fn wait_for_renders(
@@ -588,20 +583,39 @@ async fn wait_for_renders(
     quiet: bool,
 ) -> anyhow::Result<Option<String>> {
     let spinner = progress(quiet, 0, "{spinner} node is rendering {msg}");
-    loop {
-        let pending = client.status().await?.pending_renders;
-        if pending == 0 {
-            spinner.finish_and_clear();
-            return Ok(None);
+    let mut pending = 0;
+    let waited = client
+        .wait_until(
+            deadline.saturating_duration_since(Instant::now()),
+            |status| {
+                pending = status.pending_renders;
+                spinner.set_message(format!("{pending} block(s)"));
+                pending == 0
+            },
+        )
+        .await;
+    timed_out(waited, spinner, || {
+        format!("timed out with {pending} block(s) still rendering on the node; run again later")
+    })
+}
+
+/// A wait's end: `None` when it ended, `warning`'s text when it timed out (the bar
+/// left on screen), the error otherwise.
+fn timed_out(
+    waited: Result<Status, ClientError>,
+    bar: ProgressBar,
+    warning: impl FnOnce() -> String,
+) -> anyhow::Result<Option<String>> {
+    match waited {
+        Ok(_) => {
+            bar.finish_and_clear();
+            Ok(None)
         }
-        spinner.set_message(format!("{pending} block(s)"));
-        if Instant::now() >= deadline {
-            spinner.abandon();
-            return Ok(Some(format!(
-                "timed out with {pending} block(s) still rendering on the node; run again later"
-            )));
+        Err(ClientError::Timeout { .. }) => {
+            bar.abandon();
+            Ok(Some(warning()))
         }
-        tokio::time::sleep(POLL).await;
+        Err(e) => Err(e.into()),
     }
 }
 

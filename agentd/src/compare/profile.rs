@@ -78,45 +78,39 @@ pub async fn capture<T>(
 ) -> Result<Captured> {
     let app = &node.app;
     let profiler = ProfilerClient::new(&node.profiler, None)?;
-    let before = profiler
-        .status()
-        .await
-        .with_context(|| format!("cannot read {app}'s profiler status"))?;
     let rpc = Rpc::new(&node.comet_rpc, 20, 2)?;
     let after = rpc
         .status()
         .await
         .context("cannot read the head from CometBFT's /status")?
         .latest_height;
-    let arm = async {
+    let session = async {
         wait_loaded_block(&rpc, after)
             .await
             .context("the load under the profiled blocks never reached a block")?;
+        let params = EnableParams {
+            blocks: Some(i64::from(blocks)),
+            frequency_hz: None,
+        };
         profiler
-            .enable(EnableParams {
-                blocks: Some(i64::from(blocks)),
-                frequency_hz: None,
-            })
+            .session(params, IDLE_TIMEOUT)
             .await
-            .with_context(|| format!("cannot arm {app}'s profiler"))
+            .with_context(|| format!("{app}'s profiled blocks were not all captured and rendered"))
     };
-    let (loaded, armed) = tokio::join!(load, arm);
+    let (loaded, session) = tokio::join!(load, session);
     loaded.context("the load under the profiled blocks")?;
-    armed?;
-    let idle = profiler
-        .wait_idle(IDLE_TIMEOUT)
-        .await
-        .context("the profiled blocks were not all rendered")?;
-    if idle.captured_total == before.captured_total {
-        let why = match idle.last_error {
-            Some(e) if idle.failures_total > before.failures_total => format!(
+    let session = session?;
+    if session.profiles_written() == 0 {
+        let why = match session.failure() {
+            Some(e) => format!(
                 "{app}'s profiler failed at {} (height {:?}): {}",
                 e.stage, e.height, e.message
             ),
-            _ => format!("{app}'s profiler wrote no profile of the {blocks} armed blocks and reported no failure"),
+            None => format!("{app}'s profiler wrote no profile of the {blocks} armed blocks and reported no failure"),
         };
         return Ok(Captured::Nothing(why));
     }
+    let idle = session.after;
     download_after(&profiler, after, &out.join(&idle.chain_id)).await?;
     // A block's window is its FinalizeBlock to Commit: a small block can
     // hold no sample at 99 Hz, and then its profile has no folded stacks.

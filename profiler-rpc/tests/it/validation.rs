@@ -9,7 +9,7 @@ use jsonrpsee::core::params::{ArrayParams, ObjectParams};
 use jsonrpsee::http_client::HttpClientBuilder;
 use serde_json::{json, Value};
 
-use crate::common::{serial, Node, TEST_HZ};
+use crate::common::{drive_blocks, serial, Node, TEST_HZ};
 
 fn object(fields: Value) -> ObjectParams {
     let mut params = ObjectParams::new();
@@ -180,6 +180,67 @@ async fn one_session_at_a_time_and_disable_discards_the_open_block() {
     assert_eq!(status.failures_total, 0, "{:?}", status.last_error);
     assert!(!node.chain_dir().join("20").exists());
     assert_eq!(node.client.list().await.expect("list").len(), 2);
+
+    node.shutdown().await;
+}
+
+/// `ProfilerClient::session`: arms, waits for the armed blocks and their renders, and
+/// counts what the node wrote; with no block produced it times out naming the state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_counts_its_profiles_and_times_out_without_blocks() {
+    let _turn = serial().await;
+    let node = Node::start("session-chain").await;
+    let params = EnableParams {
+        blocks: Some(2),
+        frequency_hz: Some(TEST_HZ),
+    };
+
+    let stalled = node
+        .client
+        .session(params.clone(), Duration::from_millis(600))
+        .await
+        .expect_err("no block was produced");
+    assert!(
+        stalled.to_string().contains("armed: true"),
+        "the timeout names the state: {stalled}"
+    );
+    node.client.disable().await.expect("disable");
+
+    let profiler = node.profiler.clone();
+    let client = node.client.clone();
+    let chain = tokio::spawn(async move {
+        client
+            .wait_until(Duration::from_secs(30), |s| s.armed)
+            .await
+            .expect("armed");
+        tokio::task::spawn_blocking(move || drive_blocks(&profiler, 30..34))
+            .await
+            .expect("block driver panicked");
+    });
+    let outcome = node
+        .client
+        .session(params, Duration::from_secs(120))
+        .await
+        .expect("session");
+    chain.await.expect("chain task");
+    assert_eq!(outcome.profiles_written(), 2);
+    assert!(
+        outcome.failure().is_none(),
+        "{:?}",
+        outcome.after.last_error
+    );
+    assert!(outcome.after.is_idle());
+    let listed: Vec<u64> = node
+        .client
+        .list()
+        .await
+        .expect("list")
+        .iter()
+        .map(|p| p.height)
+        .collect();
+    // A block is captured from the end of the previous block's Commit: block
+    // 30, the first after arming, opens the window; 31 and 32 are captured.
+    assert_eq!(listed, vec![31, 32]);
 
     node.shutdown().await;
 }

@@ -2,8 +2,8 @@
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{keccak256, Address, Bytes, Signature, TxKind, B256, U256};
-use secp256k1::{Message, SecretKey, SECP256K1};
+use alloy_primitives::{keccak256, Address, Bytes, TxKind};
+use secp256k1::SecretKey;
 
 use crate::exec::{BlockInput, TxOutcome};
 use crate::node::Node;
@@ -11,25 +11,15 @@ use crate::node::Node;
 /// Test key number `n` and its address.
 pub fn key(n: u8) -> (SecretKey, Address) {
     let secret = SecretKey::from_byte_array([n; 32]).expect("a valid test key");
-    let public = secret.public_key(SECP256K1).serialize_uncompressed();
-    (secret, Address::from_slice(&keccak256(&public[1..])[12..]))
+    (secret, feth_chain::keys::address_of(&secret))
 }
 
-/// The recoverable signature of `hash` by `key`.
-pub fn signature(hash: B256, key: &SecretKey) -> Signature {
-    let (recid, compact) = SECP256K1
-        .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
-        .serialize_compact();
-    Signature::new(
-        U256::from_be_slice(&compact[..32]),
-        U256::from_be_slice(&compact[32..]),
-        i32::from(recid) == 1,
-    )
-}
+/// The recoverable signature of `hash` by `key` (feth's signer).
+pub use feth_chain::sign::sign_hash as signature;
 
 /// The EIP-2718 bytes of `tx` signed by `key`.
 pub fn sign(tx: TxEip1559, key: &SecretKey) -> Vec<u8> {
-    let sig = signature(tx.signature_hash(), key);
+    let sig = signature(key, tx.signature_hash());
     TxEnvelope::from(tx.into_signed(sig)).encoded_2718()
 }
 

@@ -345,13 +345,13 @@ mod tests {
         forge: impl Fn(Signature) -> Signature,
     ) -> [Vec<u8>; 3] {
         let l = legacy();
-        let sig = forge(signature(l.signature_hash(), sk));
+        let sig = forge(signature(sk, l.signature_hash()));
         let legacy = TxEnvelope::from(l.into_signed(sig)).encoded_2718();
         let a = eip2930();
-        let sig = forge(signature(a.signature_hash(), sk));
+        let sig = forge(signature(sk, a.signature_hash()));
         let access = TxEnvelope::from(a.into_signed(sig)).encoded_2718();
         let d = eip1559(9000);
-        let sig = forge(signature(d.signature_hash(), sk));
+        let sig = forge(signature(sk, d.signature_hash()));
         let dynamic = TxEnvelope::from(d.into_signed(sig)).encoded_2718();
         [legacy, access, dynamic]
     }

@@ -130,7 +130,7 @@ mod tests {
                 value,
                 ..Default::default()
             };
-            let sig = signature(legacy.signature_hash(), &sk);
+            let sig = signature(&sk, legacy.signature_hash());
             out.push(TxEnvelope::from(legacy.into_signed(sig)).encoded_2718());
         }
         let access = TxEip2930 {
@@ -142,7 +142,7 @@ mod tests {
             input: vec![0, 1, 2].into(),
             ..Default::default()
         };
-        let sig = signature(access.signature_hash(), &sk);
+        let sig = signature(&sk, access.signature_hash());
         out.push(TxEnvelope::from(access.into_signed(sig)).encoded_2718());
         out
     }

@@ -53,7 +53,9 @@ pub struct SignedTx {
     pub fee: Fee,
 }
 
-fn sign_hash(key: &SecretKey, hash: B256) -> Signature {
+/// The recoverable ECDSA signature of `hash` by `key` (libsecp256k1, RFC 6979
+/// nonces), as a transaction's signature: what [`sign`] and abcid's tests sign with.
+pub fn sign_hash(key: &SecretKey, hash: B256) -> Signature {
     let (recid, compact) = SECP256K1
         .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
         .serialize_compact();

@@ -11,11 +11,10 @@ use abcid::nonce_queue::QueueConfig;
 use abcid::patches::Patches;
 use abcid::rpc::Web3;
 use abcid::state::AccountRecord;
-use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope, TxLegacy};
-use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{keccak256, Address, Bytes, Signature, TxKind, B256, U256};
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
+pub use feth_chain::sign::{Fee, TxRequest};
 use jsonrpsee::RpcModule;
-use secp256k1::{Message, SecretKey, SECP256K1};
+use secp256k1::SecretKey;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tendermint_abci::Application;
@@ -50,36 +49,36 @@ pub struct Key {
 /// Test key number `n` (1..=255); keys 1 to 3 are funded by [`TestNode::new`].
 pub fn key(n: u8) -> Key {
     let secret = SecretKey::from_byte_array([n; 32]).expect("a valid test key");
-    let public = secret.public_key(SECP256K1).serialize_uncompressed();
     Key {
         secret,
-        address: Address::from_slice(&keccak256(&public[1..])[12..]),
+        address: feth_chain::keys::address_of(&secret),
     }
 }
 
-/// How a [`Tx`] pays for gas.
-#[derive(Debug, Clone, Copy)]
-pub enum Fee {
-    Legacy { gas_price: u128 },
-    Eip1559 { max_fee: u128, tip: u128 },
-}
+/// A transaction to sign: feth's own request, with the tests' constructors
+/// ([`TestTx`]) and its signer (`feth_chain::sign`, as the load engine's).
+pub type Tx = TxRequest;
 
-/// A transaction to sign.
-#[derive(Debug, Clone)]
-pub struct Tx {
-    pub chain_id: u64,
-    pub nonce: u64,
-    pub to: Option<Address>,
-    pub value: U256,
-    pub gas_limit: u64,
-    pub fee: Fee,
-    pub input: Bytes,
-}
-
-impl Tx {
+/// The tests' transactions, built on [`Tx`].
+pub trait TestTx: Sized {
     /// An EIP-1559 transfer paying 3 gwei at most with a 1 gwei tip, so an
     /// effective price of 2 gwei at the 1 gwei base fee.
-    pub fn transfer(nonce: u64, to: Address, value: u128) -> Self {
+    fn transfer(nonce: u64, to: Address, value: u128) -> Self;
+    /// A transfer of `value` to `to` paying a tip of `tip` and a fee cap of
+    /// `tip` + 2 gwei.
+    fn tipping(nonce: u64, to: Address, value: u128, tip: u128) -> Self;
+    /// Deploys `init` code.
+    fn deploy(nonce: u64, init: Bytes) -> Self;
+    /// Calls `to` with `input`.
+    fn call(nonce: u64, to: Address, input: Bytes) -> Self;
+    /// The most this transaction can cost: `value + gas_limit × max_fee`.
+    fn max_cost(&self) -> U256;
+    /// The EIP-2718 encoding signed by `key`.
+    fn sign(&self, key: &Key) -> Bytes;
+}
+
+impl TestTx for Tx {
+    fn transfer(nonce: u64, to: Address, value: u128) -> Self {
         Self {
             chain_id: CHAIN_ID,
             nonce,
@@ -94,9 +93,7 @@ impl Tx {
         }
     }
 
-    /// A transfer of `value` to `to` paying a tip of `tip` and a fee cap of
-    /// `tip` + 2 gwei.
-    pub fn tipping(nonce: u64, to: Address, value: u128, tip: u128) -> Self {
+    fn tipping(nonce: u64, to: Address, value: u128, tip: u128) -> Self {
         Self {
             fee: Fee::Eip1559 {
                 max_fee: tip + 2 * GWEI,
@@ -106,8 +103,7 @@ impl Tx {
         }
     }
 
-    /// Deploys `init` code.
-    pub fn deploy(nonce: u64, init: Bytes) -> Self {
+    fn deploy(nonce: u64, init: Bytes) -> Self {
         Self {
             to: None,
             gas_limit: 300_000,
@@ -116,8 +112,7 @@ impl Tx {
         }
     }
 
-    /// Calls `to` with `input`.
-    pub fn call(nonce: u64, to: Address, input: Bytes) -> Self {
+    fn call(nonce: u64, to: Address, input: Bytes) -> Self {
         Self {
             gas_limit: 100_000,
             input,
@@ -125,8 +120,7 @@ impl Tx {
         }
     }
 
-    /// The most this transaction can cost: `value + gas_limit × max_fee`.
-    pub fn max_cost(&self) -> U256 {
+    fn max_cost(&self) -> U256 {
         let price = match self.fee {
             Fee::Legacy { gas_price } => gas_price,
             Fee::Eip1559 { max_fee, .. } => max_fee,
@@ -134,52 +128,9 @@ impl Tx {
         U256::from(self.gas_limit) * U256::from(price) + self.value
     }
 
-    /// The EIP-2718 encoding signed by `key`.
-    pub fn sign(&self, key: &Key) -> Bytes {
-        let kind = self.to.map_or(TxKind::Create, TxKind::Call);
-        let envelope: TxEnvelope = match self.fee {
-            Fee::Legacy { gas_price } => {
-                let tx = TxLegacy {
-                    chain_id: Some(self.chain_id),
-                    nonce: self.nonce,
-                    gas_price,
-                    gas_limit: self.gas_limit,
-                    to: kind,
-                    value: self.value,
-                    input: self.input.clone(),
-                };
-                let sig = signature(&key.secret, tx.signature_hash());
-                tx.into_signed(sig).into()
-            }
-            Fee::Eip1559 { max_fee, tip } => {
-                let tx = TxEip1559 {
-                    chain_id: self.chain_id,
-                    nonce: self.nonce,
-                    gas_limit: self.gas_limit,
-                    max_fee_per_gas: max_fee,
-                    max_priority_fee_per_gas: tip,
-                    to: kind,
-                    value: self.value,
-                    input: self.input.clone(),
-                    access_list: Default::default(),
-                };
-                let sig = signature(&key.secret, tx.signature_hash());
-                tx.into_signed(sig).into()
-            }
-        };
-        envelope.encoded_2718().into()
+    fn sign(&self, key: &Key) -> Bytes {
+        feth_chain::sign::sign(&key.secret, self).raw
     }
-}
-
-fn signature(key: &SecretKey, hash: B256) -> Signature {
-    let (recid, compact) = SECP256K1
-        .sign_ecdsa_recoverable(Message::from_digest(hash.0), key)
-        .serialize_compact();
-    Signature::new(
-        U256::from_be_slice(&compact[..32]),
-        U256::from_be_slice(&compact[32..]),
-        i32::from(recid) == 1,
-    )
 }
 
 /// A test contract (hand-written bytecode). Called with a 32-byte word it

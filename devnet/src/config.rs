@@ -260,6 +260,23 @@ mod tests {
     }
 
     #[test]
+    fn a_misspelt_or_unmet_patch_set_is_refused_naming_it() {
+        for (patches, names) in [
+            ("all,-rw-lock", "unknown patch `rw-lock`"),
+            ("optimistic-execution", "needs `parallel-abci`"),
+            ("rwlock,rwlock", "written twice"),
+        ] {
+            let opts = DevnetOptions {
+                patches: patches.to_string(),
+                ..DevnetOptions::default()
+            };
+            let err = format!("{:#}", opts.patch_set().unwrap_err());
+            assert!(err.contains(names) && err.contains(patches), "{err}");
+            assert!(!opts.app_mempool());
+        }
+    }
+
+    #[test]
     fn cometbft_serves_prometheus_on_the_devnet_port() {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir(home.path().join("config")).unwrap();

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use feth_chain::eth::EthClient;
 use feth_chain::keys;
+use feth_patches::{Patch, Patches};
 
 /// Log layout of both processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,23 +260,24 @@ impl DevnetOptions {
             .is_some_and(|(_, value)| value.as_str() == Some("grpc"))
     }
 
-    /// Whether abcid's patches hold `app-mempool`: named, or in `all` (with
-    /// a build whose `all` holds it); the last mention counts
-    /// (`all,-app-mempool` does not). Its pool takes CometBFT's mempool
-    /// bounds, and CometBFT's mempool is off (`mempool.type = "nop"`,
-    /// unless `--set mempool.type=…` says otherwise).
+    /// abcid's patches as a set (feth-patches' parser), `all` being what the
+    /// build's `all` holds ([`DevnetOptions::all_pools`]); refused, naming
+    /// the problem, before anything starts.
+    pub fn patch_set(&self) -> Result<Patches> {
+        let all = if self.all_pools {
+            Patches::ALL
+        } else {
+            Patches::ALL.without(Patch::AppMempool)
+        };
+        Patches::parse_in(&self.patches, all)
+            .with_context(|| format!("the devnet's abcid patches `{}`", self.patches))
+    }
+
+    /// Whether abcid's patches hold `app-mempool` ([`DevnetOptions::patch_set`]).
+    /// Its pool takes CometBFT's mempool bounds, and CometBFT's mempool is off
+    /// (`mempool.type = "nop"`, unless `--set mempool.type=…` says otherwise).
     pub fn app_mempool(&self) -> bool {
-        self.patches
-            .split(',')
-            .map(str::trim)
-            .rev()
-            .find_map(|item| match item {
-                "app-mempool" => Some(true),
-                "all" => Some(self.all_pools),
-                "-app-mempool" | "none" | "-all" => Some(false),
-                _ => None,
-            })
-            .unwrap_or(false)
+        self.patch_set().is_ok_and(|set| set.has(Patch::AppMempool))
     }
 
     /// Whether CometBFT reaches abcid over TCP: asked for, or gRPC (whose
@@ -294,7 +296,7 @@ impl DevnetOptions {
     /// These options for `abcid`: TCP when the build cannot listen on a
     /// unix socket (an older one, run by `feth compare --build-a`), and
     /// what its `all` holds.
-    pub(crate) fn for_abcid(mut self, abcid: &Path) -> Self {
+    pub(crate) fn for_abcid(mut self, abcid: &Path) -> Result<Self> {
         let help = tools::abcid_help(abcid);
         self.all_pools = help.split_whitespace().any(|word| word == "--pool-peers");
         if !self.abci_tcp && !tools::takes_unix_abci(&help) {
@@ -304,7 +306,8 @@ impl DevnetOptions {
             );
             self.abci_tcp = true;
         }
-        self
+        self.patch_set()?;
+        Ok(self)
     }
 
     /// A devnet of its own in `dir` (tests, benchmarks): the given ports
@@ -541,7 +544,7 @@ pub async fn up(opts: DevnetOptions) -> Result<DevnetState> {
     };
     std::fs::create_dir_all(opts.dir.join("logs"))
         .with_context(|| format!("cannot create {}", opts.dir.display()))?;
-    let opts = opts.for_abcid(&abcid);
+    let opts = opts.for_abcid(&abcid)?;
     let cmt_home = opts.dir.join("cometbft");
     if !cmt_home.join("config").join("genesis.json").is_file() {
         init(&cometbft, &cmt_home, &opts)?;

@@ -365,6 +365,15 @@ impl FromStr for Patches {
     /// name, an item written twice with the same sign, and a set with a
     /// patch in force whose requirement is not ([`Patch::requires`]).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Patches::parse_in(s, Patches::ALL)
+    }
+}
+
+impl Patches {
+    /// Parses a set as [`Patches::from_str`] does, for a build whose `all`
+    /// is `all` (an older abcid's `all` holds fewer tunings than this one's);
+    /// `-all` still leaves every tuning out.
+    pub fn parse_in(s: &str, all: Patches) -> Result<Self, PatchError> {
         let mut set = Patches::NONE;
         let mut seen = Vec::new();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -383,7 +392,7 @@ impl FromStr for Patches {
                 Some(name) => set.without_dependents(find(name)?),
                 None => match item {
                     "none" => set,
-                    "all" => Patches(set.0 | Patches::ALL.0),
+                    "all" => Patches(set.0 | all.0),
                     name => set.with(find(name)?),
                 },
             };
@@ -546,5 +555,20 @@ mod tests {
             let parsed: Patches = set.parse().unwrap_or_else(|e| panic!("{set}: {e}"));
             assert_eq!(parsed.unmet(), None);
         }
+    }
+
+    #[test]
+    fn all_means_the_builds_all() {
+        let older = Patches::ALL.without(Patch::AppMempool);
+        let parse = |set: &str| Patches::parse_in(set, older).unwrap();
+        assert!(!parse("all").has(Patch::AppMempool));
+        assert!(parse("all").has(Patch::RwLock));
+        assert!(parse("all,app-mempool").has(Patch::AppMempool));
+        assert!(parse("app-mempool,-all").iter().next().is_none());
+        assert!("all".parse::<Patches>().unwrap().has(Patch::AppMempool));
+        assert!(matches!(
+            Patches::parse_in("all,-rw-lock", older),
+            Err(PatchError::Unknown { .. })
+        ));
     }
 }

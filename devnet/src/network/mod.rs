@@ -331,7 +331,7 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
     let toxiproxy = tools::toxiproxy(true)?;
     let names = node_names(opts.validators, opts.full_nodes);
     let n = names.len();
-    let carried = carried(&opts.node.clone().for_abcid(&abcid), &abcid);
+    let carried = carried(&opts.node.clone().for_abcid(&abcid)?, &abcid);
     let mut free = free_ports(Ports::COUNT * n + carried.len() * n * (n - 1) + 1)?;
     let abcid_metrics = tools::abcid_has_flag(&abcid, "--metrics");
     let root = keys::random_key();
@@ -346,7 +346,7 @@ pub(super) fn create(opts: &NetworkOptions) -> Result<NetworkState> {
             ..opts.node.clone()
         }
         .with_ports(node_ports(opts, k, &mut free)?)
-        .for_abcid(&abcid);
+        .for_abcid(&abcid)?;
         std::fs::create_dir_all(node_dir.join("logs"))
             .with_context(|| format!("cannot create {}", node_dir.display()))?;
         let home = node_dir.join("cometbft");

@@ -79,8 +79,10 @@ struct Args {
     /// `all,-NAME` (abci-patches/README.md, "Patches").
     #[arg(long, default_value = "all")]
     patches: Patches,
-    /// Tests only: `async-commit`'s writer stops at POINT (`queued`,
-    /// `written`, `committed`) of block HEIGHT and waits to be SIGKILLed.
+    /// Tests only, in debug builds only (a release build has no such flag):
+    /// `async-commit`'s writer stops at POINT (`queued`, `written`,
+    /// `committed`) of block HEIGHT and waits to be SIGKILLed.
+    #[cfg(debug_assertions)]
     #[arg(long, value_name = "POINT@HEIGHT")]
     test_persist_pause: Option<PersistPause>,
     #[command(flatten)]
@@ -268,6 +270,18 @@ fn init_tracing(format: LogFormat) {
 /// `app-mempool`'s journal, in the node's home.
 const POOL_JOURNAL: &str = "pool.journal";
 
+/// The crash test's pause (`--test-persist-pause`, debug builds only).
+#[cfg(debug_assertions)]
+fn persist_pause(args: &Args) -> Option<PersistPause> {
+    args.test_persist_pause
+}
+
+/// A release build has no test hook: its writer never pauses.
+#[cfg(not(debug_assertions))]
+fn persist_pause(_: &Args) -> Option<PersistPause> {
+    None
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     let listen = AbciListen::from_args(&args)?;
     std::fs::create_dir_all(&args.home)
@@ -275,7 +289,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let config = NodeConfig {
         patches: args.patches,
         queue: args.queue.config(),
-        persist_pause: args.test_persist_pause,
+        persist_pause: persist_pause(&args),
         pool: PoolLimits {
             max_txs: args.pool.app_mempool_size,
             max_bytes: args.pool.app_mempool_max_bytes,

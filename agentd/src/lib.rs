@@ -6,12 +6,13 @@
 //! - `feth-chain` ([`eth`], [`keys`], [`sign`], [`fees`], [`accounts`],
 //!   [`shard`], [`blocks`]): the JSON-RPC client and everything a sender
 //!   needs to sign and price what it sends;
-//! - `feth-devnet` ([`devnet`]): a local CometBFT + abcid devnet in one command.
+//! - `feth-devnet` ([`devnet`], [`procstat`]): a local CometBFT + abcid devnet
+//!   in one command, and processes' CPU read from /proc;
+//! - `feth-load` ([`load`], [`fund`], [`refusal`], [`units`], [`sync`]):
+//!   the load engine and funding senders.
 //!
 //! This crate holds the agent's products on top of them:
-//! - [`fund`] and [`load`]: funding senders and the load engine;
-//!   [`refusal`]: what a node's refusal of a transaction means;
-//!   [`saturate`]: the search for the highest rate a chain keeps up with.
+//! - [`saturate`]: the search for the highest rate a chain keeps up with.
 //! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
 //! - [`kvstore`]: CometBFT's own kvstore application, the consensus
 //!   engine's ceiling for `feth compare`.
@@ -24,22 +25,19 @@
 
 pub use feth_chain::{accounts, blocks, eth, fees, keys, shard, sign};
 pub use feth_devnet as devnet;
+pub use feth_devnet::procstat;
+pub use feth_load as load;
+pub use feth_load::{fund, refusal, sync, units};
 
 pub mod bench;
 pub mod cmd;
 pub mod comet_pprof;
 pub mod compare;
-pub mod fund;
 pub mod go_profile;
 pub mod kvstore;
-pub mod load;
 pub mod node_profile;
-pub mod procstat;
 pub mod progress;
-pub mod refusal;
 pub mod report;
 pub mod saturate;
 pub mod sink;
 pub mod stats;
-pub mod sync;
-pub mod units;

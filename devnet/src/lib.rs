@@ -15,6 +15,7 @@ pub mod links;
 pub mod network;
 mod ports;
 pub mod process;
+pub mod procstat;
 pub mod recipe;
 #[cfg(feature = "test-utils")]
 pub mod testnet;

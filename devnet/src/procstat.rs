@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::devnet::process::stat_fields;
+use crate::process::stat_fields;
 
 /// CPU (user + system) used so far by this process, all threads.
 pub fn process_cpu() -> Duration {

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 
 use super::deploy::{deploy, estimate, Signer};
 use super::erc20::selector;
-use crate::eth::EthClient;
+use feth_chain::eth::EthClient;
 
 /// Creation code of FethStore (hex).
 const STORE_INIT: &str = include_str!("../../contracts/FethStore.bin");

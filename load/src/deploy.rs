@@ -6,10 +6,10 @@ use std::time::Duration;
 use alloy_primitives::{Address, Bytes, U256};
 use anyhow::{bail, Context, Result};
 
-use crate::accounts::KeySet;
-use crate::eth::EthClient;
+use feth_chain::accounts::KeySet;
+use feth_chain::eth::EthClient;
 use crate::fund::{self, Payment};
-use crate::sign::{self, Fee, TxRequest};
+use feth_chain::sign::{self, Fee, TxRequest};
 
 /// Deploys `code` from the first key with the node's gas estimate (at
 /// least `least`), waits until it is committed and checks its receipt;

@@ -58,9 +58,9 @@ use super::pick::RateSchedule;
 use super::plan::{EngineConfig, Recipients, Workload, Write, MAX_PER_SENDER};
 use super::ready::ReadyQueue;
 use super::slots::SlotClock;
-use crate::accounts::KeySet;
-use crate::eth::EthClient;
-use crate::sign::{self, Fee, SignedTx, TxRequest};
+use feth_chain::accounts::KeySet;
+use feth_chain::eth::EthClient;
+use feth_chain::sign::{self, Fee, SignedTx, TxRequest};
 use crate::sync::lock;
 use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use futures::StreamExt;
@@ -938,7 +938,7 @@ impl<N: Node> Engine<N> {
     }
 
     /// Re-signs `c` of account `a`, refused for its fee, with the same nonce
-    /// and a higher fee ([`crate::fees::FeeFollower::bump`]), to go again in
+    /// and a higher fee ([`feth_chain::fees::FeeFollower::bump`]), to go again in
     /// its place in the window; the ledger follows it under its new hash.
     /// `false` when the fee cap allows no higher fee (or `c` is settled).
     fn resign(&self, a: usize, c: &Submitted) -> bool {

@@ -11,7 +11,7 @@ use alloy_primitives::{keccak256, Address, Bytes, U256};
 use anyhow::{bail, Context, Result};
 
 use super::deploy::{deploy, estimate, send_and_wait, Signer};
-use crate::eth::EthClient;
+use feth_chain::eth::EthClient;
 use crate::fund::Payment;
 
 /// Creation code of FethToken (hex), without constructor arguments.

@@ -20,7 +20,7 @@ use alloy_primitives::{Address, B256};
 use tokio::time::Instant;
 
 use super::node::Node;
-use crate::eth::RpcError;
+use feth_chain::eth::RpcError;
 use crate::sync::lock;
 
 /// A scripted answer to one transaction, given before the node's own logic.

@@ -261,8 +261,8 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::pick::RateSchedule;
-    use crate::load::tally::TallyConfig;
+    use crate::pick::RateSchedule;
+    use crate::tally::TallyConfig;
 
     fn ledger() -> Ledger {
         let cfg = TallyConfig {

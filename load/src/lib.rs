@@ -1,6 +1,12 @@
-//! `feth load`: parallel signed transfers against one or more nodes, with
-//! committed TPS read back from the chain.
+//! feth's load engine and funding: parallel signed transactions against one
+//! or more nodes of any Ethereum JSON-RPC chain, with committed TPS read back
+//! from the chain, and the senders funded first. Its own crate so that a
+//! test of a node (abcid's) links the engine without feth's reports,
+//! comparisons and plots; `feth` re-exports it as `feth::load`.
 //!
+//! - [`fund`]: funding senders from a root key; [`refusal`]: what a node's
+//!   refusal of a transaction means; [`units`]: amounts and rates as
+//!   written on the command line; [`sync`]: the lock helper.
 //! - [`pick`]: sender distribution and rate schedules.
 //! - [`engine`]: the sending engine (per-sender ordering, back-off, nonce
 //!   recovery, pre-signing, open-loop scheduling); [`ready`]: batch forming;
@@ -11,13 +17,18 @@
 //!   is in flight (plus one row per second and per block); [`report`]: their
 //!   types; [`sidecar`]: the figures streamed to a JSON-lines file;
 //!   [`summary`]: the summary printed of a report.
-//! - [`shard`]: `--shard I/N`, one agent's slice of a shared keys file;
-//!   [`start_at`]: agents beginning together; [`merge`]: their reports
+//! - `--shard I/N` (`feth_chain::shard`), one agent's slice of a shared keys
+//!   file; [`start_at`]: agents beginning together; [`merge`]: their reports
 //!   combined, committed figures read once from the chain.
 //!
 //! [`run`] runs a load to its end; [`start`] returns it under way
 //! ([`Running`]), for a caller that measures while it sends (the
 //! saturation search).
+
+pub mod fund;
+pub mod refusal;
+pub mod sync;
+pub mod units;
 
 pub mod contracts;
 pub mod deploy;
@@ -69,12 +80,12 @@ use self::report::RefillReport;
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig};
-use crate::accounts::KeySet;
-use crate::eth::EthClient;
-use crate::fees::FeeFollower;
-use crate::procstat;
-use crate::shard::{KeyRange, ShardOf};
-use crate::sign::Fee;
+use feth_chain::accounts::KeySet;
+use feth_chain::eth::EthClient;
+use feth_chain::fees::FeeFollower;
+use feth_devnet::procstat;
+use feth_chain::shard::{KeyRange, ShardOf};
+use feth_chain::sign::Fee;
 use crate::sync::lock;
 
 /// Everything a load run needs besides the keys.
@@ -229,7 +240,7 @@ async fn engine_config(
     chain_id: u64,
 ) -> Result<(EngineConfig, Prepared)> {
     let plan = settings.plan.clone();
-    let (fee, base_fee) = crate::fees::detect_with_base_fee(client).await?;
+    let (fee, base_fee) = feth_chain::fees::detect_with_base_fee(client).await?;
     let fees = Arc::new(FeeFollower::new(fee, base_fee, plan.fees));
     let fee = fees.fee();
     let prepared = match &settings.prepared {
@@ -501,9 +512,9 @@ pub async fn start(settings: LoadSettings, keys: KeySet) -> Result<Running> {
     }
     let (clients, chain_id) = connect(&settings.endpoints, settings.timeout).await?;
     let (comet, block_clock) =
-        crate::blocks::discover_comet(&clients[0], settings.comet_rpc.as_deref()).await?;
+        feth_chain::blocks::discover_comet(&clients[0], settings.comet_rpc.as_deref()).await?;
     if let Some(r) = &settings.refill {
-        let root = crate::keys::address_of(&r.root);
+        let root = feth_chain::keys::address_of(&r.root);
         if keys.addresses.contains(&root) {
             bail!("the refill root {root} is one of the senders; give --refill-key a key outside the keys file");
         }

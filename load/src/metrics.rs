@@ -285,8 +285,8 @@ fn bump(counter: &Counter, seen: &mut u64, now: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::pick::RateSchedule;
-    use crate::load::tally::TallyConfig;
+    use crate::pick::RateSchedule;
+    use crate::tally::TallyConfig;
 
     /// The value of the sample line named `name` in `text`.
     fn sample(text: &str, name: &str) -> f64 {

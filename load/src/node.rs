@@ -6,7 +6,7 @@ use std::future::Future;
 
 use alloy_primitives::{Address, B256};
 
-use crate::eth::{EthClient, RpcError};
+use feth_chain::eth::{EthClient, RpcError};
 
 /// A node the engine submits transactions to.
 pub trait Node: Send + Sync + 'static {

@@ -1,7 +1,7 @@
 //! What a node's answer to one submitted transaction means to the engine
 //! (the refusal's kind read by [`crate::refusal`], as funding reads it).
 
-use crate::eth::RpcError;
+use feth_chain::eth::RpcError;
 use crate::refusal::{self, Refusal};
 
 /// A node's answer to one transaction, classified.

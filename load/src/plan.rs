@@ -7,8 +7,8 @@ use std::time::Duration;
 use alloy_primitives::{Address, U256};
 
 use super::pick::{Picker, RateSchedule};
-use crate::fees::{FeeFollower, FeePolicy};
-use crate::sign::Fee;
+use feth_chain::fees::{FeeFollower, FeePolicy};
+use feth_chain::sign::Fee;
 
 /// Where transfers go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

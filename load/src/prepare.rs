@@ -8,7 +8,7 @@ use super::deploy::Signer;
 use super::plan::{Workload, WorkloadKind, Write, WriteMix};
 use super::reads::{ReadMethod, ReadPlan};
 use super::{contracts, erc20};
-use crate::eth::EthClient;
+use feth_chain::eth::EthClient;
 
 /// Tokens each sender but the first is handed, on ERC-20 loads.
 const TOKENS_PER_HOLDER: u64 = 1_000_000_000;

@@ -42,8 +42,8 @@ use super::metrics::LoadMetrics;
 use super::report::{MethodFigures, ReadsReport};
 use super::tally::{ReadDone, ReadEnd};
 use super::{contracts, erc20};
-use crate::eth::BlockSummary;
-use crate::eth::EthClient;
+use feth_chain::eth::BlockSummary;
+use feth_chain::eth::EthClient;
 use crate::fund::TRANSFER_GAS;
 use crate::sync::lock;
 

@@ -24,7 +24,7 @@ use secp256k1::SecretKey;
 
 use super::engine::Engine;
 use super::report::RefillReport;
-use crate::eth::EthClient;
+use feth_chain::eth::EthClient;
 use crate::fund::{self, FundPlan, FundVia};
 
 /// How senders are topped up during a run.

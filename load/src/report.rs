@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::hist::LogHist;
 use super::plan::{self, Recipients, WorkloadKind, Write};
 use super::rows;
-use crate::shard::{KeyRange, ShardOf};
+use feth_chain::shard::{KeyRange, ShardOf};
 
 /// Percentiles of a delay, as the report's figures give them (computed by
 /// the histograms).

@@ -29,8 +29,8 @@ use serde_json::json;
 
 use super::ledger::Ledger;
 use super::tally::BlockFacts;
-use crate::eth::{BlockSummary, EthClient, RpcError, BLOCKS_IN_FLIGHT};
-use crate::fees::FeeFollower;
+use feth_chain::eth::{BlockSummary, EthClient, RpcError, BLOCKS_IN_FLIGHT};
+use feth_chain::fees::FeeFollower;
 use crate::sync::lock;
 
 /// Blocks read in one pass (see the module docs).
@@ -349,9 +349,9 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
-    use crate::load::ledger::{Live, Submission, TxStatus};
-    use crate::load::pick::RateSchedule;
-    use crate::load::tally::{Tally, TallyConfig};
+    use crate::ledger::{Live, Submission, TxStatus};
+    use crate::pick::RateSchedule;
+    use crate::tally::{Tally, TallyConfig};
 
     /// A stand-in node of `height` blocks that answers after `delay`.
     #[derive(Default)]

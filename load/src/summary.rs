@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn the_summary_accounts_for_every_transaction_and_rejection() {
         // Two blocks of ours (3 and 4 transactions), one rejection.
-        let r = crate::load::merge::tests::run(0, 1, &[3, 4], 250.0).report;
+        let r = crate::merge::tests::run(0, 1, &[3, 4], 250.0).report;
         let mut out = Vec::new();
         write_summary(&mut out, &r).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use alloy_primitives::{B256, U256};
 use alloy_provider::Provider;
 use alloy_rpc_types_eth::TransactionReceipt;
-use feth::accounts::KeySet;
+use feth_chain::accounts::KeySet;
 
 pub use feth_devnet::testnet::{wait_until, TestNet};
 
@@ -14,7 +14,7 @@ pub use feth_devnet::testnet::{wait_until, TestNet};
 /// root by feth's funding step.
 pub async fn funded(net: &TestNet, count: usize, seed: u8) -> (KeySet, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let (keys, report) = feth::fund::fund_seeded(
+    let (keys, report) = feth_load::fund::fund_seeded(
         &net.client(),
         &net.root,
         B256::repeat_byte(seed),

@@ -15,12 +15,12 @@ use alloy_provider::{Provider, ProviderBuilder, WsConnect};
 use alloy_rpc_types_eth::{
     BlockId, BlockNumberOrTag, Filter, Header, Log, TransactionReceipt, TransactionRequest,
 };
-use feth::accounts::KeySet;
-use feth::load::deploy::Signer;
-use feth::load::erc20;
-use feth::load::pick::RateSchedule;
-use feth::load::plan::{LoadPlan, Recipients, WorkloadKind};
-use feth::load::{self, LoadSettings};
+use feth_chain::accounts::KeySet;
+use feth_load::deploy::Signer;
+use feth_load::erc20;
+use feth_load::pick::RateSchedule;
+use feth_load::plan::{LoadPlan, Recipients, WorkloadKind};
+use feth_load::{self, LoadSettings};
 use feth_chain::eth::{EthClient, RpcError};
 use futures::StreamExt;
 use serde_json::{json, Value};

@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 use secp256k1::SecretKey;
 
 use super::send::{Payment, Share};
-use crate::eth::EthClient;
-use crate::keys;
-use crate::sign::{self, Fee, TxRequest};
+use feth_chain::eth::EthClient;
+use feth_chain::keys;
+use feth_chain::sign::{self, Fee, TxRequest};
 
 /// Creation code of FethDisperse (hex).
 const DISPERSE_INIT: &str = include_str!("../../contracts/FethDisperse.bin");

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::send::{send_in_order, wait_nonce, Payment};
 use super::FundPlan;
-use crate::eth::EthClient;
+use feth_chain::eth::EthClient;
 
 /// The journal of a funding run in progress.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,7 +33,7 @@ pub fn journal_path(keys_file: &Path) -> PathBuf {
 /// never half of one, so a resumed run never misses a signed payment.
 pub(super) fn write(journal: &Journal, path: &Path) -> Result<()> {
     let bytes = serde_json::to_vec(journal)?;
-    crate::keys::write_secret_file(path, &bytes)
+    feth_chain::keys::write_secret_file(path, &bytes)
         .with_context(|| format!("cannot write the funding journal {}", path.display()))
 }
 

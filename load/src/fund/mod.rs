@@ -29,10 +29,10 @@ use anyhow::{bail, Context, Result};
 use secp256k1::SecretKey;
 use serde::Serialize;
 
-use crate::accounts::{KeySet, KeySource};
-use crate::eth::EthClient;
-use crate::sign::{self, Fee, TxRequest};
-use crate::{fees, keys};
+use feth_chain::accounts::{KeySet, KeySource};
+use feth_chain::eth::EthClient;
+use feth_chain::sign::{self, Fee, TxRequest};
+use feth_chain::{fees, keys};
 pub use journal::{journal_path, Journal};
 pub use send::is_busy;
 pub(crate) use send::{send_in_order, wait_nonce};

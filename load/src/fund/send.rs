@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use crate::eth::{EthClient, RpcError};
+use feth_chain::eth::{EthClient, RpcError};
 use crate::refusal::{self, Refusal};
 
 /// One account's share of a batch.

@@ -4,8 +4,8 @@
 use anyhow::{ensure, Result};
 use feth_comet::rpc::Rpc;
 
-use crate::blocks::web3_blocks;
-use crate::eth::EthClient;
+use feth_chain::blocks::web3_blocks;
+use feth_chain::eth::EthClient;
 
 /// A block as the merge takes it from the chain.
 #[derive(Debug, Clone, Copy, PartialEq)]

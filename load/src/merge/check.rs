@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 
 use super::Input;
-use crate::shard::KeyRange;
+use feth_chain::shard::KeyRange;
 
 /// The key range of `input`, or an error for a file from an older feth.
 pub fn keys(input: &Input) -> Result<KeyRange> {

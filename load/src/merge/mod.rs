@@ -29,8 +29,8 @@ use self::chain::ChainBlock;
 use super::hist::LogHist;
 use super::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
 use super::LoadReport;
-use crate::eth::EthClient;
-use crate::shard::{KeyRange, Shard};
+use feth_chain::eth::EthClient;
+use feth_chain::shard::{KeyRange, Shard};
 
 /// The format version of `feth merge --json`.
 pub const MERGE_VERSION: u32 = 1;
@@ -161,7 +161,7 @@ pub async fn run(cfg: &MergeConfig, inputs: &[Input]) -> Result<MergedReport> {
         );
     }
     let (comet, block_clock) =
-        crate::blocks::discover_comet(&client, cfg.comet_rpc.as_deref()).await?;
+        feth_chain::blocks::discover_comet(&client, cfg.comet_rpc.as_deref()).await?;
     let blocks = chain::read(&client, comet.as_ref(), first - 1, last).await?;
     combine(inputs, &blocks, cfg.window_blocks, block_clock)
 }

@@ -111,10 +111,10 @@ impl MergedReport {
 
 #[cfg(test)]
 mod tests {
-    use crate::load::merge::MergedReport;
-    use crate::load::merge::{AgentRow, MergedWindow};
-    use crate::load::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
-    use crate::shard::{KeyRange, Shard};
+    use crate::merge::MergedReport;
+    use crate::merge::{AgentRow, MergedWindow};
+    use crate::report::{AgentLimited, ChainFigures, ClosedLoopBacklog, Latencies, Totals};
+    use feth_chain::shard::{KeyRange, Shard};
 
     #[test]
     fn the_summary_shows_the_chain_figures_and_every_agent() {

@@ -1,8 +1,8 @@
 use super::*;
-use crate::load::plan::{Recipients, Workload, Write};
-use crate::load::report::{BlockRow, Second};
-use crate::load::{Environment, LatencyHists, RunConfig, REPORT_VERSION};
-use crate::shard::ShardOf;
+use crate::plan::{Recipients, Workload, Write};
+use crate::report::{BlockRow, Second};
+use crate::{Environment, LatencyHists, RunConfig, REPORT_VERSION};
+use feth_chain::shard::ShardOf;
 
 /// A report of shard `index`/`count` of 20 keys whose transactions landed
 /// `ours` per block from block 10 on, with a latency of `ms` each.

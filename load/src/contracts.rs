@@ -16,9 +16,9 @@ use super::erc20::selector;
 use feth_chain::eth::EthClient;
 
 /// Creation code of FethStore (hex).
-const STORE_INIT: &str = include_str!("../../contracts/FethStore.bin");
+const STORE_INIT: &str = include_str!("../contracts/FethStore.bin");
 /// Creation code of FethSwap (hex).
-const SWAP_INIT: &str = include_str!("../../contracts/FethSwap.bin");
+const SWAP_INIT: &str = include_str!("../contracts/FethSwap.bin");
 /// Least gas limit of a deployment.
 const DEPLOY_GAS: u64 = 500_000;
 /// Least gas limit of a call: an estimate below it is not believed.

@@ -15,7 +15,7 @@ use feth_chain::eth::EthClient;
 use crate::fund::Payment;
 
 /// Creation code of FethToken (hex), without constructor arguments.
-const TOKEN_INIT: &str = include_str!("../../contracts/FethToken.bin");
+const TOKEN_INIT: &str = include_str!("../contracts/FethToken.bin");
 /// Least gas limit of the deployment.
 const DEPLOY_GAS: u64 = 1_500_000;
 /// Least gas limit of one `transfer` (a fresh recipient's slot costs

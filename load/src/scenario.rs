@@ -32,14 +32,14 @@ use super::reads::{ReadMethod, ReadPlan, MAX_RATE};
 
 /// The built-in scenarios, by name.
 const BUILT_IN: [(&str, &str); 6] = [
-    ("transfer", include_str!("../../scenarios/transfer.toml")),
-    ("erc20", include_str!("../../scenarios/erc20.toml")),
-    ("store", include_str!("../../scenarios/store.toml")),
-    ("swap", include_str!("../../scenarios/swap.toml")),
-    ("fullnode", include_str!("../../scenarios/fullnode.toml")),
+    ("transfer", include_str!("../scenarios/transfer.toml")),
+    ("erc20", include_str!("../scenarios/erc20.toml")),
+    ("store", include_str!("../scenarios/store.toml")),
+    ("swap", include_str!("../scenarios/swap.toml")),
+    ("fullnode", include_str!("../scenarios/fullnode.toml")),
     (
         "read-heavy",
-        include_str!("../../scenarios/read-heavy.toml"),
+        include_str!("../scenarios/read-heavy.toml"),
     ),
 ];
 

@@ -20,7 +20,7 @@ use feth_load::deploy::Signer;
 use feth_load::erc20;
 use feth_load::pick::RateSchedule;
 use feth_load::plan::{LoadPlan, Recipients, WorkloadKind};
-use feth_load::{self, LoadSettings};
+use feth_load::LoadSettings;
 use feth_chain::eth::{EthClient, RpcError};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -273,7 +273,7 @@ async fn erc20_transfer_events_are_found_by_logs_receipts_and_subscriptions() {
     plan.recipients = Recipients::Existing;
     let mut settings = LoadSettings::new(&net.web3(), plan);
     settings.timeout = Duration::from_secs(5);
-    let running = load::start(settings, keys.clone()).await.unwrap();
+    let running = feth_load::start(settings, keys.clone()).await.unwrap();
     let report = running.finish().await.unwrap();
     let t = &report.totals;
     assert_eq!(

@@ -6,9 +6,9 @@ use std::time::Duration;
 use alloy_primitives::{Address, Bytes, U256};
 use anyhow::{bail, Context, Result};
 
+use crate::fund::{self, Payment};
 use feth_chain::accounts::KeySet;
 use feth_chain::eth::EthClient;
-use crate::fund::{self, Payment};
 use feth_chain::sign::{self, Fee, TxRequest};
 
 /// Deploys `code` from the first key with the node's gas estimate (at

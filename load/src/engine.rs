@@ -58,11 +58,11 @@ use super::pick::RateSchedule;
 use super::plan::{EngineConfig, Recipients, Workload, Write, MAX_PER_SENDER};
 use super::ready::ReadyQueue;
 use super::slots::SlotClock;
+use crate::sync::lock;
+use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use feth_chain::accounts::KeySet;
 use feth_chain::eth::EthClient;
 use feth_chain::sign::{self, Fee, SignedTx, TxRequest};
-use crate::sync::lock;
-use alloy_primitives::{keccak256, Address, Bytes, B256, U256};
 use futures::StreamExt;
 use rand::SeedableRng;
 

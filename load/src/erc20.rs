@@ -11,8 +11,8 @@ use alloy_primitives::{keccak256, Address, Bytes, U256};
 use anyhow::{bail, Context, Result};
 
 use super::deploy::{deploy, estimate, send_and_wait, Signer};
-use feth_chain::eth::EthClient;
 use crate::fund::Payment;
+use feth_chain::eth::EthClient;
 
 /// Creation code of FethToken (hex), without constructor arguments.
 const TOKEN_INIT: &str = include_str!("../contracts/FethToken.bin");

@@ -20,8 +20,8 @@ use alloy_primitives::{Address, B256};
 use tokio::time::Instant;
 
 use super::node::Node;
-use feth_chain::eth::RpcError;
 use crate::sync::lock;
+use feth_chain::eth::RpcError;
 
 /// A scripted answer to one transaction, given before the node's own logic.
 #[derive(Debug, Clone, PartialEq, Eq)]

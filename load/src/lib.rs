@@ -80,13 +80,13 @@ use self::report::RefillReport;
 use self::scan::Scanner;
 use self::sidecar::Sidecar;
 use self::tally::{Tally, TallyConfig};
+use crate::sync::lock;
 use feth_chain::accounts::KeySet;
 use feth_chain::eth::EthClient;
 use feth_chain::fees::FeeFollower;
-use feth_devnet::procstat;
 use feth_chain::shard::{KeyRange, ShardOf};
 use feth_chain::sign::Fee;
-use crate::sync::lock;
+use feth_devnet::procstat;
 
 /// Everything a load run needs besides the keys.
 #[derive(Debug, Clone)]

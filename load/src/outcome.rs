@@ -1,8 +1,8 @@
 //! What a node's answer to one submitted transaction means to the engine
 //! (the refusal's kind read by [`crate::refusal`], as funding reads it).
 
-use feth_chain::eth::RpcError;
 use crate::refusal::{self, Refusal};
+use feth_chain::eth::RpcError;
 
 /// A node's answer to one transaction, classified.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,10 +42,10 @@ use super::metrics::LoadMetrics;
 use super::report::{MethodFigures, ReadsReport};
 use super::tally::{ReadDone, ReadEnd};
 use super::{contracts, erc20};
-use feth_chain::eth::BlockSummary;
-use feth_chain::eth::EthClient;
 use crate::fund::TRANSFER_GAS;
 use crate::sync::lock;
+use feth_chain::eth::BlockSummary;
+use feth_chain::eth::EthClient;
 
 /// The highest read rate, reads per second: one agent's reads beyond it
 /// would measure the agent, and the schedule's tick must stay above zero.

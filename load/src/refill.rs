@@ -24,8 +24,8 @@ use secp256k1::SecretKey;
 
 use super::engine::Engine;
 use super::report::RefillReport;
-use feth_chain::eth::EthClient;
 use crate::fund::{self, FundPlan, FundVia};
+use feth_chain::eth::EthClient;
 
 /// How senders are topped up during a run.
 #[derive(Debug, Clone)]

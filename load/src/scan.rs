@@ -29,9 +29,9 @@ use serde_json::json;
 
 use super::ledger::Ledger;
 use super::tally::BlockFacts;
+use crate::sync::lock;
 use feth_chain::eth::{BlockSummary, EthClient, RpcError, BLOCKS_IN_FLIGHT};
 use feth_chain::fees::FeeFollower;
-use crate::sync::lock;
 
 /// Blocks read in one pass (see the module docs).
 const PASS: u64 = 20;

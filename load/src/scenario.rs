@@ -37,10 +37,7 @@ const BUILT_IN: [(&str, &str); 6] = [
     ("store", include_str!("../scenarios/store.toml")),
     ("swap", include_str!("../scenarios/swap.toml")),
     ("fullnode", include_str!("../scenarios/fullnode.toml")),
-    (
-        "read-heavy",
-        include_str!("../scenarios/read-heavy.toml"),
-    ),
+    ("read-heavy", include_str!("../scenarios/read-heavy.toml")),
 ];
 
 /// A chain's traffic: what the writes do, the reads beside them, and how

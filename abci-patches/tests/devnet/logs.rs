@@ -16,12 +16,12 @@ use alloy_rpc_types_eth::{
     BlockId, BlockNumberOrTag, Filter, Header, Log, TransactionReceipt, TransactionRequest,
 };
 use feth_chain::accounts::KeySet;
+use feth_chain::eth::{EthClient, RpcError};
 use feth_load::deploy::Signer;
 use feth_load::erc20;
 use feth_load::pick::RateSchedule;
 use feth_load::plan::{LoadPlan, Recipients, WorkloadKind};
 use feth_load::LoadSettings;
-use feth_chain::eth::{EthClient, RpcError};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;

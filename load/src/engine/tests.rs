@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use alloy_primitives::{Address, B256};
 
 use super::*;
-use feth_chain::accounts::{KeySet, KeySource};
-use feth_chain::fees::{FeeFollower, FeePolicy};
 use crate::fake::{Answer, FakeNode};
 use crate::plan::LoadPlan;
 use crate::tally::{Tally, TallyConfig};
+use feth_chain::accounts::{KeySet, KeySource};
+use feth_chain::fees::{FeeFollower, FeePolicy};
 
 /// An engine sending `per_account` transfers from each of
 /// `nonces.len()` accounts (starting at those nonces) with `per_sender`

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
-use feth_chain::eth::{EthClient, RpcError};
 use crate::refusal::{self, Refusal};
+use feth_chain::eth::{EthClient, RpcError};
 
 /// One account's share of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -39,8 +39,9 @@ impl Snapshot {
         &self.head
     }
 
-    /// How many block diffs lie over the base.
-    pub fn depth(&self) -> usize {
+    /// How many block diffs lie over the base (the fold's test reads it).
+    #[cfg(test)]
+    fn depth(&self) -> usize {
         self.layers.len()
     }
 }

@@ -656,7 +656,7 @@ fn start_abcid(state: &mut DevnetState) -> Result<()> {
     // By the binary's own name: a build kept as `abcid-before` is abcid too.
     let name = binary_name(&state.abcid).to_string();
     while !abci_listening(o)? {
-        if !process::is_running(pid, &name) || Instant::now() > deadline {
+        if !process::is_ours(pid, state.abcid_started, &name) || Instant::now() > deadline {
             process::stop_spawned(pid, state.abcid_started, &name, Duration::ZERO);
             state.abcid_pid = None;
             state.abcid_started = None;

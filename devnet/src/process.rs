@@ -49,10 +49,15 @@ pub fn start_time(pid: u32) -> Option<u64> {
     stat(pid).map(|(_, start)| start)
 }
 
-/// Whether `pid` still is the process spawned at `started` (when recorded)
-/// running a binary named `name`.
+/// Whether `pid` still is the process spawned at `started`: alive with that
+/// start time (the same process even after it exec'd another binary, as a
+/// wrapper script does), or, with no start time recorded, alive running a
+/// binary named `name`.
 pub(crate) fn is_ours(pid: u32, started: Option<u64>, name: &str) -> bool {
-    is_running(pid, name) && started.is_none_or(|t| start_time(pid) == Some(t))
+    match started {
+        Some(t) => stat(pid).is_some_and(|(state, start)| !exited(state) && start == t),
+        None => is_running(pid, name),
+    }
 }
 
 /// State letter and start time (clock ticks after boot) of `pid`, from
@@ -177,18 +182,18 @@ pub(crate) fn kill_spawned(pid: u32, started: Option<u64>, name: &str) -> bool {
 }
 
 /// The start time of `pid` when it is the process spawned at `started`
-/// running `name`; `None` (logged when only the start time differs) when it
-/// is not, e.g. its PID was reused.
+/// (or, with none recorded, running `name`); `None` (logged when the start
+/// time differs) when it is not, e.g. its PID was reused.
 fn ours(pid: u32, started: Option<u64>, name: &str) -> Option<u64> {
-    if !is_running(pid, name) {
+    let (state, start_time) = stat(pid)?;
+    if exited(state) || (started.is_none() && !is_running(pid, name)) {
         return None;
     }
-    let (_, start_time) = stat(pid)?;
     if started.is_some_and(|t| t != start_time) {
         tracing::warn!(
             pid,
             name,
-            "PID {pid} runs {name} but started after the one recorded: not signalled"
+            "PID {pid} started after the {name} recorded under it: not signalled"
         );
         return None;
     }
@@ -240,6 +245,30 @@ mod tests {
             !stop(pid, "sleep", Duration::from_secs(1)),
             "nothing left to stop"
         );
+    }
+
+    #[test]
+    fn a_wrapper_that_execs_its_binary_is_still_the_process_spawned() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", "exec sleep 30"]);
+        let pid = spawn_logged(cmd, &dir.path().join("wrapper.log")).unwrap();
+        let started = start_time(pid);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !is_running(pid, "sleep") {
+            assert!(Instant::now() < deadline, "bash never exec'd sleep");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Spawned as the wrapper (named here as a node binary), now `sleep`:
+        // the same process by its PID and start time.
+        assert!(is_ours(pid, started, "abcid"));
+        assert!(!is_ours(pid, started.map(|t| t + 1), "abcid"));
+        assert!(
+            !is_ours(pid, None, "abcid"),
+            "by name alone it is not abcid"
+        );
+        assert!(stop_spawned(pid, started, "abcid", Duration::from_secs(5)));
+        assert!(!is_ours(pid, started, "abcid"));
     }
 
     /// The name of the binary `pid` runs.

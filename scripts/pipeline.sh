@@ -12,6 +12,10 @@
 #   MAX_REGRESSION: percent [5]; BASELINE_DIR: the last good build's
 #     compare.json and abcid [baseline]
 #   SATURATE_ARGS, COMPARE_ARGS: extra arguments (CI's short form uses them)
+#   BISECT=1: when the gate found a regression and the build spans several
+#     commits since the last good one, name the first slower one (feth
+#     bisect) [off]; BISECT_BUILD: its build command [cargo build --release
+#     -p abcid]; BISECT_ARGS: extra arguments
 #   Ports of the local devnet: RPC_PORT [26657] P2P_PORT [26656]
 #     ABCI_PORT [26658] WEB3_PORT [8545] PROFILER_PORT [6060] METRICS_PORT [26661]
 #     COMETBFT_METRICS_PORT [26660]; REDIS_PORT [6399]
@@ -185,11 +189,40 @@ stage_gate() {
 stage_keep() {
   mkdir -p "$OUT/next-baseline"
   cp "$OUT/compare.json" "$OUT/next-baseline/compare.json"
+  # Its commit: where the next build's bisection starts.
+  git rev-parse HEAD > "$OUT/next-baseline/commit" 2>/dev/null || rm -f "$OUT/next-baseline/commit"
   if [ "$own_node" = 1 ]; then
     cp "$BUILD" "$OUT/next-baseline/build"
   else
     cp "$ABCID" "$OUT/next-baseline/abcid"
   fi
+}
+
+# After a failed gate (BISECT=1): which commit since the last good build
+# (its commit, kept beside its report) made the chain slower. Each probe
+# builds a commit in feth's own worktree and compares it with both ends,
+# paired; its answer, table and flamegraph go to OUT/bisect.*.
+stage_bisect() {
+  if [ "${BISECT:-0}" != 1 ]; then
+    echo "pipeline: bisect is off (BISECT=1 turns it on)"
+    return
+  fi
+  if ! grep -q '"outcome": *"regression"' "$OUT/gate.json" 2>/dev/null; then
+    echo "pipeline: the gate found no regression: nothing to bisect"
+    return
+  fi
+  local good bad
+  good=$(cat "$BASELINE_DIR/commit" 2>/dev/null || true)
+  bad=$(git rev-parse HEAD)
+  if [ -z "$good" ] || [ "$(git rev-list --first-parent --count "$good..$bad")" -lt 2 ]; then
+    echo "pipeline: the build is one commit after the last good one (or that one's commit is unknown): nothing to bisect"
+    return
+  fi
+  read -r -a bisect_args <<< "${BISECT_ARGS:-}"
+  "$FETH" bisect --good "$good" --bad "$bad" --repo . \
+    --build "${BISECT_BUILD:-cargo build --release -p abcid}" \
+    --max-regression "$MAX_REGRESSION" --seconds "$WINDOW_SECONDS" --senders "$SENDERS" \
+    --out "$OUT/bisect" --markdown "$OUT/bisect.md" --json "${bisect_args[@]}" > "$OUT/bisect.json"
 }
 
 stage_down() {
@@ -198,7 +231,7 @@ stage_down() {
   fi
 }
 
-stages="baseline redeploy fund saturate profile etl compare gate keep down"
+stages="baseline redeploy fund saturate profile etl compare gate keep down bisect"
 case "${1:-}" in
   --list) echo "$stages" ;;
   *)

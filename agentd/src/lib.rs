@@ -13,7 +13,8 @@
 //!
 //! This crate holds the agent's products on top of them:
 //! - [`saturate`]: the search for the highest rate a chain keeps up with.
-//! - [`compare`]: `feth compare`'s report, its renderings and the regression gate.
+//! - [`compare`]: `feth compare`'s report, its renderings and the regression gate;
+//!   [`bisect`]: which commit made the chain slower, each probe judged by that gate.
 //! - [`kvstore`]: CometBFT's own kvstore application, the consensus
 //!   engine's ceiling for `feth compare`.
 //! - [`report`]: `feth report`'s HTML page and Markdown summary.
@@ -30,6 +31,7 @@ pub use feth_load as load;
 pub use feth_load::{fund, refusal, sync, units};
 
 pub mod bench;
+pub mod bisect;
 pub mod cmd;
 pub mod comet_pprof;
 pub mod compare;

@@ -455,7 +455,7 @@ fn node_pids(pids: &[u32]) -> Result<Vec<u32>> {
 }
 
 /// The search's defaults in a comparison: short steps, the doubling alone.
-fn compare_search_defaults() -> SearchConfig {
+pub fn compare_search_defaults() -> SearchConfig {
     SearchConfig {
         step_secs: 5.0,
         resolution: 1.0,

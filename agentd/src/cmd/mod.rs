@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod bisect;
 pub mod compare;
 pub mod devnet;
 pub mod etl;
@@ -54,6 +55,8 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Is the chain faster after a change? Gate a candidate report against a baseline.
     Compare(Box<compare::CompareArgs>),
+    /// Which commit made the chain slower: a bisection judged by the comparison's gate.
+    Bisect(Box<bisect::BisectArgs>),
     /// Send signed value transfers and wait until they are committed.
     Send(send::SendArgs),
     /// An HTML page of a run's charts, flamegraphs and parameters, and a Markdown summary.
@@ -79,6 +82,7 @@ impl Cli {
             Command::Etl(a) => etl::run(a).await,
             Command::Bench(c) => bench::run(c).await,
             Command::Compare(a) => compare::run(*a).await,
+            Command::Bisect(a) => bisect::run(*a).await,
             Command::Send(a) => send::run(a).await,
             Command::Report(a) => report::run(a).await,
             Command::Keys(c) => keys::run(c),

@@ -221,11 +221,19 @@ pub fn only(list: &str) -> Result<Vec<Step>> {
 /// Two builds of a node, `a` then `b`, with the same patch set (`base` for
 /// a recipe chain's builds, run as given).
 pub fn builds(a: PathBuf, b: PathBuf, patches: &str) -> Vec<Step> {
-    let step = |name: &str, abcid| Step {
-        abcid: Some(abcid),
-        ..Step::new(name, patches.to_string())
-    };
-    vec![step("a", a), step("b", b)]
+    named_builds(vec![("a".to_string(), a), ("b".to_string(), b)], patches)
+}
+
+/// Builds of a node, each a step of its own name, in the order given, with
+/// the same patch set (`feth bisect`'s good endpoint, probe and bad one).
+pub fn named_builds(builds: Vec<(String, PathBuf)>, patches: &str) -> Vec<Step> {
+    builds
+        .into_iter()
+        .map(|(name, abcid)| Step {
+            abcid: Some(abcid),
+            ..Step::new(&name, patches.to_string())
+        })
+        .collect()
 }
 
 /// A running node, measured as it is: one step named `name`.

@@ -3,6 +3,7 @@
 //! the `feth` binary on files (`compare_gate`), a tool CI relies on
 //! (`jenkinsfile`) or the flags the docs name (`docs_flags`).
 
+mod bisect_repo;
 mod common;
 mod compare_deploy;
 mod compare_gate;

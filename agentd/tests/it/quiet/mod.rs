@@ -6,6 +6,7 @@
 
 mod bench_profiler;
 mod bench_stages;
+mod bisect;
 mod compare_live;
 mod compare_run;
 mod kvstore;

@@ -170,6 +170,8 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
         let rounds = if build == 0 { "1" } else { "5" };
         if build == 1 {
             p.env.insert("COMPARE_ARGS", compare_args(0));
+            // On, but the gate passes: the stage says so and builds nothing.
+            p.env.insert("BISECT", "1".to_string());
         }
         for stage in &stages {
             if build == 1 && NOT_GATED.contains(&stage.as_str()) {
@@ -180,6 +182,8 @@ fn every_stage_the_jenkinsfile_calls_runs_and_the_second_build_is_gated() {
             match (build, stage.as_str()) {
                 (0, "baseline") => assert!(said.contains("no kept files"), "{said}"),
                 (0, "gate") => assert!(said.contains("nothing to gate"), "{said}"),
+                (0, "bisect") => assert!(said.contains("bisect is off"), "{said}"),
+                (1, "bisect") => assert!(said.contains("no regression"), "{said}"),
                 (1, "gate") => {
                     // The candidate is the baseline's build: within 50 %.
                     let gate = p.report("gate.json");
@@ -329,6 +333,8 @@ fn on_ones_own_node_each_round_deploys_both_builds_and_the_gate_decides_on_that_
             .insert("DEPLOY_CANDIDATE", node.deploy("BUILD", patches));
         if build == 1 {
             p.env.insert("COMPARE_ARGS", compare_args(0));
+            // On, but the gate passes: the stage says so and builds nothing.
+            p.env.insert("BISECT", "1".to_string());
         }
         for stage in &stages {
             if build == 1 && NOT_GATED.contains(&stage.as_str()) {

@@ -1,0 +1,204 @@
+//! The real judge: a probe builds its commit and runs one comparison of
+//! three builds on devnets of their own, paired and interleaved: the good
+//! endpoint, the probe and the bad endpoint. The gate classifies the probe
+//! against the good one; the bad one, measured in the same rounds, must
+//! still be shown slower, so that hours of drift between probes cannot
+//! move an answer. The comparison buys rounds (`until_resolved`) up to
+//! its own budget; what it still cannot tell is skipped.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::build::{Builder, Built};
+use super::commits::Commit;
+use super::search::Class;
+use super::{Judge, Probe, Ratio};
+use crate::compare::gate::Undecidable;
+use crate::compare::run::CompareConfig;
+use crate::compare::{self, ladder, CompareReport, GateConfig, GateVerdict};
+use crate::stats::GateAnswer;
+
+/// Builds and measures probes.
+pub struct DevnetJudge {
+    /// The commits, good endpoint first.
+    pub commits: Vec<Commit>,
+    /// Their builds.
+    pub builder: Builder,
+    /// Every comparison's settings (its steps are the probe's builds).
+    pub compare: CompareConfig,
+    /// How a probe is classified (its `step` is set per probe).
+    pub gate: GateConfig,
+    /// abcid's patch set every build runs (`base` for a recipe chain).
+    pub patches: String,
+    /// Where each probe's comparison report goes (`probe-<index>.json`).
+    pub out: PathBuf,
+    /// Each commit's flamegraph from the first probe that profiled it.
+    pub flamegraphs: BTreeMap<usize, PathBuf>,
+}
+
+impl Judge for DevnetJudge {
+    async fn judge(&mut self, index: usize) -> Result<Probe> {
+        let started = Instant::now();
+        let last = self.commits.len() - 1;
+        let good = self.endpoint(0, "good").await?;
+        let bad = self.endpoint(last, "bad").await?;
+        let mut builds = vec![("good".to_string(), good)];
+        if index != last {
+            match self.builder.build(&self.commits[index]).await? {
+                Built::Binary { path, .. } => builds.push((self.step_name(index), path)),
+                Built::Failed { why, log } => {
+                    let why = format!("does not build ({why}); its log: {}", log.display());
+                    return Ok(skipped(index, why, started));
+                }
+            }
+        }
+        builds.push(("bad".to_string(), bad));
+        let report = self.measure(index, builds).await?;
+        let path = self.out.join(format!("probe-{index}.json"));
+        std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let mut probe = self.classify(index, &report)?;
+        probe.seconds = started.elapsed().as_secs_f64();
+        probe.report = Some(path);
+        Ok(probe)
+    }
+}
+
+impl DevnetJudge {
+    /// An endpoint's binary: it must build.
+    async fn endpoint(&self, index: usize, which: &str) -> Result<PathBuf> {
+        let commit = &self.commits[index];
+        match self.builder.build(commit).await? {
+            Built::Binary { path, .. } => Ok(path),
+            Built::Failed { why, log } => anyhow::bail!(
+                "the {which} endpoint {} does not build ({why}); its log: {}",
+                commit.short(),
+                log.display()
+            ),
+        }
+    }
+
+    /// The step name of commit `index` in a probe's report.
+    fn step_name(&self, index: usize) -> String {
+        format!("{index}-{}", self.commits[index].short())
+    }
+
+    /// One comparison of `builds`; the flamegraphs it drew are kept.
+    async fn measure(
+        &mut self,
+        index: usize,
+        builds: Vec<(String, PathBuf)>,
+    ) -> Result<CompareReport> {
+        let mut cfg = self.compare.clone();
+        cfg.steps = ladder::named_builds(builds, &self.patches);
+        let report = compare::run::run(&cfg)
+            .await
+            .with_context(|| format!("the comparison of commit {index}"))?;
+        let last = self.commits.len() - 1;
+        for run in report.runs.iter().filter(|r| r.round == 0) {
+            let commit = match run.step.as_str() {
+                "good" => 0,
+                "bad" => last,
+                _ => index,
+            };
+            if let Some(svg) = &run.flamegraph {
+                self.flamegraphs
+                    .entry(commit)
+                    .or_insert_with(|| svg.clone());
+            }
+        }
+        Ok(report)
+    }
+
+    /// The probe's class from its report: the bad endpoint first, then the
+    /// probe, each against the good one.
+    fn classify(&self, index: usize, report: &CompareReport) -> Result<Probe> {
+        let started = Instant::now();
+        if let Some(why) = &report.failed {
+            let why = format!("the comparison stopped early: {why}");
+            return Ok(skipped(index, why, started));
+        }
+        let last = self.commits.len() - 1;
+        let bad = match self.verdict(report, "bad")? {
+            Ok(v) => v,
+            Err(why) => return Ok(skipped(index, why, started)),
+        };
+        let endpoint = match bad.outcome {
+            GateAnswer::Regression => Class::Bad,
+            GateAnswer::Pass => Class::Good,
+            GateAnswer::Inconclusive => Class::Skip,
+        };
+        if index == last {
+            let why = bad.explanation.clone();
+            return Ok(probe(index, endpoint, Some(endpoint), Some(&bad), why));
+        }
+        if endpoint != Class::Bad {
+            let why = format!(
+                "in this probe's rounds the bad endpoint was not shown slower ({})",
+                bad.explanation
+            );
+            return Ok(probe(index, Class::Skip, Some(endpoint), Some(&bad), why));
+        }
+        let name = self.step_name(index);
+        let verdict = match self.verdict(report, &name)? {
+            Ok(v) => v,
+            Err(why) => return Ok(skipped(index, why, started)),
+        };
+        let class = match verdict.outcome {
+            GateAnswer::Pass => Class::Good,
+            GateAnswer::Regression => Class::Bad,
+            GateAnswer::Inconclusive => Class::Skip,
+        };
+        let why = verdict.explanation.clone();
+        Ok(probe(index, class, Some(Class::Bad), Some(&verdict), why))
+    }
+
+    /// The gate on `step` against `good`; `Err(why)` when the figures
+    /// cannot decide at all.
+    fn verdict(&self, report: &CompareReport, step: &str) -> Result<Result<GateVerdict, String>> {
+        let cfg = GateConfig {
+            step: Some(step.to_string()),
+            ..self.gate.clone()
+        };
+        match compare::gate(None, report, &cfg) {
+            Ok(v) => Ok(Ok(v)),
+            Err(e) => match e.downcast::<Undecidable>() {
+                Ok(why) => Ok(Err(why.to_string())),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+fn probe(
+    index: usize,
+    class: Class,
+    endpoint: Option<Class>,
+    verdict: Option<&GateVerdict>,
+    why: String,
+) -> Probe {
+    Probe {
+        index,
+        class,
+        endpoint,
+        ratio: verdict.map(|v| Ratio {
+            ratio: v.oriented.ratio,
+            low: v.oriented.low,
+            high: v.oriented.high,
+        }),
+        rounds: verdict.map_or(0, |v| v.oriented.rounds),
+        why,
+        seconds: 0.0,
+        report: None,
+    }
+}
+
+fn skipped(index: usize, why: String, started: Instant) -> Probe {
+    Probe {
+        seconds: started.elapsed().as_secs_f64(),
+        ..probe(index, Class::Skip, None, None, why)
+    }
+}

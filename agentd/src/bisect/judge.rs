@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use indicatif::ProgressBar;
 
 use super::build::{Builder, Built};
 use super::commits::Commit;
@@ -37,6 +38,8 @@ pub struct DevnetJudge {
     pub out: PathBuf,
     /// Each commit's flamegraph from the first probe that profiled it.
     pub flamegraphs: BTreeMap<usize, PathBuf>,
+    /// Where builds show their progress (the comparisons show their own).
+    pub bar: ProgressBar,
 }
 
 impl Judge for DevnetJudge {
@@ -47,7 +50,7 @@ impl Judge for DevnetJudge {
         let bad = self.endpoint(last, "bad").await?;
         let mut builds = vec![("good".to_string(), good)];
         if index != last {
-            match self.builder.build(&self.commits[index]).await? {
+            match self.build(index).await? {
                 Built::Binary { path, .. } => builds.push((self.step_name(index), path)),
                 Built::Failed { why, log } => {
                     let why = format!("does not build ({why}); its log: {}", log.display());
@@ -71,7 +74,7 @@ impl DevnetJudge {
     /// An endpoint's binary: it must build.
     async fn endpoint(&self, index: usize, which: &str) -> Result<PathBuf> {
         let commit = &self.commits[index];
-        match self.builder.build(commit).await? {
+        match self.build(index).await? {
             Built::Binary { path, .. } => Ok(path),
             Built::Failed { why, log } => anyhow::bail!(
                 "the {which} endpoint {} does not build ({why}); its log: {}",
@@ -79,6 +82,21 @@ impl DevnetJudge {
                 log.display()
             ),
         }
+    }
+
+    /// Commit `index`'s build, a spinner turning while it builds.
+    async fn build(&self, index: usize) -> Result<Built> {
+        let commit = &self.commits[index];
+        self.bar.set_message(format!(
+            "building commit {index} ({} {})",
+            commit.short(),
+            commit.subject
+        ));
+        self.bar
+            .enable_steady_tick(std::time::Duration::from_millis(250));
+        let built = self.builder.build(commit).await;
+        self.bar.disable_steady_tick();
+        built
     }
 
     /// The step name of commit `index` in a probe's report.

@@ -156,13 +156,16 @@ fn show_progress(
     bar.set_length((probes.len() + left) as u64);
     bar.set_position(probes.len() as u64);
     if probes.is_empty() {
-        bar.set_message(format!("probing commit {index} (and the endpoints)"));
+        bar.println(format!(
+            "bisect: probing commit {index} with both endpoints; at most {left} probe(s) in all"
+        ));
         return None;
     }
     let mean = elapsed / probes.len() as f64;
-    bar.set_message(format!(
-        "probing commit {index}; about {} left",
-        minutes(mean * left as f64)
+    bar.println(format!(
+        "bisect: probing commit {index}; at most {left} probe(s) left, about {} at {} each",
+        minutes(mean * left as f64),
+        minutes(mean)
     ));
     let budget = limits.budget?.as_secs_f64();
     (elapsed + mean > budget).then(|| {

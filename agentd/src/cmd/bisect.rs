@@ -95,9 +95,11 @@ pub struct BisectArgs {
     #[arg(long)]
     all_parents: bool,
     /// feth's own folder: its worktree of the repository and the builds,
-    /// cached by commit (a re-run rebuilds nothing already built).
-    #[arg(long, value_name = "DIR", default_value = ".feth-bisect")]
-    work: PathBuf,
+    /// cached by commit (a re-run rebuilds nothing already built) [default:
+    /// ~/.cache/feth/bisect/<repository name>-<hash of its path>, outside
+    /// the repository's working tree].
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
     /// Where the probes' reports and flamegraphs go (a `bisect-<unix time>` folder).
     #[arg(long, default_value = "flamegraphs/bisect")]
     out: PathBuf,
@@ -131,6 +133,7 @@ pub async fn run(args: BisectArgs) -> Result<()> {
     let out = args.out.join(format!("bisect-{stamp}"));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let builder = Builder::new(build_config(&args)?)?;
+    let bar = progress(args.quiet, &commits);
     let mut judge = DevnetJudge {
         commits: commits.clone(),
         builder,
@@ -147,8 +150,8 @@ pub async fn run(args: BisectArgs) -> Result<()> {
         },
         out: out.clone(),
         flamegraphs: BTreeMap::new(),
+        bar: bar.clone(),
     };
-    let bar = progress(args.quiet, &commits);
     let limits = Limits {
         budget: Some(duration(&args.budget, "--budget")?),
     };
@@ -186,11 +189,35 @@ fn build_config(args: &BisectArgs) -> Result<BuildConfig> {
     };
     Ok(BuildConfig {
         repo: args.repo.clone(),
-        work: args.work.clone(),
+        work: match &args.work {
+            Some(dir) => dir.clone(),
+            None => default_work(&args.repo)?,
+        },
         command: args.build.clone(),
         binary,
         timeout: duration(&args.build_timeout, "--build-timeout")?,
     })
+}
+
+/// `$XDG_CACHE_HOME` (else `~/.cache`) `/feth/bisect/<name>-<hash>`: one
+/// folder per repository, outside its working tree.
+fn default_work(repo: &std::path::Path) -> Result<PathBuf> {
+    let repo = std::fs::canonicalize(repo)
+        .with_context(|| format!("--repo {}: no such folder", repo.display()))?;
+    let cache = match (std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")) {
+        (Some(dir), _) if !dir.is_empty() => PathBuf::from(dir),
+        (_, Some(home)) => PathBuf::from(home).join(".cache"),
+        _ => bail!("no XDG_CACHE_HOME or HOME to keep the builds under: give --work DIR"),
+    };
+    let name = repo
+        .file_name()
+        .map_or_else(|| "repo".into(), |n| n.to_string_lossy().into_owned());
+    let hash = alloy_primitives::keccak256(repo.as_os_str().as_encoded_bytes());
+    let tag = hex::encode(&hash[..4]);
+    Ok(cache
+        .join("feth")
+        .join("bisect")
+        .join(format!("{name}-{tag}")))
 }
 
 /// Every probe's comparison: devnets of their own, rounds added until the
@@ -297,6 +324,5 @@ fn progress(quiet: bool, commits: &[commits::Commit]) -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.set_message(format!("{} commits", commits.len()));
-    bar.enable_steady_tick(Duration::from_millis(250));
     bar
 }

@@ -102,6 +102,25 @@ fn begins_command(tokens: &[&str], i: usize) -> bool {
     tokens[i].starts_with('(') || before == 0 || ends_command(tokens[before - 1])
 }
 
+/// Whether `token` stands outside a quoted argument (`--build 'cargo build
+/// --release'` is one value, not feth's `--release`); `quote` carries the
+/// open quote from token to token.
+fn outside_quotes(token: &str, quote: &mut Option<char>) -> bool {
+    if let Some(q) = *quote {
+        if token.ends_with(q) {
+            *quote = None;
+        }
+        return false;
+    }
+    let opened = ['\'', '"']
+        .into_iter()
+        .find(|q| token.matches(*q).count() % 2 == 1);
+    if let Some(q) = opened {
+        *quote = Some(q);
+    }
+    true
+}
+
 /// `feth`'s command tree, with global flags copied to every subcommand.
 fn feth_tree() -> clap::Command {
     let mut command = Cli::command();
@@ -138,7 +157,10 @@ fn unknown_feth_flags(snippet: &str) -> Vec<String> {
             command = sub;
             rest.next();
         }
-        let written = rest.take_while(|t| !ends_command(t));
+        let mut quote = None;
+        let written = rest
+            .filter(|t| outside_quotes(t, &mut quote))
+            .take_while(|t| !ends_command(t));
         for name in written.filter_map(|t| flag_name(t)) {
             if !takes(&command, name) {
                 unknown.push(format!("{} --{name}", path.join(" ")));
@@ -242,6 +264,11 @@ fn a_flag_is_looked_up_in_its_own_subcommand() {
     assert_eq!(
         unknown_feth_flags("feth load --keys k.txt --no-such-flag=3 > run.json --json"),
         ["feth load --no-such-flag"]
+    );
+    assert_eq!(
+        unknown_feth_flags("feth bisect --build 'cargo build --release | x' --nothing --json"),
+        ["feth bisect --nothing"],
+        "a quoted value's flags are its own"
     );
     let known: BTreeSet<String> = ["patches".to_string()].into();
     assert!(unknown_abcid_flags("--rpc.gascap", true, &known).is_empty());

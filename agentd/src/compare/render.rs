@@ -435,7 +435,7 @@ fn conditions(report: &CompareReport) -> Vec<String> {
     let s = &report.settings;
     let kind = match s.kind {
         Kind::Patches => "patch-set ladder",
-        Kind::Builds => "two builds",
+        Kind::Builds => "builds of the node",
         Kind::Live => "one running node",
     };
     let mut clocks: Vec<Clock> = Vec::new();

@@ -333,8 +333,6 @@ fn on_ones_own_node_each_round_deploys_both_builds_and_the_gate_decides_on_that_
             .insert("DEPLOY_CANDIDATE", node.deploy("BUILD", patches));
         if build == 1 {
             p.env.insert("COMPARE_ARGS", compare_args(0));
-            // On, but the gate passes: the stage says so and builds nothing.
-            p.env.insert("BISECT", "1".to_string());
         }
         for stage in &stages {
             if build == 1 && NOT_GATED.contains(&stage.as_str()) {

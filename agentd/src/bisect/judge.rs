@@ -20,7 +20,6 @@ use super::{Judge, Probe, Ratio};
 use crate::compare::gate::Undecidable;
 use crate::compare::run::CompareConfig;
 use crate::compare::{self, ladder, CompareReport, GateConfig, GateVerdict};
-use crate::stats::GateAnswer;
 
 /// Builds and measures probes.
 pub struct DevnetJudge {
@@ -144,11 +143,7 @@ impl DevnetJudge {
             Ok(v) => v,
             Err(why) => return Ok(skipped(index, why, started)),
         };
-        let endpoint = match bad.outcome {
-            GateAnswer::Regression => Class::Bad,
-            GateAnswer::Pass => Class::Good,
-            GateAnswer::Inconclusive => Class::Skip,
-        };
+        let endpoint = Class::of(bad.outcome);
         if index == last {
             let why = bad.explanation.clone();
             return Ok(probe(index, endpoint, Some(endpoint), Some(&bad), why));
@@ -165,11 +160,7 @@ impl DevnetJudge {
             Ok(v) => v,
             Err(why) => return Ok(skipped(index, why, started)),
         };
-        let class = match verdict.outcome {
-            GateAnswer::Pass => Class::Good,
-            GateAnswer::Regression => Class::Bad,
-            GateAnswer::Inconclusive => Class::Skip,
-        };
+        let class = Class::of(verdict.outcome);
         let why = verdict.explanation.clone();
         Ok(probe(index, class, Some(Class::Bad), Some(&verdict), why))
     }

@@ -67,12 +67,7 @@ impl Model {
             want = (want * 2).min(most);
         };
         let (answer, _) = gate_rule(&est, self.threshold);
-        let class = match answer {
-            GateAnswer::Pass => Class::Good,
-            GateAnswer::Regression => Class::Bad,
-            GateAnswer::Inconclusive => Class::Skip,
-        };
-        (class, est, answer)
+        (Class::of(answer), est, answer)
     }
 }
 

@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+use crate::stats::GateAnswer;
+
 /// What a probe said of a commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -16,6 +18,18 @@ pub enum Class {
     Bad,
     /// The data (or the build) could not tell: left out of the search.
     Skip,
+}
+
+impl Class {
+    /// The class of the gate's answer: pass is good, regression bad,
+    /// inconclusive skipped.
+    pub fn of(answer: GateAnswer) -> Self {
+        match answer {
+            GateAnswer::Pass => Class::Good,
+            GateAnswer::Regression => Class::Bad,
+            GateAnswer::Inconclusive => Class::Skip,
+        }
+    }
 }
 
 /// Where the search stands, or ended.

@@ -5,22 +5,21 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{emit, SearchArgs};
-use super::compare::{compare_search_defaults, GateMetric, INCONCLUSIVE_STATUS};
+use super::compare::{compare_search_defaults, positive_duration, GateMetric, INCONCLUSIVE_STATUS};
 use super::Exit;
 use crate::bisect::build::{BuildConfig, Builder};
 use crate::bisect::judge::DevnetJudge;
 use crate::bisect::render::BisectReport;
 use crate::bisect::search::Found;
 use crate::bisect::{self, commits, Limits};
-use crate::compare::run::CompareConfig;
-use crate::compare::{self, GateConfig, Kind, Metric, Settings};
+use crate::compare::run::{unix_seconds, CompareConfig};
+use crate::compare::{self, GateConfig, Kind, Settings};
 use crate::devnet::recipe::Recipe;
 use crate::devnet::{self, GoDuration};
 
@@ -127,10 +126,7 @@ pub async fn run(args: BisectArgs) -> Result<()> {
         );
     }
     let commits = commits::between(&args.repo, &args.good, &args.bad, !args.all_parents)?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let out = args.out.join(format!("bisect-{stamp}"));
+    let out = args.out.join(format!("bisect-{}", unix_seconds()));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let builder = Builder::new(build_config(&args)?)?;
     let bar = progress(args.quiet, &commits);
@@ -141,7 +137,7 @@ pub async fn run(args: BisectArgs) -> Result<()> {
         gate: GateConfig {
             max_regression_pct: args.max_regression,
             step: None,
-            metric: metric(args.metric),
+            metric: args.metric.metric(),
             force: false,
         },
         patches: match args.chain {
@@ -153,7 +149,7 @@ pub async fn run(args: BisectArgs) -> Result<()> {
         bar: bar.clone(),
     };
     let limits = Limits {
-        budget: Some(duration(&args.budget, "--budget")?),
+        budget: Some(positive_duration(&args.budget, "--budget")?),
     };
     let outcome = bisect::bisect(commits.len(), &mut judge, limits, &bar).await?;
     let diff_flamegraph = first_bad_diff(&outcome.found, &judge, &out)?;
@@ -195,7 +191,7 @@ fn build_config(args: &BisectArgs) -> Result<BuildConfig> {
         },
         command: args.build.clone(),
         binary,
-        timeout: duration(&args.build_timeout, "--build-timeout")?,
+        timeout: positive_duration(&args.build_timeout, "--build-timeout")?,
     })
 }
 
@@ -236,7 +232,7 @@ fn compare_config(args: &BisectArgs, out: &std::path::Path) -> Result<CompareCon
     search.validate()?;
     let warmup = args.search.warmup()?;
     let chain = args.chain.as_deref().map(Recipe::find).transpose()?;
-    let probe_budget = duration(&args.probe_budget, "--probe-budget")?.as_secs_f64();
+    let probe_budget = positive_duration(&args.probe_budget, "--probe-budget")?.as_secs_f64();
     Ok(CompareConfig {
         steps: Vec::new(),
         live: None,
@@ -298,21 +294,6 @@ fn first_bad_diff(
     );
     compare::profile::diff(before, after, &svg, &title)?;
     Ok(Some(svg))
-}
-
-fn metric(m: GateMetric) -> Metric {
-    match m {
-        GateMetric::Tps => Metric::Tps,
-        GateMetric::Cpu => Metric::CpuPerTx,
-    }
-}
-
-fn duration(text: &str, flag: &str) -> Result<Duration> {
-    let d = crate::units::parse_duration(text).with_context(|| format!("{flag} {text}"))?;
-    if d.is_zero() {
-        bail!("{flag} must be longer than 0, got {text}");
-    }
-    Ok(d)
 }
 
 fn progress(quiet: bool, commits: &[commits::Commit]) -> ProgressBar {

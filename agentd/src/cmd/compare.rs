@@ -63,6 +63,16 @@ pub enum GateMetric {
     Cpu,
 }
 
+impl GateMetric {
+    /// The report's figure this names.
+    pub fn metric(self) -> Metric {
+        match self {
+            GateMetric::Tps => Metric::Tps,
+            GateMetric::Cpu => Metric::CpuPerTx,
+        }
+    }
+}
+
 /// The regression gate's arguments.
 #[derive(Debug, Args)]
 pub struct GateArgs {
@@ -131,10 +141,7 @@ fn gate_config(args: &CompareArgs) -> Result<GateConfig> {
     Ok(GateConfig {
         max_regression_pct: pct,
         step: args.gate.step.clone(),
-        metric: match args.gate.gate_metric {
-            GateMetric::Tps => Metric::Tps,
-            GateMetric::Cpu => Metric::CpuPerTx,
-        },
+        metric: args.gate.gate_metric.metric(),
         force: args.gate.force,
     })
 }
@@ -435,13 +442,19 @@ fn devnet_setting<T>(
     }
 }
 
-/// A duration flag in seconds, its name in the error.
+/// A duration flag in seconds ([`positive_duration`]).
 fn parse_secs(text: &str, flag: &str) -> Result<f64> {
+    Ok(positive_duration(text, flag)?.as_secs_f64())
+}
+
+/// A duration flag (`90s`, `30m`, `2h`) that must be longer than 0, its
+/// name in the error.
+pub fn positive_duration(text: &str, flag: &str) -> Result<Duration> {
     let d = crate::units::parse_duration(text).with_context(|| format!("{flag} {text}"))?;
     if d.is_zero() {
         bail!("{flag} must be longer than 0, got {text}");
     }
-    Ok(d.as_secs_f64())
+    Ok(d)
 }
 
 /// `--node-pid`'s processes, each checked to be running on this machine.

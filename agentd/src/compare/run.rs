@@ -667,7 +667,9 @@ async fn one_run<N: MeasuredNode>(at: &Run<'_>, node: &mut N) -> Result<StepRun>
     })
 }
 
-fn unix_seconds() -> u64 {
+/// Seconds since the Unix epoch (0 if the clock is before it): the stamp of
+/// an output folder.
+pub fn unix_seconds() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

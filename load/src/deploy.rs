@@ -74,18 +74,10 @@ pub async fn send_and_wait(
     if payments.is_empty() {
         return Ok(());
     }
-    fund::send_in_order(client, payments, false).await?;
+    let wait = Duration::from_secs(120);
+    fund::send_in_order(client, payments, wait, false).await?;
     let count = payments.len() as u64;
-    fund::wait_nonce(
-        client,
-        me,
-        first + count - 1,
-        Duration::from_secs(120),
-        false,
-        count,
-        first,
-    )
-    .await
+    fund::wait_nonce(client, me, first + count - 1, wait, false, count, first).await
 }
 
 /// Signs the deployer's transactions.

@@ -54,6 +54,8 @@ pub mod scan;
 pub mod scenario;
 pub mod sidecar;
 pub mod slots;
+#[cfg(test)]
+mod stand_in;
 pub mod start_at;
 pub mod summary;
 pub mod tally;

@@ -346,7 +346,6 @@ mod tests {
 
     use alloy_primitives::Bytes;
     use serde_json::Value;
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
     use crate::ledger::{Live, Submission, TxStatus};
@@ -405,47 +404,13 @@ mod tests {
         .to_string()
     }
 
-    /// Serves HTTP/1.1 JSON-RPC on a loopback port until the test ends.
+    /// The stand-in node on a loopback port.
     async fn stand_in(node: Arc<Node>) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let node = node.clone();
-                tokio::spawn(async move {
-                    let (read, mut write) = stream.into_split();
-                    let mut reader = BufReader::new(read);
-                    loop {
-                        let mut length = 0;
-                        let mut line = String::new();
-                        while reader.read_line(&mut line).await.unwrap_or(0) > 0 {
-                            let l = line.trim_end().to_ascii_lowercase();
-                            if l.is_empty() {
-                                break;
-                            }
-                            if let Some(v) = l.strip_prefix("content-length:") {
-                                length = v.trim().parse().unwrap();
-                            }
-                            line.clear();
-                        }
-                        if length == 0 {
-                            return;
-                        }
-                        let mut body = vec![0; length];
-                        reader.read_exact(&mut body).await.unwrap();
-                        let request: Value = serde_json::from_slice(&body).unwrap();
-                        let reply = reply(request, &node).await;
-                        let head = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                            reply.len()
-                        );
-                        write.write_all(head.as_bytes()).await.unwrap();
-                        write.write_all(reply.as_bytes()).await.unwrap();
-                    }
-                });
-            }
-        });
-        url
+        crate::stand_in::serve(move |request| {
+            let node = node.clone();
+            async move { reply(request, &node).await }
+        })
+        .await
     }
 
     fn submit(ledger: &mut Ledger, i: u8) {

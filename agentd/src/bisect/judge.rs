@@ -4,7 +4,8 @@
 //! against the good one; the bad one, measured in the same rounds, must
 //! still be shown slower, so that hours of drift between probes cannot
 //! move an answer. The comparison buys rounds (`until_resolved`) up to
-//! its own budget; what it still cannot tell is skipped.
+//! its own budget; what it still cannot tell is skipped. Looking for a
+//! speed-up, the same rounds are asked the other way round ([`Find`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use indicatif::ProgressBar;
 
 use super::build::{Builder, Built};
 use super::commits::Commit;
-use super::search::Class;
+use super::search::{Class, Find};
 use super::{Judge, Probe, Ratio};
 use crate::compare::gate::Undecidable;
 use crate::compare::run::CompareConfig;
@@ -31,6 +32,8 @@ pub struct DevnetJudge {
     pub compare: CompareConfig,
     /// How a probe is classified (its `step` is set per probe).
     pub gate: GateConfig,
+    /// The change looked for.
+    pub find: Find,
     /// abcid's patch set every build runs (`base` for a recipe chain).
     pub patches: String,
     /// Where each probe's comparison report goes (`probe-<index>.json`).
@@ -143,15 +146,16 @@ impl DevnetJudge {
             Ok(v) => v,
             Err(why) => return Ok(skipped(index, why, started)),
         };
-        let endpoint = Class::of(bad.outcome);
+        let endpoint = self.class_of(&bad, report);
         if index == last {
-            let why = bad.explanation.clone();
+            let why = self.why(&bad, endpoint, report);
             return Ok(probe(index, endpoint, Some(endpoint), Some(&bad), why));
         }
         if endpoint != Class::Bad {
             let why = format!(
-                "in this probe's rounds the bad endpoint was not shown slower ({})",
-                bad.explanation
+                "in this probe's rounds the bad endpoint was not shown {} ({})",
+                self.find.word(),
+                self.why(&bad, endpoint, report)
             );
             return Ok(probe(index, Class::Skip, Some(endpoint), Some(&bad), why));
         }
@@ -160,9 +164,37 @@ impl DevnetJudge {
             Ok(v) => v,
             Err(why) => return Ok(skipped(index, why, started)),
         };
-        let class = Class::of(verdict.outcome);
-        let why = verdict.explanation.clone();
+        let class = self.class_of(&verdict, report);
+        let why = self.why(&verdict, class, report);
         Ok(probe(index, class, Some(Class::Bad), Some(&verdict), why))
+    }
+
+    /// A verdict's class for the change looked for: skipped when measured
+    /// on a busy machine, else by the gate's rule (the other way round for
+    /// a speed-up).
+    fn class_of(&self, verdict: &GateVerdict, report: &CompareReport) -> Class {
+        if report.machine.is_busy() {
+            return Class::Skip;
+        }
+        let theta = self.gate.max_regression_pct / 100.0;
+        self.find.class(&verdict.oriented, theta)
+    }
+
+    /// Why a verdict got `class`: the gate's own sentence for a slowdown,
+    /// else one for a speed-up (after the busy machine's, when it was).
+    fn why(&self, verdict: &GateVerdict, class: Class, report: &CompareReport) -> String {
+        if self.find == Find::Slower {
+            return verdict.explanation.clone();
+        }
+        if report.machine.is_busy() {
+            let theta = self.gate.max_regression_pct / 100.0;
+            let alone = faster_words(verdict, self.find.class(&verdict.oriented, theta));
+            return format!(
+                "INCONCLUSIVE: measured on a busy machine. {}. The figures alone said: {alone}",
+                report.machine.describe()
+            );
+        }
+        faster_words(verdict, class)
     }
 
     /// The gate on `step` against `good`; `Err(why)` when the figures
@@ -179,6 +211,23 @@ impl DevnetJudge {
                 Err(e) => Err(e),
             },
         }
+    }
+}
+
+/// A speed-up probe's `class` in words, with what was measured.
+fn faster_words(verdict: &GateVerdict, class: Class) -> String {
+    let what = verdict.measured();
+    let pct = verdict.max_regression_pct;
+    match class {
+        Class::Bad => {
+            format!("FASTER: {what}; the old endpoint shown slower than it by more than {pct} %")
+        }
+        Class::Good => format!(
+            "not faster: {what}; the old endpoint shown no more than {pct} % slower than it"
+        ),
+        Class::Skip => format!(
+            "cannot tell: {what}; the data cannot show the old endpoint slower than it by more than {pct} %, nor within that"
+        ),
     }
 }
 

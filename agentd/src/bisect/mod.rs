@@ -1,8 +1,10 @@
-//! `feth bisect`: which commit made the chain slower. A binary search over
-//! the commits between a good and a bad revision in which every probe is a
-//! paired, interleaved comparison judged by the regression gate: "not
-//! slower" is good, "slower" is bad, and "cannot tell" (inconclusive once
-//! its rounds are spent, or no build) is skipped, never guessed.
+//! `feth bisect`: which commit made the chain slower (or, asked so,
+//! faster). A binary search over the commits between a good (old) and a
+//! bad (new) revision in which every probe is a paired, interleaved
+//! comparison judged by the regression gate: "not slower" is good,
+//! "slower" is bad, and "cannot tell" (inconclusive once its rounds are
+//! spent, or no build) is skipped, never guessed. Looking for a speed-up
+//! ([`Find::Faster`]) asks the gate the other way round.
 //!
 //! - [`search`]: the bisection on commit indices (pure).
 //! - [`Judge`]: the seam a probe goes through: the real one builds the
@@ -23,7 +25,7 @@ use anyhow::Result;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
-use self::search::{Bisection, Class, Found};
+use self::search::{Bisection, Class, Find, Found};
 
 /// One probe: a commit measured against the good endpoint.
 #[derive(Debug, Clone, Serialize)]
@@ -70,9 +72,11 @@ pub trait Judge {
     fn judge(&mut self, index: usize) -> impl std::future::Future<Output = Result<Probe>>;
 }
 
-/// How long the bisection may take.
+/// What the bisection looks for, and how long it may take.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// The change looked for.
+    pub find: Find,
     /// No probe starts that would, at the mean probe's time so far, end
     /// past this much wall time.
     pub budget: Option<Duration>,
@@ -93,8 +97,9 @@ pub struct Outcome {
 
 /// Bisects `len` commits (index 0 good, `len - 1` bad) through `judge`.
 /// The endpoints are checked first, in the first probe's own rounds (or
-/// alone, when no probe measured them): the bad one must be shown slower
-/// than the good one, else the bisection stops and says so. `bar` shows
+/// alone, when no probe measured them): the bad one must show the change
+/// looked for (slower, or faster) against the good one, else the
+/// bisection stops and says so. `bar` shows
 /// the probes and the expected time left.
 pub async fn bisect(
     len: usize,
@@ -119,17 +124,20 @@ pub async fn bisect(
         if let (false, Some(class)) = (checked, endpoint) {
             checked = true;
             if class != Class::Bad {
-                return Ok(not_slower(probes, started));
+                return Ok(unchanged(probes, limits.find, started));
             }
         }
     }
     if !checked && stopped.is_none() {
-        bar.set_message("checking that the bad endpoint is slower");
+        bar.set_message(format!(
+            "checking that the bad endpoint is {}",
+            limits.find.word()
+        ));
         let probe = judge.judge(len.max(2) - 1).await?;
         let bad = probe.class == Class::Bad;
         probes.push(probe);
         if !bad {
-            return Ok(not_slower(probes, started));
+            return Ok(unchanged(probes, limits.find, started));
         }
     }
     bar.finish_and_clear();
@@ -177,14 +185,16 @@ fn show_progress(
     })
 }
 
-/// The bisection stopped at its endpoints: the bad one is not shown slower.
-fn not_slower(probes: Vec<Probe>, started: Instant) -> Outcome {
+/// The bisection stopped at its endpoints: the bad one is not shown
+/// slower (or faster) than the good one.
+fn unchanged(probes: Vec<Probe>, find: Find, started: Instant) -> Outcome {
     let why = probes.last().map_or(String::new(), |p| p.why.clone());
     Outcome {
         probes,
         found: None,
         stopped: Some(format!(
-            "the bad endpoint is not shown slower than the good one ({why}): nothing to bisect"
+            "the bad endpoint is not shown {} than the good one ({why}): nothing to bisect",
+            find.word()
         )),
         seconds: started.elapsed().as_secs_f64(),
     }

@@ -1,15 +1,14 @@
 //! The bisection on a model of the gate: each probe's rounds are simulated
 //! at this machine's noise and decided by the gate's own rule
-//! ([`gate_rule`]); "inconclusive" buys rounds up to a per-probe most, then
-//! the probe is skipped.
+//! ([`Find::class`]); "inconclusive" buys rounds up to a per-probe most,
+//! then the probe is skipped.
 
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::search::{Class, Found};
+use super::search::{Class, Find, Found};
 use super::{bisect, Judge, Limits, Probe, Ratio};
-use crate::stats::decide::{gate_rule, GateAnswer};
 use crate::stats::LogRatio;
 
 /// One round's log-ratio sd of committed TPS here: the A/A run's ±6.3 %
@@ -23,6 +22,7 @@ struct Model {
     /// Rounds of a probe's first comparison, and the most it may reach.
     rounds: (usize, usize),
     threshold: f64,
+    find: Find,
     rng: StdRng,
 }
 
@@ -33,6 +33,7 @@ impl Model {
             sd: TPS_SD,
             rounds: (8, 48),
             threshold: 0.05,
+            find: Find::Slower,
             rng: StdRng::seed_from_u64(seed),
         }
     }
@@ -49,7 +50,7 @@ impl Model {
     /// the real judge's comparison makes it (`until_resolved`): rounds are
     /// added until the interval's half-width is within half the threshold
     /// or the most rounds are spent, and only then does the gate decide.
-    fn compare(&mut self, index: usize) -> (Class, LogRatio, GateAnswer) {
+    fn compare(&mut self, index: usize) -> (Class, LogRatio) {
         let truth = self.ratios[index].ln();
         let (first, most) = self.rounds;
         let mut logs: Vec<f64> = Vec::new();
@@ -66,8 +67,7 @@ impl Model {
             }
             want = (want * 2).min(most);
         };
-        let (answer, _) = gate_rule(&est, self.threshold);
-        (Class::of(answer), est, answer)
+        (self.find.class(&est, self.threshold), est)
     }
 }
 
@@ -76,7 +76,7 @@ impl Judge for Model {
     async fn judge(&mut self, index: usize) -> anyhow::Result<Probe> {
         let last = self.ratios.len() - 1;
         let (endpoint, ..) = self.compare(last);
-        let (class, est, answer) = self.compare(index);
+        let (class, est) = self.compare(index);
         let class = match (index == last, endpoint) {
             (true, _) | (false, Class::Bad) => class,
             (false, _) => Class::Skip,
@@ -91,7 +91,7 @@ impl Judge for Model {
                 high: est.high,
             }),
             rounds: est.rounds,
-            why: format!("{answer:?}"),
+            why: format!("{class:?}"),
             seconds: 0.0,
             report: None,
         })
@@ -99,7 +99,10 @@ impl Judge for Model {
 }
 
 fn run(model: &mut Model) -> super::Outcome {
-    let limits = Limits { budget: None };
+    let limits = Limits {
+        find: model.find,
+        budget: None,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
@@ -112,19 +115,32 @@ fn run(model: &mut Model) -> super::Outcome {
     .expect("bisect")
 }
 
-/// 16 commits, the regression (15 % of committed TPS) at commit `k`.
-fn step_at(k: usize) -> Vec<f64> {
-    (0..16).map(|i| if i >= k { 0.85 } else { 1.0 }).collect()
+/// 16 commits, the change (to `after` of the good one's committed TPS) at
+/// commit `k`.
+fn step_at(k: usize, after: f64) -> Vec<f64> {
+    (0..16).map(|i| if i >= k { after } else { 1.0 }).collect()
 }
 
 #[test]
 fn a_regression_at_commit_k_of_16_is_found_at_k_in_95_percent_of_bisections() {
+    found_at_k(Find::Slower, 0.85);
+}
+
+#[test]
+fn a_speed_up_at_commit_k_of_16_is_found_at_k_in_95_percent_of_bisections() {
+    found_at_k(Find::Faster, 1.0 / 0.85);
+}
+
+/// 400 bisections for a change to `after` at commit k of 16 (k = 1 … 15).
+fn found_at_k(find: Find, after: f64) {
     let trials = 400;
     let mut found = 0;
     let mut wrong = Vec::new();
     for t in 0..trials {
         let k = 1 + t % 15;
-        let outcome = run(&mut Model::new(step_at(k), t as u64));
+        let mut model = Model::new(step_at(k, after), t as u64);
+        model.find = find;
+        let outcome = run(&mut model);
         match outcome.found {
             Some(Found::FirstBad(i)) if i == k => found += 1,
             Some(Found::FirstBad(i)) => wrong.push((k, i)),
@@ -178,4 +194,15 @@ fn a_bad_endpoint_not_shown_slower_stops_the_bisection() {
     assert!(outcome.found.is_none());
     let why = outcome.stopped.expect("it says why it stopped");
     assert!(why.contains("not shown slower"), "{why}");
+}
+
+#[test]
+fn a_slower_new_endpoint_is_not_a_speed_up_to_bisect() {
+    let mut model = Model::new(step_at(9, 0.85), 5);
+    model.find = Find::Faster;
+    let outcome = run(&mut model);
+    assert_eq!(outcome.probes.len(), 1, "{:?}", outcome.probes);
+    assert_eq!(outcome.probes[0].endpoint, Some(Class::Good));
+    let why = outcome.stopped.expect("it says why it stopped");
+    assert!(why.contains("not shown faster"), "{why}");
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::commits::Commit;
-use super::search::{Class, Found};
+use super::search::{Find, Found};
 use super::{minutes, Outcome, Probe};
 
 /// Everything a bisection reports.
@@ -15,9 +15,13 @@ use super::{minutes, Outcome, Probe};
 pub struct BisectReport {
     /// The commits searched, good endpoint first.
     pub commits: Vec<Commit>,
+    /// The change looked for.
+    pub find: Find,
     /// The figure decided on (`tps` or `cpu`).
     pub metric: String,
-    /// The largest slowdown that counts as "not slower", percent.
+    /// The threshold, percent: the largest slowdown that counts as "not
+    /// slower" (or, looking for a speed-up, the old endpoint's largest
+    /// slowdown against a probe that counts as "not faster").
     pub max_regression_pct: f64,
     /// The search.
     pub outcome: Outcome,
@@ -30,13 +34,17 @@ impl BisectReport {
     /// The answer in one line.
     pub fn headline(&self) -> String {
         let c = &self.commits;
+        let (what, changed) = match self.find {
+            Find::Slower => ("BAD", "slower"),
+            Find::Faster => ("FASTER", "faster"),
+        };
         match &self.outcome.found {
             None => format!(
                 "NOT BISECTED: {}",
                 self.outcome.stopped.as_deref().unwrap_or("stopped")
             ),
             Some(Found::FirstBad(i)) => format!(
-                "FIRST BAD COMMIT: {} {} (its parent {} is not slower)",
+                "FIRST {what} COMMIT: {} {} (its parent {} is not {changed})",
                 c[*i].short(),
                 c[*i].subject,
                 c[i - 1].short()
@@ -46,7 +54,8 @@ impl BisectReport {
                 first_bad,
                 skipped,
             }) => format!(
-                "CANNOT NARROW FURTHER: the first bad commit is after {} and at or before {} ({} commit(s) between; skipped: {})",
+                "CANNOT NARROW FURTHER: the first {} commit is after {} and at or before {} ({} commit(s) between; skipped: {})",
+                what.to_lowercase(),
                 c[*last_good].short(),
                 c[*first_bad].short(),
                 first_bad - last_good - 1,
@@ -78,7 +87,7 @@ impl BisectReport {
                 "{:>5}  {:<10}  {:<5}  {:>22}  {:>6}  {:>7}  {}",
                 p.index,
                 self.commits[p.index].short(),
-                class_word(p.class),
+                self.find.class_word(p.class),
                 ratio_text(p),
                 p.rounds,
                 minutes(p.seconds),
@@ -109,15 +118,19 @@ impl BisectReport {
                 p.index,
                 c.short(),
                 c.subject.replace('|', "\\|"),
-                class_word(p.class),
+                self.find.class_word(p.class),
                 ratio_text(p),
                 p.rounds
             );
         }
+        let pct = self.max_regression_pct;
+        let rule = match self.find {
+            Find::Slower => format!("good when shown within {pct} % of the good endpoint, bad when shown slower than that"),
+            Find::Faster => format!("fast when the old endpoint is shown slower than it by more than {pct} %, slow when shown within that"),
+        };
         let _ = writeln!(
             out,
-            "\nA probe is good when shown within {} % of the good endpoint, bad when shown slower than that, and skipped when its rounds could not tell.",
-            self.max_regression_pct
+            "\nA probe is {rule}, and skipped when its rounds could not tell."
         );
         out
     }
@@ -127,14 +140,6 @@ impl BisectReport {
             "cpu" => "speed (1/CPU per tx)",
             _ => "committed TPS ratio",
         }
-    }
-}
-
-fn class_word(class: Class) -> &'static str {
-    match class {
-        Class::Good => "good",
-        Class::Bad => "bad",
-        Class::Skip => "skip",
     }
 }
 

@@ -6,7 +6,72 @@
 
 use serde::Serialize;
 
-use crate::stats::GateAnswer;
+use crate::stats::decide::gate_rule;
+use crate::stats::{GateAnswer, LogRatio};
+
+/// Which change the bisection looks for. The endpoints are always the
+/// older revision (index 0, `git bisect`'s "good" or "old") and the newer
+/// one (the last, "bad" or "new"); a probe is marked [`Class::Bad`] when it
+/// already shows the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Find {
+    /// The commit that made the chain slower: a probe shown slower than
+    /// the old endpoint beyond the threshold has the change.
+    Slower,
+    /// The commit that made the chain faster: a probe shown faster than
+    /// the old endpoint beyond the threshold (the old one slower than it
+    /// by more than the threshold) has the change.
+    Faster,
+}
+
+impl std::str::FromStr for Find {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "slower" => Ok(Find::Slower),
+            "faster" => Ok(Find::Faster),
+            _ => Err(format!(
+                "{s:?} is not a change to look for: say `slower` (a regression) or `faster` (a speed-up)"
+            )),
+        }
+    }
+}
+
+impl Find {
+    /// A probe's class from its figure against the old endpoint (oriented
+    /// so that above 1 is better) and the threshold `theta` (0.05: 5 %),
+    /// by the gate's own rule: asked as it is for a slowdown, the other way
+    /// round for a speed-up.
+    pub fn class(self, oriented: &LogRatio, theta: f64) -> Class {
+        let asked = match self {
+            Find::Slower => *oriented,
+            Find::Faster => oriented.inverse(),
+        };
+        Class::of(gate_rule(&asked, theta).0)
+    }
+
+    /// The change in a word: `slower` or `faster`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Find::Slower => "slower",
+            Find::Faster => "faster",
+        }
+    }
+
+    /// What a table calls a class: good/bad for a slowdown, slow/fast for
+    /// a speed-up.
+    pub fn class_word(self, class: Class) -> &'static str {
+        match (self, class) {
+            (_, Class::Skip) => "skip",
+            (Find::Slower, Class::Good) => "good",
+            (Find::Slower, Class::Bad) => "bad",
+            (Find::Faster, Class::Good) => "slow",
+            (Find::Faster, Class::Bad) => "fast",
+        }
+    }
+}
 
 /// What a probe said of a commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -167,6 +232,28 @@ mod tests {
                 skipped: vec![7]
             }
         );
+    }
+
+    /// `ratio` with a ±`half` % interval over 8 rounds.
+    fn est(ratio: f64, half: f64) -> LogRatio {
+        let mut e = LogRatio::from_logs(&[ratio.ln(); 8]).expect("rounds");
+        e.low = Some(ratio * (1.0 - half / 100.0));
+        e.high = Some(ratio * (1.0 + half / 100.0));
+        e
+    }
+
+    #[test]
+    fn a_speed_up_is_the_change_only_when_looking_for_one() {
+        let faster = est(1.5, 3.0);
+        assert_eq!(Find::Faster.class(&faster, 0.05), Class::Bad);
+        assert_eq!(Find::Slower.class(&faster, 0.05), Class::Good);
+        let slower = est(0.7, 3.0);
+        assert_eq!(Find::Faster.class(&slower, 0.05), Class::Good);
+        assert_eq!(Find::Slower.class(&slower, 0.05), Class::Bad);
+        // Within noise of the threshold either way: cannot tell.
+        let unsure = est(1.05, 6.0);
+        assert_eq!(Find::Faster.class(&unsure, 0.05), Class::Skip);
+        assert_eq!(Find::Slower.class(&est(0.95, 6.0), 0.05), Class::Skip);
     }
 
     #[test]

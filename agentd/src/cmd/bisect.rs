@@ -1,5 +1,5 @@
 //! `feth bisect --good REV --bad REV --build CMD`: which commit made the
-//! chain slower. Arguments into [`BuildConfig`], a [`CompareConfig`] for
+//! chain slower (or, with `--find faster`, faster). Arguments into [`BuildConfig`], a [`CompareConfig`] for
 //! every probe and the gate's [`GateConfig`]; the search is
 //! [`crate::bisect`]'s.
 
@@ -16,7 +16,7 @@ use super::Exit;
 use crate::bisect::build::{BuildConfig, Builder};
 use crate::bisect::judge::DevnetJudge;
 use crate::bisect::render::BisectReport;
-use crate::bisect::search::Found;
+use crate::bisect::search::{Find, Found};
 use crate::bisect::{self, commits, Limits};
 use crate::compare::run::{unix_seconds, CompareConfig};
 use crate::compare::{self, GateConfig, Kind, Settings};
@@ -26,12 +26,17 @@ use crate::devnet::{self, GoDuration};
 /// `feth bisect …`
 #[derive(Debug, Args)]
 pub struct BisectArgs {
-    /// A revision known good (the faster one).
-    #[arg(long, value_name = "REV")]
+    /// A revision known good: the older one, before the change.
+    #[arg(long, visible_alias = "old", value_name = "REV")]
     good: String,
-    /// A revision known bad (slower), after --good.
-    #[arg(long, value_name = "REV")]
+    /// A revision known bad: the newer one, after --good, that shows the change.
+    #[arg(long, visible_alias = "new", value_name = "REV")]
     bad: String,
+    /// The change looked for: `slower` (which commit made it slower), or
+    /// `faster` (which commit made it faster; --max-regression is then
+    /// how much slower than a probe the old endpoint must be shown).
+    #[arg(long, value_name = "slower|faster", default_value = "slower")]
+    find: Find,
     /// The git repository the revisions are in.
     #[arg(long, value_name = "DIR", default_value = ".")]
     repo: PathBuf,
@@ -140,6 +145,7 @@ pub async fn run(args: BisectArgs) -> Result<()> {
             metric: args.metric.metric(),
             force: false,
         },
+        find: args.find,
         patches: match args.chain {
             Some(_) => "base".to_string(),
             None => args.patches.clone(),
@@ -149,12 +155,14 @@ pub async fn run(args: BisectArgs) -> Result<()> {
         bar: bar.clone(),
     };
     let limits = Limits {
+        find: args.find,
         budget: Some(positive_duration(&args.budget, "--budget")?),
     };
     let outcome = bisect::bisect(commits.len(), &mut judge, limits, &bar).await?;
     let diff_flamegraph = first_bad_diff(&outcome.found, &judge, &out)?;
     let report = BisectReport {
         commits,
+        find: args.find,
         metric: format!("{:?}", args.metric).to_lowercase(),
         max_regression_pct: args.max_regression,
         outcome,

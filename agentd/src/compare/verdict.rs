@@ -84,23 +84,7 @@ impl GateVerdict {
 
     /// The decision in one sentence, with what to do next.
     pub fn explain(&self) -> String {
-        let change = (self.oriented.ratio - 1.0) * 100.0;
-        let how = if change < 0.0 { "worse" } else { "better" };
-        let interval = match (self.oriented.low, self.oriented.high) {
-            (Some(l), Some(h)) => {
-                format!("{:+.1} % to {:+.1} %", (l - 1.0) * 100.0, (h - 1.0) * 100.0)
-            }
-            _ => "no interval".to_string(),
-        };
-        let what = format!(
-            "step {} against {} ({}): {:.1} % {how} (95 % CI {interval}; {} rounds, {})",
-            self.candidate_step,
-            self.baseline_step,
-            self.metric.label(),
-            change.abs(),
-            self.oriented.rounds,
-            self.method_words()
-        );
+        let what = self.measured();
         let allowed = format!("{} %", self.max_regression_pct);
         match self.outcome {
             GateAnswer::Pass => format!("pass: {what}; shown no more than {allowed} worse"),
@@ -112,6 +96,28 @@ impl GateVerdict {
                 self.advice()
             ),
         }
+    }
+
+    /// What was measured, without the decision: the steps, the figure, the
+    /// change with its interval, the rounds and the method.
+    pub fn measured(&self) -> String {
+        let change = (self.oriented.ratio - 1.0) * 100.0;
+        let how = if change < 0.0 { "worse" } else { "better" };
+        let interval = match (self.oriented.low, self.oriented.high) {
+            (Some(l), Some(h)) => {
+                format!("{:+.1} % to {:+.1} %", (l - 1.0) * 100.0, (h - 1.0) * 100.0)
+            }
+            _ => "no interval".to_string(),
+        };
+        format!(
+            "step {} against {} ({}): {:.1} % {how} (95 % CI {interval}; {} rounds, {})",
+            self.candidate_step,
+            self.baseline_step,
+            self.metric.label(),
+            change.abs(),
+            self.oriented.rounds,
+            self.method_words()
+        )
     }
 
     fn method_words(&self) -> &'static str {

@@ -88,7 +88,7 @@ pub(super) async fn settle(
         .filter(|p| p.nonce >= latest)
         .cloned()
         .collect();
-    send_in_order(client, &open, plan.progress).await?;
+    send_in_order(client, &open, plan.wait, plan.progress).await?;
     wait_nonce(
         client,
         journal.root,

@@ -5,9 +5,10 @@
 //! (commit 2) is measured with both endpoints in one comparison, which is
 //! also the suite's A/A step and its "removing fast-ecrecover" regression:
 //! the probe's report is checked as `feth compare`'s (its tables, gate,
-//! conditions, profiles).
+//! conditions, profiles). And `--find faster` on the abcid recipe: the
+//! commit that put fast-ecrecover back.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use feth::compare::{self, render, CompareReport, GateConfig, Metric};
@@ -35,11 +36,8 @@ chmod +x out/abcid
 #[test]
 fn bisect_names_the_commit_that_dropped_fast_ecrecover_and_skips_one_that_does_not_build() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("chain");
-    init_repo(&repo);
+    let repo = chain_repo(dir.path());
     let write = |name: &str, text: &str| std::fs::write(repo.join(name), text).unwrap();
-    write("build.sh", BUILD_SH);
-    write(".gitignore", "out/\n");
     write("patches", "all");
     let good = commit(&repo, "the good one");
     write("broken", "");
@@ -49,34 +47,13 @@ fn bisect_names_the_commit_that_dropped_fast_ecrecover_and_skips_one_that_does_n
     write("patches", "all,-fast-ecrecover");
     let bad = commit(&repo, "drop fast-ecrecover");
 
-    let abcid = feth::devnet::tools::abcid().unwrap();
     let md = dir.path().join("bisect.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
-        .args(["bisect", "--good", &good, "--bad", &bad, "--repo"])
-        .arg(&repo)
-        .arg("--build")
-        .arg(format!("ABCID={} bash build.sh", abcid.display()))
-        // Committed TPS: with 2 s windows, CPU per transaction at the fixed
-        // rate varied ±23 % between rounds here, TPS about ±9 %. Within
-        // 30 % is "not slower": the bad endpoint commits about 0.4 × the
-        // good one; how a probe decides at tighter thresholds and real noise
-        // is the model's test (`bisect::model`).
-        .args(["--binary-path", "out/abcid", "--metric", "tps"])
-        .args(["--max-regression", "30", "--max-rounds", "5"])
-        .args(["--seconds", "2", "--senders", "100", "--max-busy", "50"])
-        .args(["--start", "1600", "--step-secs", "2", "--warmup-secs", "1"])
-        .args(["--max-steps", "3", "--profile-blocks", "2", "--work"])
-        .arg(dir.path().join("work"))
-        .arg("--out")
-        .arg(dir.path().join("flamegraphs"))
-        .arg("--markdown")
-        .arg(&md)
-        .args(["--json", "--quiet"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let md_arg = md.to_str().unwrap();
+    let (report, stderr) = bisect(
+        dir.path(),
+        &["--good", &good, "--bad", &bad],
+        &["--profile-blocks", "2", "--markdown", md_arg],
+    );
     let outcome = &report["outcome"];
     assert_eq!(outcome["found"], json!({"first_bad": 3}), "{stderr}");
     let probes = outcome["probes"].as_array().unwrap();
@@ -188,4 +165,102 @@ fn check_fast_ecrecover_loss(r: &CompareReport, text: &str) {
     let node_diff = slow.node_diff_flamegraph.as_ref().expect("node diff");
     let svg = std::fs::read_to_string(node_diff).unwrap();
     assert!(svg.contains("cometbft") && svg.contains("abcid"));
+}
+
+/// `--find faster` on the abcid recipe (`--chain abcid`): two commits, the
+/// newer one putting fast-ecrecover back. With no commit between them the
+/// bisection is its endpoint check alone: one comparison of the two
+/// builds on devnets the recipe makes, asked the other way round, which
+/// must show the new one faster.
+#[test]
+fn bisect_finds_the_commit_that_made_a_recipe_chain_faster() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = chain_repo(dir.path());
+    let write = |name: &str, text: &str| std::fs::write(repo.join(name), text).unwrap();
+    write("patches", "all,-fast-ecrecover");
+    let old = commit(&repo, "pure-Rust sender recovery");
+    write("patches", "all");
+    let new = commit(&repo, "fast-ecrecover back");
+
+    let (report, stderr) = bisect(
+        dir.path(),
+        &["--find", "faster", "--old", &old, "--new", &new],
+        &[
+            "--chain",
+            "abcid",
+            "--timeout-commit",
+            "300ms",
+            "--profile-blocks",
+            "0",
+        ],
+    );
+    assert_eq!(report["find"], "faster");
+    let outcome = &report["outcome"];
+    assert_eq!(outcome["found"], json!({"first_bad": 1}), "{stderr}");
+    let probes = outcome["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 1, "the endpoints alone: {probes:?}");
+    let probe = &probes[0];
+    assert_eq!(probe["class"], "bad", "{stderr}");
+    let why = probe["why"].as_str().unwrap();
+    assert!(why.starts_with("FASTER: step bad against good"), "{why}");
+    assert!(probe["ratio"]["low"].as_f64().unwrap() > 1.0, "{probe}");
+    assert!(
+        stderr.contains("FIRST FASTER COMMIT") && stderr.contains("fast-ecrecover back"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" fast "), "the table's class: {stderr}");
+
+    // The comparison ran on the recipe's devnets: conditions read from
+    // each node, the recipe's block gas and the asked block interval.
+    let path = probe["report"].as_str().expect("the probe's report");
+    let r: CompareReport = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(r.step_names(), ["good", "bad"]);
+    for setup in &r.setups {
+        let c = setup.conditions.as_ref().expect("conditions read");
+        assert_eq!(c.block_max_gas, Some(150_000_000), "{c:?}");
+        assert_eq!(c.timeout_commit.as_deref(), Some("300ms"), "{c:?}");
+    }
+}
+
+/// A git repository in `dir/chain` holding the build script; the tests
+/// commit their patch sets into it.
+fn chain_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("chain");
+    init_repo(&repo);
+    std::fs::write(repo.join("build.sh"), BUILD_SH).unwrap();
+    std::fs::write(repo.join(".gitignore"), "out/\n").unwrap();
+    repo
+}
+
+/// `feth bisect` over `dir/chain`'s builds with the endpoints `ends` and
+/// the `more` flags, judged quickly: committed TPS (with 2 s windows, CPU
+/// per transaction at the fixed rate varied ±23 % between rounds here, TPS
+/// about ±9 %) within 30 % (the slow build commits about 0.4 × the fast
+/// one; how a probe decides at tighter thresholds and real noise is the
+/// model's test, `bisect::model`). Asserts it succeeded; returns its JSON
+/// report and its stderr.
+fn bisect(dir: &Path, ends: &[&str], more: &[&str]) -> (Value, String) {
+    let abcid = feth::devnet::tools::abcid().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .arg("bisect")
+        .args(ends)
+        .arg("--repo")
+        .arg(dir.join("chain"))
+        .arg("--build")
+        .arg(format!("ABCID={} bash build.sh", abcid.display()))
+        .args(["--binary-path", "out/abcid", "--metric", "tps"])
+        .args(["--max-regression", "30", "--max-rounds", "5"])
+        .args(["--seconds", "2", "--senders", "100", "--max-busy", "50"])
+        .args(["--start", "1600", "--step-secs", "2", "--warmup-secs", "1"])
+        .args(["--max-steps", "3", "--work"])
+        .arg(dir.join("work"))
+        .arg("--out")
+        .arg(dir.join("flamegraphs"))
+        .args(more)
+        .args(["--json", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
 }

@@ -176,6 +176,11 @@ impl DevnetJudge {
         if report.machine.is_busy() {
             return Class::Skip;
         }
+        self.figures_class(verdict)
+    }
+
+    /// What the figures alone say, busy machine or not.
+    fn figures_class(&self, verdict: &GateVerdict) -> Class {
         let theta = self.gate.max_regression_pct / 100.0;
         self.find.class(&verdict.oriented, theta)
     }
@@ -187,8 +192,7 @@ impl DevnetJudge {
             return verdict.explanation.clone();
         }
         if report.machine.is_busy() {
-            let theta = self.gate.max_regression_pct / 100.0;
-            let alone = faster_words(verdict, self.find.class(&verdict.oriented, theta));
+            let alone = faster_words(verdict, self.figures_class(verdict));
             return format!(
                 "INCONCLUSIVE: measured on a busy machine. {}. The figures alone said: {alone}",
                 report.machine.describe()

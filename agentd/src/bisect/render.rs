@@ -34,9 +34,10 @@ impl BisectReport {
     /// The answer in one line.
     pub fn headline(&self) -> String {
         let c = &self.commits;
-        let (what, changed) = match self.find {
-            Find::Slower => ("BAD", "slower"),
-            Find::Faster => ("FASTER", "faster"),
+        let changed = self.find.word();
+        let what = match self.find {
+            Find::Slower => "BAD",
+            Find::Faster => "FASTER",
         };
         match &self.outcome.found {
             None => format!(

@@ -254,10 +254,10 @@ pub(crate) async fn measure<N: MeasuredNode>(
     settings.fixed_rate = fixed_rate(cfg.rate, &capacity)?;
     let mut runs: Vec<StepRun> = Vec::new();
     let (mut rounds, mut saturated, mut raised) = (0, 0, 0);
-    let rounds_began = Instant::now();
+    let mut clock = Clock::new(started);
     let mut failed = None;
     let stopped = 'rounds: loop {
-        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, started) {
+        if let Some(why) = stop_reason(cfg, &settings, &setups, &runs, saturated, &clock) {
             break why;
         }
         let first = runs.len();
@@ -285,8 +285,9 @@ pub(crate) async fn measure<N: MeasuredNode>(
             runs.push(run);
         }
         rounds += 1;
+        clock.rounds_run = rounds;
         if rounds == 1 {
-            forecast(cfg, rounds_began.elapsed(), started.elapsed(), bar);
+            forecast(cfg, clock.rounds_began.elapsed(), started.elapsed(), bar);
         }
         // A round in which a step kept up with the overload does not count:
         // the overload is doubled and the round run again (its fixed-rate
@@ -504,6 +505,45 @@ pub fn round_order(steps: usize, round: usize) -> Vec<usize> {
     }
 }
 
+/// The wall time a comparison has used, and what one more round costs.
+struct Clock {
+    /// When the comparison began (set-up and pilot included).
+    started: Instant,
+    /// When its first round began.
+    rounds_began: Instant,
+    /// Rounds run so far, those run again on a raised overload included.
+    rounds_run: usize,
+}
+
+impl Clock {
+    fn new(started: Instant) -> Self {
+        let rounds_began = Instant::now();
+        Self {
+            started,
+            rounds_began,
+            rounds_run: 0,
+        }
+    }
+
+    /// Seconds since the comparison began.
+    fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// The mean wall time of the rounds run so far: the set-up and the
+    /// pilot are not a round's cost, and a round run again is one.
+    fn per_round(&self) -> Option<f64> {
+        let rounds = u32::try_from(self.rounds_run).ok().filter(|r| *r > 0)?;
+        Some((self.rounds_began.elapsed() / rounds).as_secs_f64())
+    }
+
+    /// Whether one more round would end past `budget` seconds.
+    fn next_round_overruns(&self, budget: f64) -> bool {
+        self.per_round()
+            .is_some_and(|r| self.elapsed() + r > budget)
+    }
+}
+
 /// Why no further round runs, if none should.
 fn stop_reason(
     cfg: &CompareConfig,
@@ -511,10 +551,10 @@ fn stop_reason(
     setups: &[StepSetup],
     runs: &[StepRun],
     rounds: usize,
-    started: Instant,
+    clock: &Clock,
 ) -> Option<Option<String>> {
     let Some((target, budget)) = settings.until_resolved else {
-        return fixed_stop(cfg, rounds, started);
+        return fixed_stop(cfg, rounds, clock);
     };
     if rounds >= MIN_ROUNDS {
         let ladder: Vec<String> = cfg.steps.iter().map(|s| s.name.clone()).collect();
@@ -529,13 +569,10 @@ fn stop_reason(
             )));
         }
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let per_round = (rounds > 0).then(|| elapsed / rounds as f64);
-    let over_budget = per_round.is_some_and(|r| elapsed + r > budget);
-    if over_budget || rounds >= cfg.max_rounds {
+    if clock.next_round_overruns(budget) || rounds >= cfg.max_rounds {
         return Some(Some(format!(
             "budget spent after {rounds} rounds ({:.1} min): not every interval is within ±{:.1} %",
-            elapsed / 60.0,
+            clock.elapsed() / 60.0,
             target * 100.0
         )));
     }
@@ -544,19 +581,17 @@ fn stop_reason(
 
 /// Why a fixed number of rounds stops: all run, or (with a budget) one more
 /// would end past it.
-fn fixed_stop(cfg: &CompareConfig, rounds: usize, started: Instant) -> Option<Option<String>> {
+fn fixed_stop(cfg: &CompareConfig, rounds: usize, clock: &Clock) -> Option<Option<String>> {
     if rounds >= cfg.max_rounds {
         return Some(None);
     }
     let budget = cfg.budget?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let per_round = (rounds > 0).then(|| elapsed / rounds as f64)?;
-    (elapsed + per_round > budget).then(|| {
+    clock.next_round_overruns(budget).then(|| {
         Some(format!(
             "--budget {:.1} min: stopped after {rounds} of {} rounds ({:.1} min; another would end past it)",
             budget / 60.0,
             cfg.max_rounds,
-            elapsed / 60.0
+            clock.elapsed() / 60.0
         ))
     })
 }
@@ -818,7 +853,7 @@ mod tests {
     use indicatif::ProgressBar;
 
     use super::{
-        fixed_rate, fixed_stop, measure, round_order, stop_reason, CompareConfig, Measured,
+        fixed_rate, fixed_stop, measure, round_order, stop_reason, Clock, CompareConfig, Measured,
     };
     use crate::compare::conditions::NodeConditions;
     use crate::compare::deploy::Phase;
@@ -1023,15 +1058,53 @@ mod tests {
     #[test]
     fn a_budget_stops_fixed_rounds_before_one_would_overrun_it() {
         let mut cfg = config(None, 8);
-        let started = Instant::now() - Duration::from_secs(100);
-        assert_eq!(fixed_stop(&cfg, 2, started), None);
-        assert_eq!(fixed_stop(&cfg, 8, started), Some(None));
+        let two = clock(100, 100, 2);
+        assert_eq!(fixed_stop(&cfg, 2, &two), None);
+        assert_eq!(fixed_stop(&cfg, 8, &two), Some(None));
         // 50 s a round so far: a third would end at 150 s, past 120.
         cfg.budget = Some(120.0);
-        let why = fixed_stop(&cfg, 2, started).unwrap().unwrap();
+        let why = fixed_stop(&cfg, 2, &two).unwrap().unwrap();
         assert!(why.contains("stopped after 2 of 8 rounds"), "{why}");
         cfg.budget = Some(200.0);
-        assert_eq!(fixed_stop(&cfg, 2, started), None);
+        assert_eq!(fixed_stop(&cfg, 2, &two), None);
+    }
+
+    /// A clock whose comparison began `started` s ago, its rounds `rounds`
+    /// s ago, with `run` rounds run.
+    fn clock(started: u64, rounds: u64, run: usize) -> Clock {
+        let now = Instant::now();
+        Clock {
+            started: now - Duration::from_secs(started),
+            rounds_began: now - Duration::from_secs(rounds),
+            rounds_run: run,
+        }
+    }
+
+    #[test]
+    fn a_rounds_cost_is_the_rounds_own_time_not_the_set_up_or_a_round_run_again() {
+        // A 260 s set-up and pilot, then one 100 s round: the next round is
+        // expected to end at 460 s, within a 12 min budget (counting the
+        // set-up as a round's cost, it would seem to end at 720 s).
+        let cfg = config(Some((0.01, 700.0)), 100);
+        let one = clock(360, 100, 1);
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(1, 0.2), 1, &one),
+            None
+        );
+        // Three rounds of 100 s of which two were run again on a raised
+        // overload: one counts, yet a round costs 100 s, not 300.
+        let rerun = clock(300, 300, 3);
+        assert_eq!(
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(1, 0.2), 1, &rerun),
+            None
+        );
+        // A round that would end past the budget still stops the rounds.
+        let late = clock(650, 100, 1);
+        let why = stop_reason(&cfg, &cfg.settings, &[], &rounds(1, 0.2), 1, &late);
+        assert!(why
+            .unwrap()
+            .unwrap()
+            .starts_with("budget spent after 1 rounds"));
     }
 
     #[tokio::test]
@@ -1140,32 +1213,32 @@ mod tests {
     #[test]
     fn fixed_rounds_stop_at_their_count() {
         let cfg = config(None, 8);
-        let now = Instant::now();
+        let now = clock(0, 0, 0);
         assert_eq!(
-            stop_reason(&cfg, &cfg.settings, &[], &rounds(7, 0.01), 7, now),
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(7, 0.01), 7, &now),
             None
         );
         assert_eq!(
-            stop_reason(&cfg, &cfg.settings, &[], &rounds(8, 0.01), 8, now),
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(8, 0.01), 8, &now),
             Some(None)
         );
     }
 
     #[test]
     fn until_resolved_stops_when_every_interval_is_narrow_or_the_budget_is_spent() {
-        let now = Instant::now();
+        let now = clock(10, 10, 5);
         // ±0.1 % noise: within ±1 % after the first five rounds.
         let cfg = config(Some((0.01, 3600.0)), 100);
-        let why = stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.001), 5, now);
+        let why = stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.001), 5, &now);
         assert!(why.unwrap().unwrap().starts_with("resolved after 5 rounds"));
         // ±20 % noise: not resolved; a budget of an hour is not spent yet…
         assert_eq!(
-            stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.2), 5, now),
+            stop_reason(&cfg, &cfg.settings, &[], &rounds(5, 0.2), 5, &now),
             None
         );
         // …and none is left of a budget of 0 s.
         let broke = config(Some((0.01, 0.0)), 100);
-        let why = stop_reason(&broke, &broke.settings, &[], &rounds(5, 0.2), 5, now);
+        let why = stop_reason(&broke, &broke.settings, &[], &rounds(5, 0.2), 5, &now);
         assert!(why
             .unwrap()
             .unwrap()

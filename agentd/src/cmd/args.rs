@@ -191,6 +191,16 @@ impl SearchArgs {
     }
 }
 
+/// `--overload-tps`, checked: a positive, finite rate.
+pub fn given_overload(tps: Option<f64>) -> anyhow::Result<Option<f64>> {
+    match tps {
+        Some(t) if !(t > 0.0 && t.is_finite()) => {
+            bail!("--overload-tps must be a rate above 0 tx/s, got {t}; or leave it out to search each step's knee")
+        }
+        _ => Ok(tps),
+    }
+}
+
 /// A flag's number of seconds as a duration: finite and not negative.
 pub fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
     if !(v >= 0.0 && v.is_finite()) {

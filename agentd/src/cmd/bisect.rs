@@ -107,6 +107,11 @@ pub struct BisectArgs {
     /// Where the probes' reports and flamegraphs go (a `bisect-<unix time>` folder).
     #[arg(long, default_value = "flamegraphs/bisect")]
     out: PathBuf,
+    /// Skip every step's knee search: the saturation windows offer TPS
+    /// from the start (the pilot still doubles it while a step keeps up).
+    /// For a ladder whose knees an earlier run found; saves a search per step.
+    #[arg(long, value_name = "TPS")]
+    overload_tps: Option<f64>,
     #[command(flatten)]
     search: SearchArgs,
     /// Also write the result as GitHub-flavoured Markdown to FILE.
@@ -260,6 +265,7 @@ fn compare_config(args: &BisectArgs, out: &std::path::Path) -> Result<CompareCon
             senders: args.senders,
             workload: "transfer".to_string(),
             overload: 2.0,
+            given_overload_tps: super::args::given_overload(args.overload_tps)?,
             fixed_rate: 0.0,
             floor: 0.02,
             search,

@@ -320,6 +320,11 @@ pub struct RunArgs {
     /// highest rate any step's search fell behind at.
     #[arg(long, default_value_t = 2.0)]
     overload: f64,
+    /// Skip every step's knee search: the saturation windows offer TPS
+    /// from the start (the pilot still doubles it while a step keeps up).
+    /// For a ladder whose knees an earlier run found; saves a search per step.
+    #[arg(long, value_name = "TPS")]
+    overload_tps: Option<f64>,
     /// Changes smaller than this, percent, are "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0)]
     floor: f64,
@@ -572,6 +577,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
                 .as_ref()
                 .map_or_else(|| "transfer".to_string(), |s| s.name.clone()),
             overload: r.overload,
+            given_overload_tps: super::args::given_overload(r.overload_tps)?,
             fixed_rate: 0.0,
             floor: r.floor / 100.0,
             search,

@@ -203,6 +203,11 @@ fn differences(baseline: &CompareReport, candidate: &CompareReport) -> Vec<Strin
         check("workload", &a.workload, &b.workload),
         check("senders", &a.senders, &b.senders),
         check("overload", &a.overload, &b.overload),
+        check(
+            "given overload",
+            &a.given_overload_tps,
+            &b.given_overload_tps,
+        ),
         check("fixed_rate", &a.fixed_rate, &b.fixed_rate),
         check("search", &a.search, &b.search),
     ]

@@ -445,17 +445,20 @@ fn conditions(report: &CompareReport) -> Vec<String> {
         }
     }
     let clocks: Vec<&str> = clocks.into_iter().map(clock_words).collect();
+    let placed = match s.given_overload_tps {
+        Some(rate) => format!("from {} tx/s given, no knee searched", tps(rate)),
+        None => format!("{:.2} × the highest rate a step fell behind at", s.overload),
+    };
     vec![
         format!(
             "machine: {}, {} cores, {:.1} GiB, host {}, kernel {}; feth {}",
             e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version
         ),
         format!(
-            "conditions: {kind}, {} rounds interleaved, per run {} s saturated at {} tx/s offered ({:.2} × the highest rate a step fell behind at, raised by the pilot while a step kept up) and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
+            "conditions: {kind}, {} rounds interleaved, per run {} s saturated at {} tx/s offered ({placed}, raised by the pilot while a step kept up) and {} s at a fixed {} tx/s, {} s warm-up each, {} senders, workload {}; clock: {}; {:.1} min in all",
             s.rounds,
             s.seconds,
             report.setups.first().map_or("?".to_string(), |x| tps(x.overload_tps)),
-            s.overload,
             s.seconds,
             tps(s.fixed_rate),
             s.warmup_secs,
@@ -548,6 +551,20 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part:?} not in\n{text}");
         }
+    }
+
+    #[test]
+    fn the_conditions_say_how_the_overload_was_placed() {
+        let mut report = ladder();
+        let searched = "(1.25 × the highest rate a step fell behind at, raised by the pilot";
+        assert!(table(&report).contains(searched), "{}", table(&report));
+        report.settings.given_overload_tps = Some(8000.0);
+        let text = table(&report);
+        assert!(!text.contains(searched), "{text}");
+        assert!(
+            text.contains("(from 8000 tx/s given, no knee searched, raised by the pilot"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -171,6 +171,11 @@ pub struct Settings {
     /// search fell behind at (2: twice it), raised by the pilot while a step
     /// kept up; the same for every step.
     pub overload: f64,
+    /// The saturation windows' first rate, tx/s, when it was given
+    /// (`--overload-tps`) and no step's knee was searched; the pilot still
+    /// raises it while a step keeps up. `None`: placed by the searches.
+    #[serde(default)]
+    pub given_overload_tps: Option<f64>,
     /// The rate of the fixed-rate window (node CPU per transaction, latency),
     /// tx/s: given, or a share of the lowest capacity the pilot measured.
     pub fixed_rate: f64,

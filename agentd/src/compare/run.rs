@@ -352,23 +352,43 @@ async fn set_up<N: MeasuredNode>(
         let mut node = start(k, step)
             .await
             .with_context(|| format!("setting up step {}", step.name))?;
-        let mut setup = search(&cfg.settings.search, step, &mut node, bar)
-            .await
-            .with_context(|| format!("searching step {}'s knee", step.name))?;
+        let mut setup = match cfg.settings.given_overload_tps {
+            Some(rate) => given_overload(step, rate),
+            None => search(&cfg.settings.search, step, &mut node, bar)
+                .await
+                .with_context(|| format!("searching step {}'s knee", step.name))?,
+        };
         setup.conditions = Some(node.conditions().await);
         progress::println(bar, format!("step {}: {}", step.name, setup.search));
         node.pause()?;
         nodes.push(node);
         setups.push(setup);
     }
-    let highest = setups
-        .iter()
-        .map(|s| s.overload_tps)
-        .fold(cfg.settings.search.start_tps, f64::max);
+    let overload = match cfg.settings.given_overload_tps {
+        Some(rate) => rate,
+        None => {
+            let highest = setups.iter().map(|s| s.overload_tps);
+            highest.fold(cfg.settings.search.start_tps, f64::max) * cfg.settings.overload
+        }
+    };
     for s in &mut setups {
-        s.overload_tps = highest * cfg.settings.overload;
+        s.overload_tps = overload;
     }
     Ok((nodes, setups))
+}
+
+/// A step set up at a given overload (`--overload-tps`): no search, so no
+/// knee; the pilot still raises the overload while a step keeps up.
+fn given_overload(step: &Step, rate: f64) -> StepSetup {
+    StepSetup {
+        step: step.name.clone(),
+        search: format!("not searched: saturated from {rate:.0} tx/s (--overload-tps)"),
+        knee_tps: None,
+        behind_tps: None,
+        overload_tps: rate,
+        lower_bound: None,
+        conditions: None,
+    }
 }
 
 /// The step's search, once: its knee, and in `overload_tps` the rate it fell
@@ -1154,6 +1174,25 @@ mod tests {
             overload > 4000.0,
             "the pilot raised the overload above 4,000: {overload}"
         );
+        assert!(m.runs.iter().all(|r| r.lower_bound.is_none()));
+    }
+
+    #[tokio::test]
+    async fn a_given_overload_skips_the_searches_and_the_pilot_still_raises_it() {
+        let mut cfg = config(None, 5);
+        cfg.settings.given_overload_tps = Some(1500.0);
+        // `none` falls behind 1,500 tx/s; `all` keeps up with it until 6,000.
+        let (m, log) = on_models(&cfg, &[(1000.0, 1000.0, 0), (4000.0, 4000.0, 0)]).await;
+        // No search: the first window of each step is the pilot's, at the
+        // rate given, one after the other.
+        assert_eq!(log[0], ("none".to_string(), 1500.0));
+        assert_eq!(log[1], ("all".to_string(), 1500.0));
+        for s in &m.setups {
+            assert!(s.knee_tps.is_none() && s.behind_tps.is_none(), "{s:?}");
+            assert!(s.search.contains("not searched"), "{}", s.search);
+        }
+        // `all` kept up with 1,500 and 3,000: raised twice, to 6,000.
+        assert_eq!(m.setups[0].overload_tps, 6000.0);
         assert!(m.runs.iter().all(|r| r.lower_bound.is_none()));
     }
 

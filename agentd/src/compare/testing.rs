@@ -109,6 +109,7 @@ pub fn settings(kind: Kind, rounds: usize) -> Settings {
         search: SearchConfig::default(),
         until_resolved: None,
         max_lost: 0.10,
+        given_overload_tps: None,
     }
 }
 

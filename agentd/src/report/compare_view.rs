@@ -77,7 +77,10 @@ fn conditions(c: &CompareReport) -> String {
         ("workload", s.workload.clone()),
         (
             "saturation windows",
-            format!("{:.2} × the highest rate a step fell behind at", s.overload),
+            match s.given_overload_tps {
+                Some(rate) => format!("from {rate:.0} tx/s given, no knee searched"),
+                None => format!("{:.2} × the highest rate a step fell behind at", s.overload),
+            },
         ),
         ("fixed rate", format!("{:.0} tx/s", s.fixed_rate)),
         ("CPU", format!("{} ({} cores)", e.cpu_model, e.cores)),

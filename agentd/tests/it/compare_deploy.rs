@@ -44,7 +44,7 @@ async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round
     let out = compare(&web3, &rpc, &keys)
         .args(["--deploy", &a, "--deploy", &b, "--deploy-timeout", "60s"])
         .args(["--rounds", "3", "--seconds", "2", "--step-secs", "2"])
-        .args(["--warmup-secs", "1", "--max-steps", "3", "--start", "1600"])
+        .args(["--warmup-secs", "1", "--overload-tps", "12800"])
         .args(["--max-busy", "50", "--rate", "50", "--quiet", "--json"])
         .args(["--out", dir.path().join("out").to_str().unwrap()])
         .output()
@@ -65,7 +65,7 @@ async fn a_failed_deploy_or_a_node_never_back_ends_the_run_naming_step_and_round
     assert_eq!(order, [("a", 0), ("b", 0)]);
     assert!(r.failed.as_deref().unwrap().contains("round 2"));
     assert!(r.runs.iter().all(|x| x.measure.committed_tps > 0.0));
-    // Each step was deployed before its search, each pilot window and each run.
+    // Each step was deployed at its set-up, before each pilot window and each run.
     let seen = std::fs::read_to_string(&seen).unwrap();
     let lines: Vec<&str> = seen.lines().collect();
     assert_eq!(&lines[..2], ["a setup", "b setup"], "{seen}");

@@ -95,6 +95,7 @@ fn builds(a: &[f64], b: &[f64], cores: usize) -> CompareReport {
         search: SearchConfig::default(),
         until_resolved: None,
         max_lost: 0.10,
+        given_overload_tps: None,
     };
     let environment = Environment {
         cores,

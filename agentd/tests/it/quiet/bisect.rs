@@ -237,8 +237,9 @@ fn chain_repo(dir: &Path) -> PathBuf {
 /// per transaction at the fixed rate varied ±23 % between rounds here, TPS
 /// about ±9 %) within 30 % (the slow build commits about 0.4 × the fast
 /// one; how a probe decides at tighter thresholds and real noise is the
-/// model's test, `bisect::model`). Asserts it succeeded; returns its JSON
-/// report and its stderr.
+/// model's test, `bisect::model`), no knee searched (the saturation windows
+/// from 12,800 tx/s, above a devnet's knee here; the pilot doubles it where
+/// it is not). Asserts it succeeded; returns its JSON report and its stderr.
 fn bisect(dir: &Path, ends: &[&str], more: &[&str]) -> (Value, String) {
     let abcid = feth::devnet::tools::abcid().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_feth"))
@@ -251,8 +252,7 @@ fn bisect(dir: &Path, ends: &[&str], more: &[&str]) -> (Value, String) {
         .args(["--binary-path", "out/abcid", "--metric", "tps"])
         .args(["--max-regression", "30", "--max-rounds", "5"])
         .args(["--seconds", "2", "--senders", "100", "--max-busy", "50"])
-        .args(["--start", "1600", "--step-secs", "2", "--warmup-secs", "1"])
-        .args(["--max-steps", "3", "--work"])
+        .args(["--overload-tps", "12800", "--warmup-secs", "1", "--work"])
         .arg(dir.join("work"))
         .arg("--out")
         .arg(dir.join("flamegraphs"))

@@ -208,3 +208,18 @@ pub fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
     }
     Ok(Duration::from_secs_f64(v))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::given_overload;
+
+    #[test]
+    fn a_given_overload_must_be_a_positive_finite_rate() {
+        assert_eq!(given_overload(None).unwrap(), None);
+        assert_eq!(given_overload(Some(12800.0)).unwrap(), Some(12800.0));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = given_overload(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("--overload-tps must be a rate above 0"), "{e}");
+        }
+    }
+}

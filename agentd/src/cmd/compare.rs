@@ -323,7 +323,7 @@ pub struct RunArgs {
     /// Skip every step's knee search: the saturation windows offer TPS
     /// from the start (the pilot still doubles it while a step keeps up).
     /// For a ladder whose knees an earlier run found; saves a search per step.
-    #[arg(long, value_name = "TPS")]
+    #[arg(long, value_name = "TPS", conflicts_with = "overload")]
     overload_tps: Option<f64>,
     /// Changes smaller than this, percent, are "no change".
     #[arg(long, value_name = "PCT", default_value_t = 2.0)]

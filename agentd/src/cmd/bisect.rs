@@ -1,7 +1,7 @@
 //! `feth bisect --good REV --bad REV --build CMD`: which commit made the
-//! chain slower (or, with `--find faster`, faster). Arguments into [`BuildConfig`], a [`CompareConfig`] for
-//! every probe and the gate's [`GateConfig`]; the search is
-//! [`crate::bisect`]'s.
+//! chain slower (or, with `--find faster`, faster). Arguments into
+//! [`BuildConfig`], a [`CompareConfig`] for every probe and the gate's
+//! [`GateConfig`]; the search is [`crate::bisect`]'s.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -34,7 +34,6 @@ use feth_chain::eth::EthClient;
 use feth_chain::sign::{self, Fee, TxRequest};
 use feth_chain::{fees, keys};
 pub use journal::{journal_path, Journal};
-pub use send::is_busy;
 pub(crate) use send::{send_in_order, wait_nonce};
 pub use send::{Payment, Share};
 

@@ -122,12 +122,6 @@ async fn send_one(client: &EthClient, p: &Payment, patience: Duration) -> Result
     }
 }
 
-/// Whether an error means "try the same transaction again later" (a full
-/// mempool or a rate limit: [`crate::refusal`]).
-pub fn is_busy(message: &str) -> bool {
-    refusal::classify(message).is_busy()
-}
-
 /// Waits until the root's committed nonce passes `nonce`; the bar counts
 /// `total` transactions from nonce `first`.
 pub(crate) async fn wait_nonce(

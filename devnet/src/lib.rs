@@ -225,7 +225,7 @@ impl Default for DevnetOptions {
 }
 
 /// The longest path a unix socket address holds (`sun_path` less its NUL).
-const MAX_SOCKET_PATH: usize = 107;
+pub(crate) const MAX_SOCKET_PATH: usize = 107;
 
 impl DevnetOptions {
     /// Where CometBFT reaches abcid (`proxy_app`, `abcid --abci`): the unix

@@ -220,10 +220,11 @@ pub struct StepsArgs {
     #[arg(long, value_name = "LIST", conflicts_with_all = ["build_a", "network"])]
     only: Option<String>,
     /// Make every step's devnet from this chain recipe (a built-in one's
-    /// name, `abcid`, `evmd`, or a recipe file; docs/RECIPES.md) rather than
-    /// abcid's devnet. With --build-a/-b, the two builds are the chain's node
-    /// binaries; a --ladder starts from `base` (the recipe as it is) and
-    /// takes `+comet:KEY=VALUE` and `+app:KEY=VALUE` steps.
+    /// name, `abcid`, `evmd`, or a recipe file; docs/RECIPES.md). Without it
+    /// the steps are abcid's patch sets on the built-in `abcid` recipe. With
+    /// --build-a/-b, the two builds are the chain's node binaries; a --ladder
+    /// starts from `base` (the recipe as it is) and takes `+comet:KEY=VALUE`
+    /// and `+app:KEY=VALUE` steps.
     #[arg(long, value_name = "RECIPE", conflicts_with_all = ["network", "only"])]
     chain: Option<String>,
     /// With --chain and --ladder: the chain's node binary every step runs
@@ -485,7 +486,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
     let deploys = deploys(&args.steps)?;
     let (kind, steps) = steps(&args.steps, &deploys)?;
     if args.steps.chain.is_none() && matches!(kind, Kind::Patches | Kind::Builds) {
-        // abcid's devnet: every step's patch set as abcid will parse it,
+        // abcid's patch ladder: every step's patch set as abcid will parse it,
         // before the first devnet starts.
         ladder::check_patch_sets(&steps)?;
     }

@@ -13,7 +13,6 @@ use feth_etl::stats::{self, StatsQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::devnet::recipe::RecipeState;
-use crate::devnet::DevnetState;
 
 /// What the etl says of a window of blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,32 +31,20 @@ pub struct EtlFigures {
     pub block_time_p95_ms: Option<f64>,
 }
 
-/// Where a run's etl reads: CometBFT's log (in any format the etl reads),
-/// abcid's when the node is abcid's devnet, and the CometBFT RPC for header
-/// times and results.
+/// Where a run's etl reads: the node's log (in any format the etl reads)
+/// and the CometBFT RPC for header times and results.
 #[derive(Debug, Clone)]
 pub struct EtlSource {
     tendermint: PathBuf,
-    abcid: Option<PathBuf>,
     comet_rpc: String,
 }
 
 impl EtlSource {
-    /// abcid's devnet: its CometBFT and abcid logs.
-    pub fn devnet(net: &DevnetState) -> Self {
-        Self {
-            tendermint: net.cometbft_log(),
-            abcid: Some(net.abcid_log()),
-            comet_rpc: net.rpc_url(),
-        }
-    }
-
     /// A recipe devnet: the log its recipe names (`[logs]`); `None` when it
     /// names none.
     pub fn recipe(net: &RecipeState) -> Option<Self> {
         Some(Self {
             tendermint: net.etl_log()?,
-            abcid: None,
             comet_rpc: net.urls.comet_rpc.clone(),
         })
     }
@@ -72,7 +59,6 @@ pub async fn window(source: &EtlSource, from: u64, to: u64) -> Result<EtlFigures
         .context("cannot start a private redis-server for the etl")?;
     let cfg = IngestConfig {
         tendermint: vec![source.tendermint.clone()],
-        abcid: source.abcid.iter().cloned().collect(),
         comet_rpc: Some(source.comet_rpc.clone()),
         redis: Some(redis.url.clone()),
         progress: false,

@@ -18,7 +18,6 @@ use feth_profiler_rpc::diff::{diff_flamegraph, find_blocks, load_profile_set, Di
 use feth_profiler_rpc::{download, ProfilerClient, RoleFilter};
 
 use crate::comet_pprof;
-use crate::devnet::DevnetState;
 use crate::go_profile::blocks::BlocksConfig;
 use crate::go_profile::roles::RoleTable;
 use crate::go_profile::{self, BlocksReport};
@@ -52,18 +51,6 @@ pub struct EmbeddedNode {
     pub comet_rpc: String,
     /// Its CometBFT's Go pprof, when served.
     pub pprof: Option<String>,
-}
-
-impl EmbeddedNode {
-    /// abcid's devnet: abcid's profiler beside the devnet's CometBFT.
-    pub fn devnet(net: &DevnetState) -> Self {
-        Self {
-            app: "abcid".to_string(),
-            profiler: net.profiler_url(),
-            comet_rpc: net.rpc_url(),
-            pprof: net.cometbft_pprof_url(),
-        }
-    }
 }
 
 /// Runs `load` (which must keep the node busy for at least `blocks` blocks

@@ -102,7 +102,8 @@ pub struct CompareConfig {
     pub steps: Vec<Step>,
     /// Measure this node rather than fresh devnets.
     pub live: Option<LiveNode>,
-    /// Make each step's devnet from this chain recipe rather than abcid's.
+    /// Make each step's devnet from this chain recipe (`None`: the built-in
+    /// `abcid` one).
     pub chain: Option<Recipe>,
     /// What the report records; `fixed_rate` is filled in once chosen and
     /// `rounds` once run.
@@ -195,13 +196,16 @@ async fn start_node(cfg: &CompareConfig, work: &Path, out: &Path, k: usize) -> R
         None => {
             let dir = work.join(format!("step-{k}"));
             let scenario = cfg.scenario.clone();
-            match &cfg.chain {
-                Some(recipe) => {
-                    let load = (cfg.warmup, scenario);
-                    StepNode::start_recipe(recipe, step, &cfg.settings, load, &dir).await
+            let abcid;
+            let recipe = match &cfg.chain {
+                Some(recipe) => recipe,
+                None => {
+                    abcid = Recipe::find("abcid")?;
+                    &abcid
                 }
-                None => StepNode::start(step, &cfg.settings, cfg.warmup, scenario, &dir).await,
-            }
+            };
+            let load = (cfg.warmup, scenario);
+            StepNode::start_recipe(recipe, step, &cfg.settings, load, &dir).await
         }
     }
 }

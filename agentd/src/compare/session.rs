@@ -1,6 +1,7 @@
-//! A step's node kept alive across the rounds of a comparison: started,
-//! funded and warmed once, its knee searched once, then paused (SIGSTOP to
-//! its CometBFT and abcid) while other steps are measured and resumed
+//! A step's node kept alive across the rounds of a comparison: started
+//! from its chain recipe (abcid's built-in one unless `--chain` names
+//! another), funded and warmed once, its knee searched once, then paused
+//! (SIGSTOP to its processes) while other steps are measured and resumed
 //! (SIGCONT) for its own windows. A paused node costs the machine nothing,
 //! so it cannot disturb the step being measured, and it keeps its warm
 //! caches and funded senders. Its chain grows over the rounds: drift that
@@ -23,7 +24,6 @@ use crate::accounts::KeySet;
 use crate::devnet::recipe::{
     LoadKind, Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState,
 };
-use crate::devnet::Devnet;
 use crate::eth::EthClient;
 use crate::go_profile::blocks::BlocksConfig;
 use crate::go_profile::StepGoProfile;
@@ -35,35 +35,14 @@ use crate::saturate::{EvmProbe, EvmProbeConfig, Probe, StepMeasure, WindowExtras
 /// Seconds of load under the profiled blocks.
 const PROFILE_SECS: f64 = 5.0;
 
-/// A step's devnet: abcid's own, or one of a recipe chain.
-pub enum StepNet {
-    /// feth's abcid devnet (boxed, as the other).
-    Abcid(Box<Devnet>),
-    /// A devnet made by a chain recipe (boxed: it carries its recipe).
-    Recipe(Box<RecipeDevnet>),
+/// The PIDs of a devnet's processes.
+fn pids(net: &RecipeDevnet) -> Vec<u32> {
+    net.state.processes.iter().map(|p| p.pid).collect()
 }
 
-impl StepNet {
-    /// The PIDs of its processes.
-    fn pids(&self) -> Vec<u32> {
-        match self {
-            Self::Abcid(net) => [net.state.cometbft_pid, net.state.abcid_pid]
-                .into_iter()
-                .flatten()
-                .collect(),
-            Self::Recipe(net) => net.state.processes.iter().map(|p| p.pid).collect(),
-        }
-    }
-
-    /// The `KEY=VALUE` settings its `config.toml` holds for `keys`.
-    fn comet_settings(&self, keys: &[&str]) -> Result<Vec<String>> {
-        match self {
-            Self::Abcid(net) => net.state.cometbft_settings(keys),
-            Self::Recipe(net) => {
-                crate::devnet::config::read_settings(&comet_home(&net.state), keys)
-            }
-        }
-    }
+/// The `KEY=VALUE` settings a devnet's `config.toml` holds for `keys`.
+fn comet_settings(net: &RecipeDevnet, keys: &[&str]) -> Result<Vec<String>> {
+    crate::devnet::config::read_settings(&comet_home(&net.state), keys)
 }
 
 /// The folder whose `config/config.toml` is a recipe devnet's CometBFT
@@ -125,7 +104,7 @@ impl StepProbe {
 /// A step's devnet with its probe.
 pub struct StepNode {
     /// The devnet (stopped when dropped); `None` for a live node.
-    pub net: Option<StepNet>,
+    pub net: Option<Box<RecipeDevnet>>,
     /// The load on it.
     pub probe: StepProbe,
     /// What the node calls itself.
@@ -142,62 +121,9 @@ pub struct StepNode {
 }
 
 impl StepNode {
-    /// Starts `step`'s devnet in `dir`, funds the senders and connects the
-    /// probe (which deploys the scenario's contracts).
-    pub async fn start(
-        step: &Step,
-        settings: &Settings,
-        warmup: Duration,
-        scenario: Option<Scenario>,
-        dir: &Path,
-    ) -> Result<Self> {
-        let net = Devnet::start_private(dir, |o| {
-            o.patches = step.patches.clone();
-            if let Some(t) = &settings.timeout_commit {
-                o.timeout_commit = *t;
-            }
-            if let Some(gas) = settings.block_gas_limit {
-                o.block_gas_limit = gas;
-            }
-            o.abcid = step.abcid.clone();
-            o.set.extend(step.comet.iter().cloned());
-        })
-        .await
-        .context("starting the devnet")?;
-        let keys: Vec<&str> = step
-            .comet
-            .iter()
-            .filter_map(|s| s.split('=').next())
-            .collect();
-        let comet = net.state.cometbft_settings(&keys)?;
-        let client = EthClient::new(&net.state.web3_url(), Duration::from_secs(10))?;
-        let version: String = client
-            .call("web3_clientVersion", serde_json::json!([]))
-            .await?;
-        let root = crate::keys::read_key_file(&net.state.root_key())?;
-        let keys = fund(&client, &root, settings.senders, dir).await?;
-        let pids = [net.state.abcid_pid, net.state.cometbft_pid];
-        let probe = EvmProbe::connect(EvmProbeConfig {
-            comet_rpc: Some(net.state.rpc_url()),
-            node_pids: pids.into_iter().flatten().collect(),
-            warmup,
-            scenario,
-            ..EvmProbeConfig::new(vec![net.state.web3_url()], keys)
-        })
-        .await?;
-        Ok(Self {
-            net: Some(StepNet::Abcid(Box::new(net))),
-            probe: StepProbe::Evm(probe),
-            version,
-            comet,
-            deployer: None,
-            pprof: None,
-            paused: false,
-        })
-    }
-
-    /// Starts `step`'s devnet of `recipe` in `dir` (an EVM chain), funds
-    /// the senders from its root account and connects the probe.
+    /// Starts `step`'s devnet of `recipe` in `dir` and connects the probe:
+    /// an EVM chain's senders funded from its root account (the scenario's
+    /// contracts deployed), or a kvstore's `key=value` load.
     pub async fn start_recipe(
         recipe: &Recipe,
         step: &Step,
@@ -213,15 +139,14 @@ impl StepNode {
             LoadKind::Evm => evm_probe(&net, settings, load, dir).await?,
             LoadKind::Kvstore => kv_probe(&net, load.0)?,
         };
-        let net = StepNet::Recipe(Box::new(net));
         let comet_keys: Vec<&str> = step
             .comet
             .iter()
             .filter_map(|s| s.split('=').next())
             .collect();
-        let comet = net.comet_settings(&comet_keys)?;
+        let comet = comet_settings(&net, &comet_keys)?;
         Ok(Self {
-            net: Some(net),
+            net: Some(Box::new(net)),
             probe,
             version,
             comet,
@@ -258,7 +183,7 @@ impl StepNode {
         let Some(net) = &self.net else {
             return Ok(());
         };
-        for pid in net.pids() {
+        for pid in pids(net) {
             let pid = libc::pid_t::try_from(pid).context("a PID out of range")?;
             // SAFETY: kill(2) with a PID this process started and a valid signal.
             if unsafe { libc::kill(pid, sig) } != 0 {
@@ -324,7 +249,7 @@ impl MeasuredNode for StepNode {
     /// Read from the node; for a devnet, its `config.toml` too.
     async fn conditions(&self) -> NodeConditions {
         let config = match &self.net {
-            Some(net) => net.comet_settings(&CONFIG_KEYS),
+            Some(net) => comet_settings(net, &CONFIG_KEYS),
             None => Ok(Vec::new()),
         };
         let (config, unread) = match config {
@@ -341,14 +266,9 @@ impl MeasuredNode for StepNode {
     /// live node's logs are not feth's to read.
     async fn after_run(&mut self, ctx: AfterRun<'_>) -> Result<RunRecords> {
         let (first, last) = (ctx.window.first_height + 1, ctx.window.last_height);
-        let etl = match &self.net {
-            Some(StepNet::Abcid(net)) => {
-                Some(etl::window(&EtlSource::devnet(&net.state), first, last).await?)
-            }
-            Some(StepNet::Recipe(net)) => match EtlSource::recipe(&net.state) {
-                Some(source) => recipe_etl(&source, first, last, &ctx).await,
-                None => None,
-            },
+        let source = self.net.as_ref().and_then(|n| EtlSource::recipe(&n.state));
+        let etl = match source {
+            Some(source) => recipe_etl(&source, first, last, &ctx).await,
             None => None,
         };
         let records = match (ctx.profile_blocks > 0, self.embedded()) {
@@ -383,23 +303,17 @@ async fn recipe_etl(
 }
 
 impl StepNode {
-    /// The step's node when its app embeds profiler-rpc: abcid's devnet, or
-    /// a recipe devnet whose recipe names a `profiler` endpoint.
+    /// The step's node when its app embeds profiler-rpc (abcid, or any
+    /// recipe devnet whose recipe names a `profiler` endpoint).
     fn embedded(&self) -> Option<EmbeddedNode> {
-        match &self.net {
-            Some(StepNet::Abcid(net)) => Some(EmbeddedNode::devnet(&net.state)),
-            Some(StepNet::Recipe(net)) => {
-                let s = &net.state;
-                let app = s.processes.iter().find(|p| p.name != "cometbft");
-                Some(EmbeddedNode {
-                    app: app.map_or_else(|| s.recipe.name.clone(), |p| p.name.clone()),
-                    profiler: s.urls.profiler.clone()?,
-                    comet_rpc: s.urls.comet_rpc.clone(),
-                    pprof: s.urls.pprof.clone(),
-                })
-            }
-            None => None,
-        }
+        let s = &self.net.as_ref()?.state;
+        let app = s.processes.iter().find(|p| p.name != "cometbft");
+        Some(EmbeddedNode {
+            app: app.map_or_else(|| s.recipe.name.clone(), |p| p.name.clone()),
+            profiler: s.urls.profiler.clone()?,
+            comet_rpc: s.urls.comet_rpc.clone(),
+            pprof: s.urls.pprof.clone(),
+        })
     }
 
     /// Profiles a few blocks of the step under the overload, as abcid's
@@ -497,7 +411,7 @@ impl StepNode {
     /// serves no pprof), a live node's given `--pprof`; `None` otherwise.
     fn go_endpoints(&self) -> Result<Option<(String, String, String)>, String> {
         match &self.net {
-            Some(StepNet::Recipe(net)) => {
+            Some(net) => {
                 let s = &net.state;
                 let pprof = s.urls.pprof.clone().ok_or_else(|| {
                     format!("the {} recipe names no pprof endpoint", s.recipe.name)
@@ -509,7 +423,6 @@ impl StepNode {
                     .map_or("node", |l| l.process.as_str());
                 Ok(Some((pprof, s.urls.comet_rpc.clone(), label.to_string())))
             }
-            Some(StepNet::Abcid(_)) => Ok(None),
             None => match (&self.pprof, self.probe.comet_rpc()) {
                 (Some(pprof), Some(rpc)) => {
                     Ok(Some((pprof.clone(), rpc.to_string(), "node".into())))
@@ -593,7 +506,10 @@ fn kv_probe(net: &RecipeDevnet, warmup: Duration) -> Result<(StepProbe, String)>
 /// A recipe devnet's options for `step`: its binary, the comparison's
 /// `timeout_commit` and block gas as the recipe's vars of those names (when
 /// given and the recipe has them), abcid's patch set as its `patches` var,
-/// and the step's `comet:` and `app:` settings.
+/// and the step's `comet:` and `app:` settings. A `comet:abci=…` step also
+/// sets the recipe's `abci` var when it has one: the app must serve the
+/// transport CometBFT dials (abcid's `--abci-protocol`); for gRPC, which
+/// dials TCP, its `abci_addr` var becomes `127.0.0.1:${abci_port}`.
 fn recipe_options(
     recipe: &Recipe,
     step: &Step,
@@ -622,6 +538,12 @@ fn recipe_options(
             recipe.spec.name
         ),
     }
+    if let Some(abci) = abci_transport(&step.comet)?.filter(|_| has("abci")) {
+        if abci == "grpc" && has("abci_addr") {
+            vars.push("abci_addr=127.0.0.1:${abci_port}".to_string());
+        }
+        vars.push(format!("abci={abci}"));
+    }
     let mut overrides = Overrides::default();
     let comet = step.comet.iter().map(|s| format!("comet:{s}"));
     for setting in comet.chain(step.recipe.iter().cloned()) {
@@ -634,6 +556,21 @@ fn recipe_options(
         overrides,
         fresh: true,
     })
+}
+
+/// The ABCI transport a step's CometBFT settings set (`abci=grpc`), if any.
+fn abci_transport(comet: &[String]) -> Result<Option<String>> {
+    let mut transport = None;
+    for setting in comet {
+        let (key, value) = crate::devnet::config::parse_override(setting)?;
+        if key == "abci" {
+            transport = Some(match value {
+                toml::Value::String(s) => s,
+                other => other.to_string(),
+            });
+        }
+    }
+    Ok(transport)
 }
 
 /// The senders, funded from the devnet's root account.
@@ -654,4 +591,52 @@ async fn fund(
     .await
     .context("funding the senders")?;
     Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::ladder::ladder;
+    use crate::compare::report::Kind;
+    use crate::compare::testing;
+
+    fn vars(recipe: &str, spec: &str) -> Vec<Vec<String>> {
+        let recipe = Recipe::find(recipe).unwrap();
+        let settings = testing::settings(Kind::Patches, 1);
+        ladder(spec)
+            .unwrap()
+            .iter()
+            .map(|step| {
+                recipe_options(&recipe, step, &settings, Path::new("/tmp/x"))
+                    .unwrap()
+                    .vars
+            })
+            .collect()
+    }
+
+    #[test]
+    fn abcids_patch_ladder_sets_the_recipes_vars_and_a_grpc_step_its_transport() {
+        let steps = vars("abcid", "none,all,+comet:abci=grpc,-comet:abci");
+        let common = ["timeout_commit=500ms", "block_gas=150000000"];
+        let with = |extra: &[&str]| -> Vec<String> {
+            common.iter().chain(extra).map(|s| s.to_string()).collect()
+        };
+        assert_eq!(steps[0], with(&["patches=none"]));
+        assert_eq!(steps[1], with(&["patches=all"]));
+        let grpc = [
+            "patches=all",
+            "abci_addr=127.0.0.1:${abci_port}",
+            "abci=grpc",
+        ];
+        assert_eq!(steps[2], with(&grpc));
+        assert_eq!(steps[3], with(&["patches=all"]));
+    }
+
+    #[test]
+    fn a_transport_step_on_a_recipe_without_an_abci_var_is_only_cometbfts() {
+        let steps = vars("kvstore", "base,+comet:abci=\"grpc\"");
+        assert!(steps
+            .iter()
+            .all(|v| v.iter().all(|s| !s.starts_with("abci="))));
+    }
 }

@@ -65,6 +65,9 @@ pub(super) fn strings(spec: &Spec) -> Vec<(String, String)> {
             command_strings(&format!("{what}[{i}]"), c, push);
         }
     };
+    for (name, value) in &spec.vars {
+        push(format!("vars.{name}"), value);
+    }
     commands("init", &spec.init, &mut push);
     commands("finish", &spec.finish, &mut push);
     if let Some(export) = spec.root_key.as_ref().and_then(|k| k.export.as_ref()) {

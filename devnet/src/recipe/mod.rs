@@ -193,8 +193,12 @@ impl Recipe {
         Ok(())
     }
 
-    /// Every placeholder in every string names something known.
+    /// Every placeholder in every string names something known, and a
+    /// var's value no other var ([`var_uses_no_var`]).
     fn check_placeholders(&self) -> Result<()> {
+        for (name, value) in &self.spec.vars {
+            var_uses_no_var(&self.spec, name, value)?;
+        }
         let known = self.known_names();
         for (place, text) in edit::strings(&self.spec) {
             for name in template::names(&text).with_context(|| format!("`{place}`"))? {
@@ -208,6 +212,20 @@ impl Recipe {
         }
         Ok(())
     }
+}
+
+/// A var's value may use the ports, the folders, the tools and
+/// `root_address` (`abci_addr = "unix://${dir}/abci.sock"`), but not another
+/// var: vars are put in once, before everything else.
+pub(super) fn var_uses_no_var(spec: &Spec, name: &str, value: &str) -> Result<()> {
+    for used in template::names(value).with_context(|| format!("`vars.{name}`"))? {
+        ensure!(
+            !spec.vars.contains_key(used),
+            "`vars.{name}` = `{value}` uses the var `${{{used}}}`: a var's value may use \
+             the ports, `dir`, `home`, the tools and `root_address`, not another var"
+        );
+    }
+    Ok(())
 }
 
 /// Names are lower-case letters, digits, `_` (and `-` where `dash`),

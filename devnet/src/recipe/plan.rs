@@ -88,6 +88,7 @@ impl Plan {
         find_tools(recipe, inputs.binary.is_some(), &mut values)?;
         let binary = binary(spec, inputs.binary, &values)?;
         values.insert("binary".to_string(), text(&binary));
+        expand_vars(spec, &mut values)?;
         Self::expand(spec, inputs.overrides, home, values)
     }
 
@@ -132,11 +133,13 @@ impl Plan {
         for p in &spec.process {
             let program = program(p.program.as_deref(), v)?;
             check_executable(&program, &format!("process `{}`", p.name))?;
+            let listens = p.listens.as_deref().map(x).transpose()?;
+            check_socket_path(&p.name, listens.as_deref())?;
             processes.push(ProcessPlan {
                 name: p.name.clone(),
                 program,
                 args: p.args.iter().map(|a| x(a)).collect::<Result<_>>()?,
-                listens: p.listens.as_deref().map(x).transpose()?,
+                listens,
             });
         }
         let e = &spec.endpoints;
@@ -191,6 +194,37 @@ fn set_vars(spec: &Spec, given: &[String], values: &mut BTreeMap<String, String>
             );
         }
         values.insert(name.to_string(), value.to_string());
+    }
+    Ok(())
+}
+
+/// A `unix://PATH` a process listens on must fit in a socket address
+/// (`sun_path`, [`crate::MAX_SOCKET_PATH`] bytes): refused, naming what to
+/// do, before anything runs.
+fn check_socket_path(process: &str, listens: Option<&str>) -> Result<()> {
+    let Some(path) = listens.and_then(|a| a.strip_prefix("unix://")) else {
+        return Ok(());
+    };
+    let len = path.len();
+    if len > crate::MAX_SOCKET_PATH {
+        bail!(
+            "process `{process}` listens on {path}, {len} bytes, longer than a unix socket \
+             path takes ({}): give a shorter --dir, or a TCP address through the recipe's var \
+             for it (the abcid recipe's: --var 'abci_addr=127.0.0.1:${{abci_port}}')",
+            crate::MAX_SOCKET_PATH
+        );
+    }
+    Ok(())
+}
+
+/// Each var's value with the names it uses put in (a port, `${dir}`), the
+/// recipe's own and those given alike; a var may not use another var.
+fn expand_vars(spec: &Spec, values: &mut BTreeMap<String, String>) -> Result<()> {
+    for name in spec.vars.keys() {
+        let raw = values.get(name).cloned().unwrap_or_default();
+        super::var_uses_no_var(spec, name, &raw)?;
+        let value = template::expand(&raw, values).with_context(|| format!("var `{name}`"))?;
+        values.insert(name.clone(), value);
     }
     Ok(())
 }
@@ -334,6 +368,49 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
         assert_eq!(p.genesis, [("/gas".into(), serde_json::json!(100))]);
         assert_eq!(p.processes[0].args, ["-c", "sleep 60", "200"]);
         assert_eq!(p.urls.comet_rpc, "http://127.0.0.1:100");
+    }
+
+    #[test]
+    fn a_vars_value_takes_ports_and_folders_the_recipes_and_a_given_one_alike() {
+        let text = SH.replace(
+            "timeout_commit = \"1s\"",
+            "timeout_commit = \"1s\"\naddr = \"unix://${dir}/node.sock\"",
+        );
+        let text = text.replace("\"sleep 60\"", "\"${addr}\"");
+        let text = text.replace("name = \"node\"", "name = \"node\"\nlistens = \"${addr}\"");
+        let recipe = Recipe::parse(&text, "test").unwrap();
+        let args = |vars: &[&str]| {
+            let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
+            let inputs = Inputs {
+                dir: Path::new("/tmp/feth-plan"),
+                binary: None,
+                vars: &vars,
+                overrides: &Overrides::default(),
+                ports: vec![100, 200],
+                root_address: None,
+            };
+            Plan::new(&recipe, inputs).map(|p| p.processes[0].args.clone())
+        };
+        let own = args(&[]).unwrap();
+        assert_eq!(own, ["-c", "unix:///tmp/feth-plan/node.sock", "200"]);
+        let given = args(&["addr=127.0.0.1:${p2p_port}"]).unwrap();
+        assert_eq!(given, ["-c", "127.0.0.1:200", "200"]);
+        let err = format!("{:#}", args(&["addr=${timeout_commit}"]).unwrap_err());
+        assert!(err.contains("uses the var `${timeout_commit}`"), "{err}");
+        let err = format!("{:#}", args(&["addr=${nothing}"]).unwrap_err());
+        assert!(
+            err.contains("var `addr`") && err.contains("${nothing}"),
+            "{err}"
+        );
+        let long = format!("addr=unix:///{}/node.sock", "d".repeat(100));
+        let err = format!("{:#}", args(&[&long]).unwrap_err());
+        assert!(
+            err.contains("longer than a unix socket path takes (107)"),
+            "{err}"
+        );
+        let looped = text.replace("node.sock", "${timeout_commit}");
+        let err = format!("{:#}", Recipe::parse(&looped, "test").unwrap_err());
+        assert!(err.contains("`vars.addr`"), "{err}");
     }
 
     #[test]

@@ -474,7 +474,7 @@ async fn evm_probe(
     let keys = fund(&client, &root, settings.senders, dir).await?;
     let probe = EvmProbe::connect(EvmProbeConfig {
         comet_rpc: Some(s.urls.comet_rpc.clone()),
-        node_pids: s.processes.iter().map(|p| p.pid).collect(),
+        node_pids: pids(net),
         warmup,
         scenario,
         ..EvmProbeConfig::new(vec![web3], keys)
@@ -487,8 +487,7 @@ async fn evm_probe(
 fn kv_probe(net: &RecipeDevnet, warmup: Duration) -> Result<(StepProbe, String)> {
     let s = &net.state;
     let log = s.etl_log().unwrap_or_else(|| s.dir.join("logs"));
-    let pids = s.processes.iter().map(|p| p.pid).collect();
-    let target = KvTarget::running(s.urls.comet_rpc.clone(), pids, log);
+    let target = KvTarget::running(s.urls.comet_rpc.clone(), pids(net), log);
     let cfg = KvReferenceConfig {
         warmup,
         ..KvReferenceConfig::new(&s.dir)

@@ -75,6 +75,21 @@ impl Ports {
         ]
     }
 
+    /// Every port by the name recipes give it (`${rpc_port}` is `rpc`; see
+    /// `recipes/abcid.toml`), in field order.
+    pub fn named(self) -> [(&'static str, u16); Self::COUNT] {
+        [
+            ("rpc", self.rpc),
+            ("p2p", self.p2p),
+            ("abci", self.abci),
+            ("web3", self.web3),
+            ("profiler", self.profiler),
+            ("metrics", self.metrics),
+            ("comet_metrics", self.cometbft_metrics),
+            ("pprof", self.cometbft_pprof),
+        ]
+    }
+
     /// Every port moved up by `by`; `None` past 65535.
     pub fn offset(self, by: u16) -> Option<Self> {
         let up = |p: u16| p.checked_add(by);

@@ -2,9 +2,10 @@
 //! nodes (`up --validators N --full-nodes M`): `kill | restart NODE` and
 //! `net partition | heal | slow NODE…`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::devnet::links::{self, LinkShape};
@@ -140,7 +141,9 @@ pub struct ChainArgs {
     /// made by the recipe; `--set` edits its `config.toml`.
     #[arg(long, value_name = "RECIPE", conflicts_with_all = [
         "validators", "full_nodes", "patches", "abcid", "timeout_commit",
-        "block_gas_limit", "fee_market", "chain_id",
+        "block_gas_limit", "fee_market", "chain_id", "mempool_size",
+        "mempool_max_txs_bytes", "rpc_max_body_bytes", "rpc_max_open_connections",
+        "root_balance", "log_format", "no_profiler", "abci_tcp", "wait",
     ])]
     chain: Option<String>,
     /// The chain's node binary (default: the recipe's).
@@ -155,20 +158,46 @@ pub struct ChainArgs {
     /// A genesis edit, as /POINTER=JSON (repeatable).
     #[arg(long = "genesis", value_name = "/POINTER=JSON", requires = "chain")]
     genesis: Vec<String>,
+    /// One of the recipe's ports, as NAME=PORT (repeatable): `ws=8546`. The
+    /// port flags above set the ports a recipe names `rpc`, `p2p`, `abci`,
+    /// `web3`, `profiler`, `metrics`, `comet_metrics` and `pprof`; its
+    /// others are free ports.
+    #[arg(long = "port", value_name = "NAME=PORT", requires = "chain")]
+    ports: Vec<String>,
 }
 
 impl ChainArgs {
+    /// Whether anything that makes a new chain is given beside `--chain`
+    /// (`set`: the `config.toml` settings).
+    fn changes_the_chain(&self, set: &[String]) -> bool {
+        let lists = [&self.vars, &self.app, &self.genesis, &self.ports, set];
+        self.binary.is_some() || lists.iter().any(|l| !l.is_empty())
+    }
+
     /// The recipe and its options, when `--chain` is given; `set` are the
-    /// `config.toml` settings, `dir` and `fresh` from the devnet's flags.
+    /// `config.toml` settings, `dir`, `fresh` and `ports` from the devnet's
+    /// flags.
     fn recipe(
         self,
         set: &[String],
         dir: PathBuf,
         fresh: bool,
+        ports: devnet::Ports,
     ) -> Result<Option<(Recipe, RecipeOptions)>> {
         let Some(chain) = self.chain else {
             return Ok(None);
         };
+        let recipe = Recipe::find(&chain)?;
+        let mut fixed: BTreeMap<String, u16> = ports
+            .named()
+            .into_iter()
+            .filter(|(name, _)| recipe.spec.ports.iter().any(|p| p == name))
+            .map(|(name, port)| (name.to_string(), port))
+            .collect();
+        for item in &self.ports {
+            let (name, port) = parse_port(item)?;
+            fixed.insert(name, port);
+        }
         let mut overrides = Overrides::default();
         let settings = set.iter().map(|s| format!("comet:{s}"));
         let app = self.app.iter().map(|s| format!("app:{s}"));
@@ -182,9 +211,21 @@ impl ChainArgs {
             vars: self.vars,
             overrides,
             fresh,
+            ports: fixed,
         };
-        Ok(Some((Recipe::find(&chain)?, options)))
+        Ok(Some((recipe, options)))
     }
+}
+
+/// `--port NAME=PORT`.
+fn parse_port(item: &str) -> Result<(String, u16)> {
+    let (name, port) = item
+        .split_once('=')
+        .with_context(|| format!("--port {item}: expected NAME=PORT (`ws=8546`)"))?;
+    let port = port
+        .parse()
+        .with_context(|| format!("--port {item}: `{port}` is not a port number (1 to 65535)"))?;
+    Ok((name.to_string(), port))
 }
 
 /// `feth devnet up`'s settings of a devnet of several nodes.
@@ -326,6 +367,20 @@ enum LogFormatArg {
 }
 
 impl DevnetArgs {
+    /// The ports these arguments give.
+    fn ports(&self) -> devnet::Ports {
+        devnet::Ports {
+            rpc: self.rpc_port,
+            p2p: self.p2p_port,
+            abci: self.abci_port,
+            web3: self.web3_port,
+            profiler: self.profiler_port,
+            metrics: self.metrics_port,
+            cometbft_metrics: self.cometbft_metrics_port,
+            cometbft_pprof: self.cometbft_pprof_port,
+        }
+    }
+
     /// The plain options these arguments ask for.
     pub fn options(self) -> DevnetOptions {
         DevnetOptions {
@@ -365,6 +420,44 @@ impl DevnetArgs {
     }
 }
 
+/// `feth devnet up` of a recipe devnet: a new one (`--chain`), or the
+/// stopped one in `--dir` started again as it was made; `None` when the
+/// folder holds none and no `--chain` is given. Left running: `feth devnet
+/// down` stops it by PID.
+async fn up_recipe(options: &DevnetArgs, chain: ChainArgs) -> Result<Option<RecipeState>> {
+    let dir = &options.dir;
+    let saved = dir.join(devnet::recipe::STATE_FILE);
+    if options.fresh || !saved.is_file() {
+        let ports = options.ports();
+        let Some((recipe, opts)) = chain.recipe(&options.set, dir.clone(), options.fresh, ports)?
+        else {
+            return Ok(None);
+        };
+        return Ok(Some(RecipeDevnet::up(&recipe, &opts).await?.detach()));
+    }
+    let old = RecipeState::load(dir)?.recipe.name;
+    if let Some(name) = &chain.chain {
+        let given = Recipe::find(name)?.spec.name;
+        if given != old {
+            bail!(
+                "{} holds a devnet of `{old}`, not `{given}`: --fresh replaces it with a new chain",
+                dir.display()
+            );
+        }
+    }
+    if chain.changes_the_chain(&options.set) {
+        bail!(
+            "{} holds a devnet of `{old}`, started again as it was made: --fresh makes a new \
+             chain with the settings given",
+            dir.display()
+        );
+    }
+    let net = RecipeDevnet::restart(dir)
+        .await
+        .with_context(|| format!("cannot start the devnet in {} again", dir.display()))?;
+    Ok(Some(net.detach()))
+}
+
 /// abcid's metrics URL, or why there is none.
 fn metrics_line(url: Option<&str>) -> &str {
     url.unwrap_or("off (this abcid build has no --metrics)")
@@ -379,10 +472,7 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
             chain,
             json,
         } => {
-            let (dir, fresh) = (options.dir.clone(), options.fresh);
-            if let Some((recipe, opts)) = chain.recipe(&options.set, dir, fresh)? {
-                // Left running: `feth devnet down` stops it by PID.
-                let state = RecipeDevnet::up(&recipe, &opts).await?.detach();
+            if let Some(state) = up_recipe(&options, chain).await? {
                 return print_recipe(&state, json);
             }
             if let Some(opts) = network.options(options.clone().options())? {

@@ -554,6 +554,8 @@ fn recipe_options(
         vars,
         overrides,
         fresh: true,
+        // Every step's ports free: steps run side by side.
+        ports: Default::default(),
     })
 }
 

@@ -27,12 +27,18 @@ pub struct Urls {
     pub profiler: Option<String>,
 }
 
-/// One process to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One process to start, expanded; kept in `recipe.json` so that a stopped
+/// devnet starts again as it was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct ProcessPlan {
+    /// The recipe's name for it.
     pub name: String,
+    /// Its program.
     pub program: PathBuf,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// Where it listens once up (`HOST:PORT` or `unix://PATH`), if the
+    /// recipe says.
     pub listens: Option<String>,
 }
 

@@ -5,6 +5,8 @@
 //! `root.key` (mode 0600) for a chain with a root account, `recipe.json`
 //! (the recipe, its ports, PIDs and URLs).
 
+use std::collections::BTreeMap;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -36,6 +38,9 @@ pub struct RecipeOptions {
     pub overrides: Overrides,
     /// Delete a folder that holds something (else refused).
     pub fresh: bool,
+    /// Ports fixed by the recipe's name for each (`rpc`, `web3`); the
+    /// recipe's other ports are free ones.
+    pub ports: BTreeMap<String, u16>,
 }
 
 /// One running process of a devnet.
@@ -90,6 +95,13 @@ pub struct RecipeState {
     /// The settings given on top of the recipe (`comet:`, `app:`, `genesis:`
     /// and `var:` as given).
     pub settings: Vec<String>,
+    /// Its ports, by the recipe's name for each (none recorded by a feth
+    /// before 2026-12-06).
+    #[serde(default)]
+    pub ports: BTreeMap<String, u16>,
+    /// Its processes' commands, for a start again after `down`.
+    #[serde(default)]
+    commands: Vec<ProcessPlan>,
 }
 
 impl RecipeState {
@@ -184,7 +196,7 @@ impl RecipeDevnet {
                 binary: opts.binary.as_deref(),
                 vars: &opts.vars,
                 overrides: &opts.overrides,
-                ports: crate::free_ports(recipe.spec.ports.len())?,
+                ports: choose_ports(&recipe.spec, &opts.ports)?,
                 root_address: root.as_ref().map(|k| keys::address_of(k).to_string()),
             },
         )?;
@@ -203,7 +215,7 @@ impl RecipeDevnet {
             keys::write_secret_file(&dir.join("root.key"), keys::key_hex(key).as_bytes())?;
         }
         make_chain(recipe, &plan, &dir)?;
-        let mut state = RecipeState {
+        let state = RecipeState {
             recipe: recipe.spec.clone(),
             source: recipe.source.clone(),
             binary: PathBuf::from(&plan.values["binary"]),
@@ -212,9 +224,41 @@ impl RecipeDevnet {
             processes: Vec::new(),
             root_key: recipe.spec.root_key.as_ref().map(|_| dir.join("root.key")),
             settings: settings_text(opts),
+            ports: recipe
+                .spec
+                .ports
+                .iter()
+                .map(|name| Ok((name.clone(), plan.values[&format!("{name}_port")].parse()?)))
+                .collect::<Result<_>>()?,
+            commands: plan.processes.clone(),
             dir,
         };
-        let started = start_all(&plan, &mut state).await;
+        Self::start(state).await
+    }
+
+    /// Starts the stopped devnet in `dir` again, its chain, ports and
+    /// settings as it was made (`feth devnet up` on its folder); waits as
+    /// [`RecipeDevnet::up`] does.
+    pub async fn restart(dir: &Path) -> Result<Self> {
+        refuse_running(dir)?;
+        let mut state = RecipeState::load(dir)?;
+        if state.commands.is_empty() {
+            bail!(
+                "the devnet in {} was made by an older feth that kept no commands to start \
+                 it again: --fresh makes a new chain",
+                dir.display()
+            );
+        }
+        state.processes.clear();
+        Self::start(state).await
+    }
+
+    /// Starts `state`'s processes, once its ports are seen free, and
+    /// records them; a failure stops what was started.
+    async fn start(mut state: RecipeState) -> Result<Self> {
+        state.save()?;
+        check_free(&state.ports)?;
+        let started = start_all(&mut state).await;
         state.save()?;
         if let Err(e) = started {
             state.stop(Duration::ZERO);
@@ -260,6 +304,57 @@ fn refuse_running(dir: &Path) -> Result<()> {
                 dir.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// The recipe's ports in its order: the ones `fixed` names, free ones for
+/// the rest. A name the recipe lacks, port 0 or one given twice is refused
+/// ([`check_free`] refuses one taken, when the processes are to start).
+fn choose_ports(spec: &Spec, fixed: &BTreeMap<String, u16>) -> Result<Vec<u16>> {
+    if let Some(name) = fixed.keys().find(|n| !spec.ports.contains(n)) {
+        bail!(
+            "recipe `{}` has no port `{name}` (its ports: {})",
+            spec.name,
+            spec.ports.join(", ")
+        );
+    }
+    let mut seen = BTreeMap::new();
+    for (name, &port) in fixed {
+        if port == 0 {
+            bail!("port `{name}` is 0: give a port number from 1 to 65535");
+        }
+        if let Some(other) = seen.insert(port, name) {
+            bail!("ports `{other}` and `{name}` are both {port}: give each its own");
+        }
+    }
+    // The fixed ones that can be are held while the free ones are picked,
+    // so that none is picked twice.
+    let held: Vec<TcpListener> = fixed
+        .values()
+        .filter_map(|&port| TcpListener::bind(("127.0.0.1", port)).ok())
+        .collect();
+    let mut free = crate::free_ports(spec.ports.len() - fixed.len())?.into_iter();
+    drop(held);
+    spec.ports
+        .iter()
+        .map(|name| match fixed.get(name) {
+            Some(&port) => Ok(port),
+            None => free.next().context("ran out of free ports"),
+        })
+        .collect()
+}
+
+/// Refuses a port taken on 127.0.0.1 (each is bound and let go: the
+/// node's to take next), naming it.
+fn check_free(ports: &BTreeMap<String, u16>) -> Result<()> {
+    for (name, &port) in ports {
+        TcpListener::bind(("127.0.0.1", port)).with_context(|| {
+            format!(
+                "port {port} (`{name}`) on 127.0.0.1 is taken: stop what holds it \
+                 (another devnet: `feth devnet down --dir DIR`) or give `{name}` another port"
+            )
+        })?;
     }
     Ok(())
 }
@@ -345,9 +440,10 @@ fn binary_version(recipe: &Recipe, plan: &Plan, dir: &Path) -> Option<String> {
 }
 
 /// Starts the processes in order, each after the one before listens.
-async fn start_all(plan: &Plan, state: &mut RecipeState) -> Result<()> {
-    for p in &plan.processes {
-        let running = spawn(p, &state.dir, &plan.home)?;
+async fn start_all(state: &mut RecipeState) -> Result<()> {
+    let home = state.home();
+    for p in state.commands.clone() {
+        let running = spawn(&p, &state.dir, &home)?;
         state.processes.push(running.clone());
         if let Some(addr) = &p.listens {
             wait_listening(&running, addr).await?;
@@ -454,4 +550,60 @@ async fn latest_height(http: &reqwest::Client, url: &str) -> Option<u64> {
         .as_str()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECIPE: &str = r#"
+name = "two"
+load = "kvstore"
+ports = ["rpc", "p2p", "web3"]
+[[process]]
+name = "node"
+args = ["${rpc_port}"]
+[endpoints]
+comet_rpc = "http://127.0.0.1:${rpc_port}"
+"#;
+
+    fn fixed(ports: &[(&str, u16)]) -> BTreeMap<String, u16> {
+        ports.iter().map(|&(n, p)| (n.to_string(), p)).collect()
+    }
+
+    fn refusal(ports: &[(&str, u16)]) -> String {
+        let spec = Recipe::parse(RECIPE, "test").unwrap().spec;
+        format!("{:#}", choose_ports(&spec, &fixed(ports)).unwrap_err())
+    }
+
+    #[test]
+    fn fixed_ports_keep_their_places_and_the_others_are_free_and_distinct() {
+        let spec = Recipe::parse(RECIPE, "test").unwrap().spec;
+        let given = crate::free_port().unwrap();
+        let ports = choose_ports(&spec, &fixed(&[("p2p", given)])).unwrap();
+        assert_eq!(ports.len(), 3);
+        assert_eq!(ports[1], given, "in the recipe's order");
+        assert!(ports[0] != given && ports[2] != given && ports[0] != ports[2]);
+        assert!(ports.iter().all(|&p| p != 0));
+    }
+
+    #[test]
+    fn a_port_the_recipe_lacks_given_twice_zero_or_taken_is_refused_naming_it() {
+        let err = refusal(&[("ws", 8546)]);
+        assert!(
+            err.contains("has no port `ws` (its ports: rpc, p2p, web3)"),
+            "{err}"
+        );
+        let err = refusal(&[("rpc", 40001), ("web3", 40001)]);
+        assert!(err.contains("`rpc` and `web3` are both 40001"), "{err}");
+        let err = refusal(&[("rpc", 0)]);
+        assert!(err.contains("port `rpc` is 0"), "{err}");
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let err = format!("{:#}", check_free(&fixed(&[("web3", port)])).unwrap_err());
+        assert!(
+            err.contains(&format!("port {port} (`web3`) on 127.0.0.1 is taken")),
+            "{err}"
+        );
+    }
 }

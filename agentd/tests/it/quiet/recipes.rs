@@ -127,6 +127,131 @@ fn feth_up(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `feth devnet up` with these arguments; its output and whether it
+/// succeeded.
+fn feth_devnet(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .arg("devnet")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(if out.status.success() {
+        &out.stdout
+    } else {
+        &out.stderr
+    });
+    (out.status.success(), text.into_owned())
+}
+
+/// `key`'s value in a kvstore, as its `abci_query` answers.
+async fn kv_value(rpc: &str, key: &str) -> String {
+    let url = format!("{rpc}/abci_query?data=\"{key}\"");
+    let body: serde_json::Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let b64 = body["result"]["response"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
+    String::from_utf8(bytes).unwrap()
+}
+
+/// A kvstore devnet on the ports given by `feth devnet up`'s flags, stopped
+/// and started again by `feth devnet up` on its folder: the same chain (a
+/// transaction committed before is there), the same ports; a restart that
+/// would change the chain, another recipe, or a second devnet on a port
+/// taken, is refused.
+#[tokio::test]
+async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kv");
+    let d = dir.to_str().unwrap();
+    let ports = feth::devnet::free_ports(4).unwrap();
+    let p: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let flags = [
+        "--rpc-port",
+        &p[0],
+        "--p2p-port",
+        &p[1],
+        "--cometbft-pprof-port",
+        &p[2],
+        "--metrics-port",
+        &p[3],
+    ];
+    let mut up = vec!["up", "--chain", "kvstore", "--dir", d, "--json"];
+    up.extend(["--var", "timeout_commit=200ms"]);
+    let (ok, out) = feth_devnet(&[&up[..], &flags].concat());
+    assert!(ok, "{out}");
+    let state: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rpc = format!("http://127.0.0.1:{}", ports[0]);
+    assert_eq!(state["urls"]["comet_rpc"], rpc.as_str());
+    let want = serde_json::json!({"rpc": ports[0], "p2p": ports[1], "pprof": ports[2], "metrics": ports[3]});
+    assert_eq!(state["ports"], want);
+    let done = broadcast(&rpc, "feth=kept").await;
+    let height: u64 = done["result"]["height"].as_str().unwrap().parse().unwrap();
+    assert_eq!(kv_value(&rpc, "feth").await, "kept");
+
+    let (ok, out) = feth_devnet(&["down", "--dir", d]);
+    assert!(ok && out.contains("stopped 1 process"), "{out}");
+    let (ok, err) = feth_devnet(&["up", "--dir", d, "--set", "mempool.size=5"]);
+    assert!(
+        !ok && err.contains("started again as it was made: --fresh"),
+        "{err}"
+    );
+    let (ok, err) = feth_devnet(&["up", "--dir", d, "--chain", "abcid"]);
+    assert!(
+        !ok && err.contains("holds a devnet of `kvstore`, not `abcid`"),
+        "{err}"
+    );
+
+    let (ok, out) = feth_devnet(&["up", "--dir", d, "--json"]);
+    assert!(ok, "{out}");
+    let again: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(again["ports"], want);
+    assert_eq!(kv_value(&rpc, "feth").await, "kept", "the same chain");
+    let status: serde_json::Value = reqwest::get(format!("{rpc}/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let now: u64 = status["result"]["sync_info"]["latest_block_height"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(now > height, "it goes on from height {height}: {now}");
+
+    let other = tmp.path().join("other");
+    let o = other.to_str().unwrap();
+    let q: Vec<String> = feth::devnet::free_ports(3)
+        .unwrap()
+        .iter()
+        .map(u16::to_string)
+        .collect();
+    let mut second = vec!["up", "--chain", "kvstore", "--dir", o, "--rpc-port", &p[0]];
+    second.extend([
+        "--p2p-port",
+        &q[0],
+        "--cometbft-pprof-port",
+        &q[1],
+        "--metrics-port",
+        &q[2],
+    ]);
+    let (ok, err) = feth_devnet(&["up", "--chain", "kvstore", "--dir", o, "--port", "ws=1"]);
+    assert!(!ok && err.contains("has no port `ws`"), "{err}");
+    assert!(!other.join("recipe.json").exists(), "nothing was made");
+    let (ok, err) = feth_devnet(&second);
+    let taken = format!("port {} (`rpc`) on 127.0.0.1 is taken", ports[0]);
+    assert!(!ok && err.contains(&taken), "{err}");
+    let (ok, out) = feth_devnet(&["status", "--dir", o, "--json"]);
+    let made: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        ok && made["processes"] == serde_json::json!([]),
+        "made, none started: {out}"
+    );
+    let (ok, out) = feth_devnet(&["down", "--dir", d]);
+    assert!(ok, "{out}");
+}
+
 #[test]
 fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
@@ -144,8 +269,10 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
     assert!(err.contains("names no app config file"), "{err}");
     let err = feth_up(&net, &["--chain", "kvstore", "--set", "mempool.sise=1"]);
     assert!(err.contains("no key `mempool.sise`"), "{err}");
-    let err = feth_up(&net, &["--chain", "kvstore", "--patches", "none"]);
-    assert!(err.contains("cannot be used with"), "{err}");
+    for abcid_only in [&["--patches", "none"][..], &["--mempool-size", "5"]] {
+        let err = feth_up(&net, &[&["--chain", "kvstore"][..], abcid_only].concat());
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
     let recipe = dir.path().join("bad.toml");
     std::fs::write(&recipe, "name = \"x\"\nload = \"evm\"\n").unwrap();
     let err = feth_up(&net, &["--chain", recipe.to_str().unwrap()]);

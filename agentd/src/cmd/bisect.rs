@@ -100,7 +100,7 @@ pub struct BisectArgs {
     all_parents: bool,
     /// feth's own folder: its worktree of the repository and the builds,
     /// cached by commit (a re-run rebuilds nothing already built) [default:
-    /// ~/.cache/feth/bisect/<repository name>-<hash of its path>, outside
+    /// `~/.cache/feth/bisect/<repository name>-<hash of its path>`, outside
     /// the repository's working tree].
     #[arg(long, value_name = "DIR")]
     work: Option<PathBuf>,

@@ -86,8 +86,9 @@ pub struct IngestArgs {
     #[arg(long, value_name = "LOG", num_args = 1..)]
     pub abcid: Vec<PathBuf>,
     /// Every node of the devnet in DIR (`feth devnet up`, one node or
-    /// several): its CometBFT and abcid logs, each under the node's name
-    /// (with --node, that node only), instead of --tendermint/--abcid.
+    /// several, or `--chain`'s: the log its recipe names): its CometBFT and
+    /// abcid logs, each under the node's name (with --node, that node
+    /// only), instead of --tendermint/--abcid.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["tendermint", "abcid"])]
     pub devnet: Option<PathBuf>,
     /// CometBFT RPC (e.g. http://127.0.0.1:26657): header times via
@@ -282,7 +283,7 @@ async fn run_devnet(args: &IngestArgs, dir: &std::path::Path) -> anyhow::Result<
     for node in nodes {
         let mut cfg = args.ingest_config();
         cfg.tendermint = vec![node.cometbft];
-        cfg.abcid = vec![node.abcid];
+        cfg.abcid = node.abcid.into_iter().collect();
         cfg.node = Some(node.name.clone());
         let shutdown = async {
             if tokio::signal::ctrl_c().await.is_err() {

@@ -223,8 +223,20 @@ pub(super) fn comet_config(
     endpoint: &EndpointArgs,
     out: &std::path::Path,
 ) -> anyhow::Result<CaptureConfig> {
+    let recipe = endpoint.dir.join(crate::devnet::recipe::STATE_FILE);
     let (pprof, rpc) = match pprof {
         Some(url) => (url.clone(), rpc.cloned()),
+        None if endpoint.node.is_none() && recipe.is_file() => {
+            let state = crate::devnet::recipe::RecipeState::load(&endpoint.dir)?;
+            let url = state.urls.pprof.clone().with_context(|| {
+                format!(
+                    "recipe `{}` names no Go pprof endpoint for the devnet at {}: pass --pprof URL",
+                    state.recipe.name,
+                    endpoint.dir.display()
+                )
+            })?;
+            (url, rpc.cloned().or(Some(state.urls.comet_rpc)))
+        }
         None => {
             let state = match &endpoint.node {
                 Some(name) => {

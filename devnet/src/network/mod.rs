@@ -230,19 +230,36 @@ impl NetworkState {
 pub struct NodeLogs {
     /// The node's name (`v0`, `f1`; `node0` for a single-node devnet).
     pub name: String,
-    /// CometBFT's log.
+    /// CometBFT's log (a recipe devnet's: the one its recipe names).
     pub cometbft: PathBuf,
-    /// abcid's log.
-    pub abcid: PathBuf,
+    /// abcid's log, when abcid runs.
+    pub abcid: Option<PathBuf>,
+}
+
+/// A recipe devnet's logs: the one its recipe names for the etl, and
+/// abcid's when a process of that name runs.
+fn recipe_logs(state: &crate::recipe::RecipeState) -> Result<NodeLogs> {
+    let cometbft = state.etl_log().with_context(|| {
+        format!(
+            "recipe `{}` names no log for the etl (`[logs]`): give the log with --tendermint",
+            state.recipe.name
+        )
+    })?;
+    Ok(NodeLogs {
+        name: SINGLE_NODE.to_string(),
+        cometbft,
+        abcid: state.log_of("abcid"),
+    })
 }
 
 /// The logs of every node of the devnet in `dir` (a network's nodes in
-/// order, or a single-node devnet's one node), or of node `only`.
+/// order, or a single-node devnet's one node, a recipe devnet's too), or of
+/// node `only`.
 pub fn node_logs(dir: &Path, only: Option<&str>) -> Result<Vec<NodeLogs>> {
     let logs = |name: &str, state: &DevnetState| NodeLogs {
         name: name.to_string(),
         cometbft: state.cometbft_log(),
-        abcid: state.abcid_log(),
+        abcid: Some(state.abcid_log()),
     };
     let all = if is_network(dir) {
         let net = NetworkState::load(dir)?;
@@ -250,6 +267,8 @@ pub fn node_logs(dir: &Path, only: Option<&str>) -> Result<Vec<NodeLogs>> {
             return Ok(vec![logs(name, &net.node(name)?.state)]);
         }
         net.nodes.iter().map(|n| logs(&n.name, &n.state)).collect()
+    } else if dir.join(crate::recipe::STATE_FILE).is_file() {
+        vec![recipe_logs(&crate::recipe::RecipeState::load(dir)?)?]
     } else {
         vec![logs(SINGLE_NODE, &DevnetState::load(dir)?)]
     };

@@ -135,9 +135,14 @@ impl RecipeState {
 
     /// The log the etl reads, when the recipe names one.
     pub fn etl_log(&self) -> Option<PathBuf> {
-        let logs = self.recipe.logs.as_ref()?;
-        let p = self.processes.iter().find(|p| p.name == logs.process)?;
-        Some(p.log.clone())
+        self.log_of(&self.recipe.logs.as_ref()?.process)
+    }
+
+    /// The log of the recipe's process `name` (running or not), if it has
+    /// one of that name.
+    pub fn log_of(&self, name: &str) -> Option<PathBuf> {
+        self.recipe.process.iter().find(|p| p.name == name)?;
+        Some(log_path(&self.dir, name))
     }
 
     /// Stops every process, the last started first (SIGTERM, then SIGKILL
@@ -452,8 +457,13 @@ async fn start_all(state: &mut RecipeState) -> Result<()> {
     wait_ready(state, Duration::from_secs(state.recipe.ready_secs)).await
 }
 
+/// Where process `name`'s output goes.
+fn log_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join("logs").join(format!("{name}.log"))
+}
+
 fn spawn(p: &ProcessPlan, dir: &Path, home: &Path) -> Result<RunningProcess> {
-    let log = dir.join("logs").join(format!("{}.log", p.name));
+    let log = log_path(dir, &p.name);
     let mut cmd = Command::new(&p.program);
     cmd.args(&p.args).current_dir(home);
     let pid = process::spawn_logged(cmd, &log)?;

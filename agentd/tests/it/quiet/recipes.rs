@@ -156,9 +156,9 @@ async fn kv_value(rpc: &str, key: &str) -> String {
 
 /// A kvstore devnet on the ports given by `feth devnet up`'s flags, stopped
 /// and started again by `feth devnet up` on its folder: the same chain (a
-/// transaction committed before is there), the same ports; a restart that
-/// would change the chain, another recipe, or a second devnet on a port
-/// taken, is refused.
+/// transaction committed before is there), the same ports, its logs and Go
+/// pprof found from its folder; a restart that would change the chain,
+/// another recipe, or a second devnet on a port taken, is refused.
 #[tokio::test]
 async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
     let tmp = tempfile::tempdir().unwrap();
@@ -219,6 +219,38 @@ async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
         .parse()
         .unwrap();
     assert!(now > height, "it goes on from height {height}: {now}");
+
+    // feth's commands that take a devnet's folder find the recipe's.
+    let logs = feth::devnet::network::node_logs(&dir, None).unwrap();
+    assert_eq!(logs[0].cometbft, dir.join("logs/cometbft.log"));
+    assert_eq!(logs[0].abcid, None, "the kvstore recipe runs no abcid");
+    let flames = tmp.path().join("flames");
+    let profile = [
+        "profiler",
+        "cometbft",
+        "--dir",
+        d,
+        "--seconds",
+        "1",
+        "--json",
+        "--out",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_feth"))
+        .args(profile)
+        .arg(&flames)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let capture: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(capture["chain_id"], "feth-kvstore", "{capture}");
+    assert!(
+        capture["heights"].as_array().is_some_and(|h| !h.is_empty()),
+        "{capture}"
+    );
 
     let other = tmp.path().join("other");
     let o = other.to_str().unwrap();

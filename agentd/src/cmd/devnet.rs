@@ -367,6 +367,17 @@ enum LogFormatArg {
 }
 
 impl DevnetArgs {
+    /// Whether a flag other than `--dir` and `--fresh` is given a value
+    /// other than its default (`--patches none`, `--rpc-port 26700`).
+    fn differs_from_defaults(&self) -> Result<bool> {
+        let command = Self::augment_args(clap::Command::new("up"));
+        let matches = command.try_get_matches_from(["up"])?;
+        let mut defaults = <Self as clap::FromArgMatches>::from_arg_matches(&matches)?;
+        defaults.dir.clone_from(&self.dir);
+        defaults.fresh = self.fresh;
+        Ok(defaults.options() != self.clone().options())
+    }
+
     /// The ports these arguments give.
     fn ports(&self) -> devnet::Ports {
         devnet::Ports {
@@ -424,7 +435,11 @@ impl DevnetArgs {
 /// stopped one in `--dir` started again as it was made; `None` when the
 /// folder holds none and no `--chain` is given. Left running: `feth devnet
 /// down` stops it by PID.
-async fn up_recipe(options: &DevnetArgs, chain: ChainArgs) -> Result<Option<RecipeState>> {
+async fn up_recipe(
+    options: &DevnetArgs,
+    chain: ChainArgs,
+    several: bool,
+) -> Result<Option<RecipeState>> {
     let dir = &options.dir;
     let saved = dir.join(devnet::recipe::STATE_FILE);
     if options.fresh || !saved.is_file() {
@@ -445,7 +460,7 @@ async fn up_recipe(options: &DevnetArgs, chain: ChainArgs) -> Result<Option<Reci
             );
         }
     }
-    if chain.changes_the_chain(&options.set) {
+    if several || options.differs_from_defaults()? || chain.changes_the_chain(&options.set) {
         bail!(
             "{} holds a devnet of `{old}`, started again as it was made: --fresh makes a new \
              chain with the settings given",
@@ -472,7 +487,8 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
             chain,
             json,
         } => {
-            if let Some(state) = up_recipe(&options, chain).await? {
+            let several = network.validators != 1 || network.full_nodes != 0;
+            if let Some(state) = up_recipe(&options, chain, several).await? {
                 return print_recipe(&state, json);
             }
             if let Some(opts) = network.options(options.clone().options())? {
@@ -692,6 +708,20 @@ mod tests {
                 .to_string();
             assert!(err.contains("e.g. 500ms, 1s or 1m30s"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_flag_given_a_value_other_than_its_default_is_told_apart() {
+        let differs = |args: &[&str]| {
+            let up = Up::try_parse_from([&["up"][..], args].concat()).expect("parses");
+            up.args.differs_from_defaults().unwrap()
+        };
+        assert!(!differs(&[]));
+        assert!(!differs(&["--dir", "/tmp/x", "--fresh"]), "where, not what");
+        assert!(!differs(&["--patches", "all"]), "the default, given");
+        assert!(differs(&["--patches", "none"]));
+        assert!(differs(&["--rpc-port", "26700"]));
+        assert!(differs(&["--log-format", "json"]));
     }
 
     #[test]

@@ -191,11 +191,13 @@ async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
 
     let (ok, out) = feth_devnet(&["down", "--dir", d]);
     assert!(ok && out.contains("stopped 1 process"), "{out}");
-    let (ok, err) = feth_devnet(&["up", "--dir", d, "--set", "mempool.size=5"]);
-    assert!(
-        !ok && err.contains("started again as it was made: --fresh"),
-        "{err}"
-    );
+    for changed in [&["--set", "mempool.size=5"][..], &["--p2p-port", "1"]] {
+        let (ok, err) = feth_devnet(&[&["up", "--dir", d][..], changed].concat());
+        assert!(
+            !ok && err.contains("started again as it was made: --fresh"),
+            "{err}"
+        );
+    }
     let (ok, err) = feth_devnet(&["up", "--dir", d, "--chain", "abcid"]);
     assert!(
         !ok && err.contains("holds a devnet of `kvstore`, not `abcid`"),

@@ -534,7 +534,9 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
             println!("devnet in {}: stopped {stopped} process(es)", dir.display());
         }
         Action::Status { dir, json } if dir.join(devnet::recipe::STATE_FILE).is_file() => {
-            print_recipe(&RecipeState::load(&dir)?, json)?;
+            let state = RecipeState::load(&dir)?;
+            let height = state.height().await;
+            print_status(RecipeStatus { state, height }, json)?;
         }
         Action::Status { dir, json } if network::is_network(&dir) => {
             print_network(&network::status(&dir).await?, json)?;
@@ -589,6 +591,33 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
                 println!("{node}'s links: {shape}");
             }
         }
+    }
+    Ok(())
+}
+
+/// A recipe devnet's state and its chain's height, as `status` prints it.
+#[derive(serde::Serialize)]
+struct RecipeStatus {
+    #[serde(flatten)]
+    state: RecipeState,
+    /// CometBFT's latest height; `None` when its RPC does not answer.
+    height: Option<u64>,
+}
+
+/// Prints `feth devnet status` of a recipe devnet.
+fn print_status(s: RecipeStatus, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(());
+    }
+    print_recipe(&s.state, false)?;
+    match s.height {
+        Some(h) => println!("  height         {h}"),
+        None if s.state.pids().is_empty() => println!(
+            "  stopped        `feth devnet up --dir {}` starts it again",
+            s.state.dir.display()
+        ),
+        None => println!("  height         unknown (CometBFT RPC not answering)"),
     }
     Ok(())
 }

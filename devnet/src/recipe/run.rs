@@ -128,6 +128,19 @@ impl RecipeState {
             .collect()
     }
 
+    /// CometBFT's latest height, when a process of the devnet runs and its
+    /// RPC answers (within 2 s); a stopped devnet's port may be another's.
+    pub async fn height(&self) -> Option<u64> {
+        if self.pids().is_empty() {
+            return None;
+        }
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .ok()?;
+        latest_height(&http, &format!("{}/status", self.urls.comet_rpc)).await
+    }
+
     /// The chain's home folder.
     pub fn home(&self) -> PathBuf {
         self.dir.join("home")

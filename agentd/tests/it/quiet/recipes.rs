@@ -282,6 +282,10 @@ async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
         ok && made["processes"] == serde_json::json!([]),
         "made, none started: {out}"
     );
+    assert!(made["height"].is_null(), "not the other's chain: {out}");
+    let (ok, out) = feth_devnet(&["status", "--dir", d, "--json"]);
+    let running: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(ok && running["height"].as_u64() >= Some(now), "{out}");
     let (ok, out) = feth_devnet(&["down", "--dir", d]);
     assert!(ok, "{out}");
 }

@@ -378,20 +378,6 @@ impl DevnetArgs {
         Ok(defaults.options() != self.clone().options())
     }
 
-    /// The ports these arguments give.
-    fn ports(&self) -> devnet::Ports {
-        devnet::Ports {
-            rpc: self.rpc_port,
-            p2p: self.p2p_port,
-            abci: self.abci_port,
-            web3: self.web3_port,
-            profiler: self.profiler_port,
-            metrics: self.metrics_port,
-            cometbft_metrics: self.cometbft_metrics_port,
-            cometbft_pprof: self.cometbft_pprof_port,
-        }
-    }
-
     /// The plain options these arguments ask for.
     pub fn options(self) -> DevnetOptions {
         DevnetOptions {
@@ -443,7 +429,7 @@ async fn up_recipe(
     let dir = &options.dir;
     let saved = dir.join(devnet::recipe::STATE_FILE);
     if options.fresh || !saved.is_file() {
-        let ports = options.ports();
+        let ports = options.clone().options().ports();
         let Some((recipe, opts)) = chain.recipe(&options.set, dir.clone(), options.fresh, ports)?
         else {
             return Ok(None);

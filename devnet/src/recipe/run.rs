@@ -207,6 +207,7 @@ impl RecipeDevnet {
             .as_ref()
             .filter(|k| k.generate)
             .map(|_| keys::random_key());
+        let ports = choose_ports(&recipe.spec, &opts.ports)?;
         let plan = Plan::new(
             recipe,
             Inputs {
@@ -214,7 +215,7 @@ impl RecipeDevnet {
                 binary: opts.binary.as_deref(),
                 vars: &opts.vars,
                 overrides: &opts.overrides,
-                ports: choose_ports(&recipe.spec, &opts.ports)?,
+                ports: ports.clone(),
                 root_address: root.as_ref().map(|k| keys::address_of(k).to_string()),
             },
         )?;
@@ -242,12 +243,7 @@ impl RecipeDevnet {
             processes: Vec::new(),
             root_key: recipe.spec.root_key.as_ref().map(|_| dir.join("root.key")),
             settings: settings_text(opts),
-            ports: recipe
-                .spec
-                .ports
-                .iter()
-                .map(|name| Ok((name.clone(), plan.values[&format!("{name}_port")].parse()?)))
-                .collect::<Result<_>>()?,
+            ports: recipe.spec.ports.iter().cloned().zip(ports).collect(),
             commands: plan.processes.clone(),
             dir,
         };

@@ -79,7 +79,7 @@ pub enum Patch {
     /// the application lock) for its whole length, so Commit waits for every
     /// call in progress. Why: the committed state is one object, and reading
     /// it under its lock is the obvious race-free way. After: reads run on an
-    /// immutable snapshot that Commit publishes ([`crate::snapshot`]), and on
+    /// immutable snapshot that Commit publishes (abcid's `snapshot` module), and on
     /// redb's own read transactions; Commit, FinalizeBlock and CheckTx never
     /// wait for a reader.
     SnapshotReads,
@@ -111,7 +111,7 @@ pub enum Patch {
     /// and hands it to PrepareProposal. Why: CometBFT's mempool is where an
     /// ABCI application's transactions wait, and its gossip reaches every
     /// validator. After: the web3 worker runs the same CheckTx itself and
-    /// keeps the transaction in abcid's own pool ([`crate::app_pool`]),
+    /// keeps the transaction in abcid's own pool (abcid's `app_pool` module),
     /// PrepareProposal proposes from it, and Commit drops what the block
     /// included and rechecks the rest, as Cosmos EVM chains do with
     /// CometBFT's mempool off (`mempool.type = "nop"`, which the devnet sets

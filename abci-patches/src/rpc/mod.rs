@@ -212,7 +212,7 @@ async fn slot(semaphore: &Semaphore) -> error::RpcResult<tokio::sync::SemaphoreP
 
 /// The web3 methods over `node`, forwarding transactions to CometBFT's RPC at
 /// `comet_url`; [`serve`] puts them behind a socket, and they can be called
-/// in-process with [`RpcModule::call`].
+/// in-process with `RpcModule::call` (jsonrpsee's `Methods::call`).
 pub fn module(
     node: Arc<Node>,
     comet_url: &str,

@@ -1,10 +1,10 @@
 //! The sending engine.
 //!
 //! - Each account sends in nonce order, with up to
-//!   [`LoadPlan::per_sender`] (K) transactions in flight; accounts queue
+//!   [`crate::plan::LoadPlan::per_sender`] (K) transactions in flight; accounts queue
 //!   their due transactions (FIFO). K = 1 is one transaction at a time, for
 //!   nodes that refuse nonce gaps. A request carries up to
-//!   [`LoadPlan::per_request`] (R) consecutive nonces of a sender, in order:
+//!   [`crate::plan::LoadPlan::per_request`] (R) consecutive nonces of a sender, in order:
 //!   JSON-RPC servers (jsonrpsee, geth) run a batch's calls one after the
 //!   other, so those reach the node in nonce order without waiting for each
 //!   other's answers. A sender with more room in its pipeline is queued for

@@ -51,7 +51,7 @@ struct Seen {
     backoffs: u64,
 }
 
-/// The engine's retry counts so far (see [`retries`]).
+/// The engine's retry counts so far (see [`crate::engine::Engine::retries`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Retries {
     /// Resubmissions of the same signed bytes.

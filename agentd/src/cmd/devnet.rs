@@ -167,10 +167,10 @@ pub struct ChainArgs {
 }
 
 impl ChainArgs {
-    /// Whether anything that makes a new chain is given beside `--chain`
-    /// (`set`: the `config.toml` settings).
-    fn changes_the_chain(&self, set: &[String]) -> bool {
-        let lists = [&self.vars, &self.app, &self.genesis, &self.ports, set];
+    /// Whether a recipe setting is given beside `--chain` (`--set` is
+    /// [`DevnetArgs::differs_from_defaults`]'s).
+    fn changes_the_chain(&self) -> bool {
+        let lists = [&self.vars, &self.app, &self.genesis, &self.ports];
         self.binary.is_some() || lists.iter().any(|l| !l.is_empty())
     }
 
@@ -446,7 +446,7 @@ async fn up_recipe(
             );
         }
     }
-    if several || options.differs_from_defaults()? || chain.changes_the_chain(&options.set) {
+    if several || options.differs_from_defaults()? || chain.changes_the_chain() {
         bail!(
             "{} holds a devnet of `{old}`, started again as it was made: --fresh makes a new \
              chain with the settings given",

@@ -88,11 +88,37 @@ linted bench --workspace --no-run --profile dev
 linted test --workspace --no-run
 
 failed=()
-stamp "the tests that measure the machine, alone"
+failed_logs=()
+# Runs one phase of tests: $1 names it, $2 names its log ($logs/$2.log, the
+# output kept as well as shown), the rest are cargo test's arguments. A
+# failure is recorded, and its log is read for the summary at the end.
 # --workspace, as the build: cargo unifies features over the packages it is
 # given, and `-p feth` alone rebuilt 111 dependencies with other features.
-linted test --workspace --no-fail-fast -- --test-threads 1 quiet:: ||
-  failed+=("the machine-measuring tests (it::quiet)")
+tests() {
+  local name=$1 log="$logs/$2.log"
+  shift 2
+  linted test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || {
+    failed+=("$name")
+    failed_logs+=("$log")
+  }
+}
+# One line per failed test in the logs given: its name, where it panicked
+# and the message's first lines, so a failure names itself in the last lines
+# CI shows, however long the output before it.
+summarise() {
+  awk '
+    function flush() { if (line != "") print substr(line, 1, 400); line = ""; grab = 0 }
+    /^---- .* stdout ----$/ { flush(); name = $2; next }
+    name != "" && /panicked at/ { line = name ": " $0; grab = 3; name = ""; next }
+    grab > 0 && /^note: run with/ { flush(); next }
+    grab > 0 { line = line " | " $0; if (--grab == 0) flush(); next }
+    /^test .* \.\.\. FAILED$/ || /^error: .*(failed|signal)/ { flush(); failures = failures $0 "\n" }
+    END { flush(); printf "%s", failures }
+  ' "$@"
+}
+
+stamp "the tests that measure the machine, alone"
+tests "the machine-measuring tests (it::quiet)" quiet -- --test-threads 1 quiet::
 
 stamp "every other test; beside them at nice 19, the fuzz targets and the test tools' installs (logs: $logs/fuzz.log, $logs/tools.log)"
 setsid nice -n 19 "$MAKE" --no-print-directory fuzz FUZZ_SECONDS=10 FUZZ_FLAGS=--dev \
@@ -102,13 +128,11 @@ groups+=("$fuzz")
 setsid nice -n 19 bash scripts/install-test-tools.sh >"$logs/tools.log" 2>&1 &
 tools=$!
 groups+=("$tools")
-linted test --workspace --no-fail-fast -- --test-threads 1 --skip quiet:: ||
-  failed+=("the other tests")
+tests "the other tests" others -- --test-threads 1 --skip quiet::
 stamp "the other tests ended"
 if finish "the test tools' installs" "$tools" "$logs/tools.log"; then
   stamp "the tests that need those tools (the ignored ones)"
-  linted test --workspace --no-fail-fast -- --ignored --test-threads 1 ||
-    failed+=("the tests that need the test tools")
+  tests "the tests that need the test tools" ignored -- --ignored --test-threads 1
 else
   failed+=("the test tools' installs (so the tests that need them did not run)")
 fi
@@ -117,6 +141,10 @@ stamp "every part ended"
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'test: FAILED: %s\n' "${failed[@]}" >&2
+  if [ ${#failed_logs[@]} -gt 0 ]; then
+    echo "test: the failed tests (whole output in ${failed_logs[*]}):" >&2
+    summarise "${failed_logs[@]}" >&2
+  fi
   exit 1
 fi
 echo "test: every part passed"

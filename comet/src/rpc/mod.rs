@@ -5,6 +5,7 @@
 //! Works with Tendermint 0.34 to CometBFT 1.0.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,6 +105,9 @@ pub struct Rpc {
     http: reqwest::Client,
     base: String,
     batch: usize,
+    /// The most heights a `/block_results` batch may ask for now: `batch`,
+    /// lowered when the node cut off the answer to a larger one.
+    batch_cap: Arc<AtomicUsize>,
     concurrency: Arc<Semaphore>,
     retries: Arc<RetryCounter>,
 }
@@ -268,6 +272,7 @@ impl Rpc {
             http,
             base,
             batch: batch.max(1),
+            batch_cap: Arc::new(AtomicUsize::new(batch.max(1))),
             concurrency: Arc::new(Semaphore::new(concurrency.max(1))),
             retries: Arc::new(RetryCounter::default()),
         })
@@ -403,11 +408,15 @@ impl Rpc {
     }
 
     /// Valid/invalid counts of `heights` in one JSON-RPC batch request (split
-    /// further if the node allows fewer requests per batch).
+    /// further if the node allows fewer requests per batch, or cut off the
+    /// answer to this many).
     async fn results(
         &self,
         heights: &[u64],
     ) -> Result<(Vec<(u64, BlockFacts)>, Missing), RpcError> {
+        if heights.len() > self.batch_cap.load(Ordering::Relaxed) {
+            return self.results_in_halves(heights).await;
+        }
         let body: Vec<serde_json::Value> = heights
             .iter()
             .map(|h| serde_json::json!({"jsonrpc": "2.0", "id": h, "method": "block_results", "params": {"height": h.to_string()}}))
@@ -417,7 +426,7 @@ impl Rpc {
             heights.len(),
             heights.first().copied().unwrap_or(0)
         );
-        let answer: serde_json::Value = self
+        let answer = self
             .with_retries(&what, || async {
                 self.http
                     .post(&self.base)
@@ -428,7 +437,20 @@ impl Rpc {
                     .json()
                     .await
             })
-            .await?;
+            .await;
+        let answer: serde_json::Value = match answer {
+            Ok(answer) => answer,
+            // A node cuts off an answer it cannot write in time (CometBFT's
+            // RPC write timeout, `timeout_broadcast_tx_commit` + 1 s: blocks
+            // of thousands of transactions on a slow machine): asked again
+            // in halves, and no later batch is larger.
+            Err(RpcError::Http { source, .. }) if heights.len() > 1 && !source.is_connect() => {
+                self.batch_cap
+                    .fetch_min(heights.len() / 2, Ordering::Relaxed);
+                return self.results_in_halves(heights).await;
+            }
+            Err(e) => return Err(e),
+        };
         match self.batch_answers(answer, heights.len(), &what)? {
             Some(answers) => self.read_results(answers, &what),
             None => self.results_in_halves(heights).await,
@@ -471,7 +493,8 @@ impl Rpc {
         }
     }
 
-    /// [`Self::results`] of each half of `heights` (a batch the node refused).
+    /// [`Self::results`] of each half of `heights` (a batch the node refused
+    /// or could not answer whole).
     async fn results_in_halves(
         &self,
         heights: &[u64],

@@ -6,6 +6,7 @@
 //! `/consensus_params` and `/abci_info` as CometBFT v0.38 writes them.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -93,8 +94,18 @@ fn block_results(batch: &[Value]) -> Value {
     Value::Array(batch.iter().map(block_result).collect())
 }
 
+/// How the fake node answers `/block_results` batches: the size of each
+/// batch asked is recorded, and one of more than `cut_over` heights gets
+/// half its answer, then the connection closes (as CometBFT's RPC does when
+/// its write timeout passes).
+#[derive(Clone, Default)]
+struct Batches {
+    cut_over: Option<usize>,
+    sizes: Arc<Mutex<Vec<usize>>>,
+}
+
 /// Reads one HTTP/1.1 request, answers it and closes the connection.
-async fn serve(mut conn: TcpStream) {
+async fn serve(mut conn: TcpStream, batches: Batches) {
     let mut buf = Vec::new();
     let head_end = loop {
         let mut chunk = [0u8; 4096];
@@ -131,7 +142,17 @@ async fn serve(mut conn: TcpStream) {
         json!({"jsonrpc": "2.0", "id": -1, "result": result})
     } else {
         let batch: Vec<Value> = serde_json::from_slice(&buf[head_end..]).expect("batch body");
-        block_results(&batch)
+        batches.sizes.lock().expect("sizes").push(batch.len());
+        let cut = batches.cut_over.is_some_and(|n| batch.len() > n);
+        let answer = block_results(&batch).to_string();
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            answer.len()
+        );
+        let sent = if cut { answer.len() / 2 } else { answer.len() };
+        let reply = [reply.as_bytes(), &answer.as_bytes()[..sent]].concat();
+        conn.write_all(&reply).await.expect("write");
+        return;
     };
     let body = answer.to_string();
     let reply = format!(
@@ -166,11 +187,15 @@ fn node_facts(target: &str) -> Option<Value> {
 }
 
 async fn fake_node() -> String {
+    fake_node_with(Batches::default()).await
+}
+
+async fn fake_node_with(batches: Batches) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
         while let Ok((conn, _)) = listener.accept().await {
-            tokio::spawn(serve(conn));
+            tokio::spawn(serve(conn, batches.clone()));
         }
     });
     url
@@ -222,6 +247,32 @@ async fn fetch_merges_headers_and_results_and_splits_refused_batches() {
             ),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_batch_whose_answer_is_cut_off_is_asked_in_halves_and_later_ones_are_smaller() {
+    let batches = Batches {
+        cut_over: Some(1),
+        ..Batches::default()
+    };
+    let rpc = Rpc::new(&fake_node_with(batches.clone()).await, 4, 1).expect("client");
+    // Batches of 4 (1..=4, 5..=8); the node answers no more than one
+    // height whole.
+    let need: Vec<u64> = (1..=8).collect();
+    let (facts, missing) = rpc.fetch(&need, &need).await.expect("fetch");
+    for h in need.iter().filter(|&&h| h != NO_RESULTS) {
+        let codes = tx_codes(*h);
+        let valid = codes.iter().filter(|c| **c == 0).count() as u64;
+        assert_eq!(facts[h].valid, Some(valid), "height {h}");
+    }
+    assert_eq!(
+        missing.iter().map(|m| m.0).collect::<Vec<_>>(),
+        [PRUNED, NO_RESULTS]
+    );
+    // The first batch of 4 is cut off, then its first half of 2: from
+    // then on, one height a request; no request was refused or lost.
+    let sizes = batches.sizes.lock().expect("sizes").clone();
+    assert_eq!(sizes, [4, 2, 1, 1, 1, 1, 1, 1, 1, 1]);
 }
 
 #[tokio::test]

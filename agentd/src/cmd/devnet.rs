@@ -140,10 +140,8 @@ pub struct ChainArgs {
     /// or a recipe file (see docs/RECIPES.md). The devnet is a new chain
     /// made by the recipe; `--set` edits its `config.toml`.
     #[arg(long, value_name = "RECIPE", conflicts_with_all = [
-        "validators", "full_nodes", "patches", "abcid", "timeout_commit",
-        "block_gas_limit", "fee_market", "chain_id", "mempool_size",
-        "mempool_max_txs_bytes", "rpc_max_body_bytes", "rpc_max_open_connections",
-        "root_balance", "log_format", "no_profiler", "abci_tcp", "wait",
+        "validators", "full_nodes", "abcid", "fee_market", "root_balance",
+        "log_format", "no_profiler", "abci_tcp",
     ])]
     chain: Option<String>,
     /// The chain's node binary (default: the recipe's).
@@ -174,21 +172,21 @@ impl ChainArgs {
         self.binary.is_some() || lists.iter().any(|l| !l.is_empty())
     }
 
-    /// The recipe and its options, when `--chain` is given; `set` are the
-    /// `config.toml` settings, `dir`, `fresh` and `ports` from the devnet's
-    /// flags.
-    fn recipe(
-        self,
-        set: &[String],
-        dir: PathBuf,
-        fresh: bool,
-        ports: devnet::Ports,
-    ) -> Result<Option<(Recipe, RecipeOptions)>> {
+    /// The recipe and its options, when `--chain` is given, with what the
+    /// devnet's own flags in `args` mean for it ([`DevnetArgs::recipe_settings`]).
+    fn recipe(self, args: &DevnetArgs) -> Result<Option<(Recipe, RecipeOptions)>> {
         let Some(chain) = self.chain else {
             return Ok(None);
         };
-        let recipe = Recipe::find(&chain)?;
-        let mut fixed: BTreeMap<String, u16> = ports
+        let mut recipe = Recipe::find(&chain)?;
+        let flags = args.recipe_settings(&recipe)?;
+        if let Some(secs) = args.wait {
+            recipe.spec.ready_secs = secs;
+        }
+        let mut fixed: BTreeMap<String, u16> = args
+            .clone()
+            .options()
+            .ports()
             .named()
             .into_iter()
             .filter(|(name, _)| recipe.spec.ports.iter().any(|p| p == name))
@@ -199,18 +197,19 @@ impl ChainArgs {
             fixed.insert(name, port);
         }
         let mut overrides = Overrides::default();
-        let settings = set.iter().map(|s| format!("comet:{s}"));
+        let comet = flags.comet.iter().chain(&args.set);
+        let settings = comet.map(|s| format!("comet:{s}"));
         let app = self.app.iter().map(|s| format!("app:{s}"));
         let genesis = self.genesis.iter().map(|s| format!("genesis:{s}"));
         for setting in settings.chain(app).chain(genesis) {
             overrides.add(&setting)?;
         }
         let options = RecipeOptions {
-            dir,
+            dir: args.dir.clone(),
             binary: self.binary,
-            vars: self.vars,
+            vars: flags.vars.into_iter().chain(self.vars).collect(),
             overrides,
-            fresh,
+            fresh: args.fresh,
             ports: fixed,
         };
         Ok(Some((recipe, options)))
@@ -272,9 +271,10 @@ pub struct DevnetArgs {
     /// Folder holding the devnet's homes, logs and key.
     #[arg(long, default_value = devnet::DEFAULT_DIR)]
     dir: PathBuf,
-    /// EIP-155 chain id.
-    #[arg(long, default_value_t = devnet::DEFAULT_CHAIN_ID)]
-    chain_id: u64,
+    /// EIP-155 chain id [default: 9000]. With --chain: the recipe's var
+    /// `evm_chain_id`.
+    #[arg(long)]
+    chain_id: Option<u64>,
     /// CometBFT RPC port.
     #[arg(long, default_value_t = devnet::Ports::DEFAULT.rpc)]
     rpc_port: u16,
@@ -304,21 +304,26 @@ pub struct DevnetArgs {
     /// cometbft`.
     #[arg(long, default_value_t = devnet::Ports::DEFAULT.cometbft_pprof)]
     cometbft_pprof_port: u16,
-    /// CometBFT `consensus.timeout_commit`.
-    #[arg(long, default_value_t = devnet::DEFAULT_TIMEOUT_COMMIT)]
-    timeout_commit: devnet::GoDuration,
-    /// CometBFT `mempool.size` (transactions).
-    #[arg(long, default_value_t = devnet::DEFAULT_MEMPOOL_SIZE)]
-    mempool_size: u64,
-    /// CometBFT `mempool.max_txs_bytes`.
-    #[arg(long, default_value_t = devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES)]
-    mempool_max_txs_bytes: u64,
-    /// CometBFT `rpc.max_body_bytes`.
-    #[arg(long, default_value_t = devnet::DEFAULT_RPC_MAX_BODY_BYTES)]
-    rpc_max_body_bytes: u64,
-    /// CometBFT `rpc.max_open_connections`.
-    #[arg(long, default_value_t = devnet::DEFAULT_RPC_MAX_OPEN_CONNECTIONS)]
-    rpc_max_open_connections: u64,
+    /// CometBFT `consensus.timeout_commit` [default: 1s; with --chain, the
+    /// recipe's].
+    #[arg(long, value_name = "DURATION")]
+    timeout_commit: Option<devnet::GoDuration>,
+    /// CometBFT `mempool.size`, in transactions [default: 10000; with
+    /// --chain, the recipe's].
+    #[arg(long, value_name = "TXS")]
+    mempool_size: Option<u64>,
+    /// CometBFT `mempool.max_txs_bytes` [default: 1073741824; with --chain,
+    /// the recipe's].
+    #[arg(long, value_name = "BYTES")]
+    mempool_max_txs_bytes: Option<u64>,
+    /// CometBFT `rpc.max_body_bytes` [default: 10000000; with --chain, the
+    /// recipe's].
+    #[arg(long, value_name = "BYTES")]
+    rpc_max_body_bytes: Option<u64>,
+    /// CometBFT `rpc.max_open_connections` [default: 2000; with --chain, the
+    /// recipe's].
+    #[arg(long, value_name = "N")]
+    rpc_max_open_connections: Option<u64>,
     /// Any other `config.toml` setting, as KEY=VALUE (repeatable); the key
     /// must be one `cometbft init` wrote.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -332,20 +337,23 @@ pub struct DevnetArgs {
     /// Delete the folder first and start a new chain.
     #[arg(long)]
     fresh: bool,
-    /// Seconds to wait for the first block and the web3 server.
-    #[arg(long, default_value_t = devnet::DEFAULT_WAIT_SECS)]
-    wait: u64,
+    /// Seconds to wait for the first block and the web3 server [default:
+    /// 60; with --chain, the recipe's `ready_secs`].
+    #[arg(long, value_name = "SECS")]
+    wait: Option<u64>,
     /// Run abcid without its block profiler (`abcid --no-profiler`).
     #[arg(long)]
     no_profiler: bool,
     /// abcid's tunings in force (`abcid --patches`): `all`, `none`, names
-    /// separated by commas, or `all,-NAME`.
-    #[arg(long, default_value = devnet::DEFAULT_PATCHES)]
-    patches: String,
+    /// separated by commas, or `all,-NAME` [default: all]. With --chain:
+    /// the recipe's var `patches`.
+    #[arg(long, value_name = "PATCHES")]
+    patches: Option<String>,
     /// Block gas limit of a new chain (genesis and CometBFT's
-    /// `block.max_gas`); 150 M, a fast EVM chain's, by default.
-    #[arg(long, default_value_t = devnet::DEFAULT_BLOCK_GAS_LIMIT)]
-    block_gas_limit: u64,
+    /// `block.max_gas`) [default: 150000000, a fast EVM chain's]. With
+    /// --chain: the recipe's var `block_gas`.
+    #[arg(long, value_name = "GAS")]
+    block_gas_limit: Option<u64>,
     /// Give a new chain an EIP-1559 base fee that follows the gas used
     /// (target: half the block gas limit; at most 1/8 per block; never below
     /// the 1 gwei it starts at). Off: the base fee is 1 gwei, constant.
@@ -366,7 +374,72 @@ enum LogFormatArg {
     Json,
 }
 
+/// What `up`'s flags of abcid's own devnet set on a recipe devnet.
+#[derive(Debug, Default, PartialEq)]
+struct RecipeSettings {
+    /// `config.toml` settings, as KEY=VALUE: CometBFT's own keys.
+    comet: Vec<String>,
+    /// The recipe's vars, as NAME=VALUE.
+    vars: Vec<String>,
+}
+
 impl DevnetArgs {
+    /// What the flags given mean for `recipe`'s devnet: CometBFT's settings
+    /// as its `config.toml` keys (every recipe has them), the EVM chain's
+    /// as the recipe's var of that meaning, refused (naming the flag and
+    /// what to give instead) when the recipe has none. `--var` and `--set`
+    /// come after these, so they win.
+    fn recipe_settings(&self, recipe: &Recipe) -> Result<RecipeSettings> {
+        let mut out = RecipeSettings::default();
+        let comet = [
+            (
+                "consensus.timeout_commit",
+                self.timeout_commit.map(|d| format!("\"{d}\"")),
+            ),
+            ("mempool.size", self.mempool_size.map(|n| n.to_string())),
+            (
+                "mempool.max_txs_bytes",
+                self.mempool_max_txs_bytes.map(|n| n.to_string()),
+            ),
+            (
+                "rpc.max_body_bytes",
+                self.rpc_max_body_bytes.map(|n| n.to_string()),
+            ),
+            (
+                "rpc.max_open_connections",
+                self.rpc_max_open_connections.map(|n| n.to_string()),
+            ),
+        ];
+        for (key, value) in comet {
+            out.comet.extend(value.map(|v| format!("{key}={v}")));
+        }
+        let vars = [
+            (
+                "--chain-id",
+                "evm_chain_id",
+                self.chain_id.map(|n| n.to_string()),
+            ),
+            (
+                "--block-gas-limit",
+                "block_gas",
+                self.block_gas_limit.map(|n| n.to_string()),
+            ),
+            ("--patches", "patches", self.patches.clone()),
+        ];
+        for (flag, var, value) in vars {
+            let Some(value) = value else { continue };
+            if !recipe.spec.vars.contains_key(var) {
+                bail!(
+                    "{flag} sets a recipe's var `{var}`, and recipe `{}` has none: set what \
+                     it means for this chain with --var, --genesis, --app or --set",
+                    recipe.spec.name
+                );
+            }
+            out.vars.push(format!("{var}={value}"));
+        }
+        Ok(out)
+    }
+
     /// Whether a flag other than `--dir` and `--fresh` is given a value
     /// other than its default (`--patches none`, `--rpc-port 26700`).
     fn differs_from_defaults(&self) -> Result<bool> {
@@ -382,7 +455,7 @@ impl DevnetArgs {
     pub fn options(self) -> DevnetOptions {
         DevnetOptions {
             dir: self.dir,
-            chain_id: self.chain_id,
+            chain_id: self.chain_id.unwrap_or(devnet::DEFAULT_CHAIN_ID),
             rpc_port: self.rpc_port,
             p2p_port: self.p2p_port,
             abci_port: self.abci_port,
@@ -392,11 +465,19 @@ impl DevnetArgs {
             metrics_port: self.metrics_port,
             cometbft_metrics_port: self.cometbft_metrics_port,
             cometbft_pprof_port: self.cometbft_pprof_port,
-            timeout_commit: self.timeout_commit,
-            mempool_size: self.mempool_size,
-            mempool_max_txs_bytes: self.mempool_max_txs_bytes,
-            rpc_max_body_bytes: self.rpc_max_body_bytes,
-            rpc_max_open_connections: self.rpc_max_open_connections,
+            timeout_commit: self
+                .timeout_commit
+                .unwrap_or(devnet::DEFAULT_TIMEOUT_COMMIT),
+            mempool_size: self.mempool_size.unwrap_or(devnet::DEFAULT_MEMPOOL_SIZE),
+            mempool_max_txs_bytes: self
+                .mempool_max_txs_bytes
+                .unwrap_or(devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES),
+            rpc_max_body_bytes: self
+                .rpc_max_body_bytes
+                .unwrap_or(devnet::DEFAULT_RPC_MAX_BODY_BYTES),
+            rpc_max_open_connections: self
+                .rpc_max_open_connections
+                .unwrap_or(devnet::DEFAULT_RPC_MAX_OPEN_CONNECTIONS),
             set: self.set,
             root_balance: self.root_balance,
             log_format: match self.log_format {
@@ -404,10 +485,14 @@ impl DevnetArgs {
                 LogFormatArg::Json => LogFormat::Json,
             },
             fresh: self.fresh,
-            wait: self.wait,
+            wait: self.wait.unwrap_or(devnet::DEFAULT_WAIT_SECS),
             no_profiler: self.no_profiler,
-            patches: self.patches,
-            block_gas_limit: self.block_gas_limit,
+            patches: self
+                .patches
+                .unwrap_or_else(|| devnet::DEFAULT_PATCHES.to_string()),
+            block_gas_limit: self
+                .block_gas_limit
+                .unwrap_or(devnet::DEFAULT_BLOCK_GAS_LIMIT),
             fee_market: self.fee_market,
             abcid: self.abcid,
             abcid_args: Vec::new(),
@@ -429,9 +514,7 @@ async fn up_recipe(
     let dir = &options.dir;
     let saved = dir.join(devnet::recipe::STATE_FILE);
     if options.fresh || !saved.is_file() {
-        let ports = options.clone().options().ports();
-        let Some((recipe, opts)) = chain.recipe(&options.set, dir.clone(), options.fresh, ports)?
-        else {
+        let Some((recipe, opts)) = chain.recipe(options)? else {
             return Ok(None);
         };
         return Ok(Some(RecipeDevnet::up(&recipe, &opts).await?.detach()));
@@ -699,6 +782,17 @@ mod tests {
     }
 
     #[derive(Parser)]
+    struct UpChain {
+        #[command(flatten)]
+        args: DevnetArgs,
+        /// Parsed for the flags `--chain` conflicts with.
+        #[command(flatten)]
+        _network: NetworkArgs,
+        #[command(flatten)]
+        chain: ChainArgs,
+    }
+
+    #[derive(Parser)]
     struct UpNet {
         #[command(flatten)]
         args: DevnetArgs,
@@ -737,6 +831,88 @@ mod tests {
         assert!(differs(&["--patches", "none"]));
         assert!(differs(&["--rpc-port", "26700"]));
         assert!(differs(&["--log-format", "json"]));
+    }
+
+    #[test]
+    fn abcid_devnet_flags_set_a_recipes_comet_keys_and_vars_and_only_when_given() {
+        let parse = |args: &[&str]| {
+            let up = Up::try_parse_from([&["up"][..], args].concat()).expect("parses");
+            up.args
+        };
+        let kvstore = Recipe::find("kvstore").unwrap();
+        let none = parse(&[]).recipe_settings(&kvstore).unwrap();
+        assert_eq!(
+            none,
+            RecipeSettings::default(),
+            "abcid's defaults are not given"
+        );
+        let flags = [
+            "--timeout-commit",
+            "1s",
+            "--mempool-size",
+            "300",
+            "--wait",
+            "9",
+        ];
+        let given = parse(&[&flags[..], &["--block-gas-limit", "30000000"]].concat());
+        let settings = given.recipe_settings(&kvstore).unwrap();
+        let comet = ["consensus.timeout_commit=\"1s\"", "mempool.size=300"];
+        assert_eq!(settings.comet, comet);
+        assert_eq!(settings.vars, ["block_gas=30000000"]);
+        let err = parse(&["--patches", "none"]).recipe_settings(&kvstore);
+        let err = err.unwrap_err().to_string();
+        assert!(
+            err.contains("`patches`, and recipe `kvstore` has none"),
+            "{err}"
+        );
+
+        // Through `--chain`: `--var` and `--set` come last, so they win;
+        // `--wait` is the recipe's readiness time.
+        let chain = |args: &[&str]| {
+            let up = UpChain::try_parse_from([&["up"][..], args].concat()).expect("parses");
+            up.chain.recipe(&up.args).unwrap().unwrap()
+        };
+        let more = ["--var", "patches=none", "--set", "mempool.size=5"];
+        let (recipe, opts) =
+            chain(&[&["--chain", "abcid", "--patches", "all"][..], &more].concat());
+        assert_eq!(opts.vars, ["patches=all", "patches=none"]);
+        let sizes: Vec<_> = opts
+            .overrides
+            .comet
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        assert_eq!(sizes, ["mempool.size=5"]);
+        assert_eq!(recipe.spec.ready_secs, 60, "the recipe's own");
+        let (recipe, opts) = chain(&["--chain", "kvstore", "--wait", "9", "--mempool-size", "7"]);
+        assert_eq!(recipe.spec.ready_secs, 9);
+        assert_eq!(
+            opts.overrides.comet,
+            [("mempool.size".into(), toml::Value::Integer(7))]
+        );
+    }
+
+    #[test]
+    fn the_defaults_help_names_are_the_ones_used() {
+        use clap::CommandFactory;
+        let help = Up::command().render_long_help().to_string();
+        let defaults = [
+            devnet::DEFAULT_CHAIN_ID.to_string(),
+            devnet::DEFAULT_TIMEOUT_COMMIT.to_string(),
+            devnet::DEFAULT_MEMPOOL_SIZE.to_string(),
+            devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES.to_string(),
+            devnet::DEFAULT_RPC_MAX_BODY_BYTES.to_string(),
+            devnet::DEFAULT_RPC_MAX_OPEN_CONNECTIONS.to_string(),
+            devnet::DEFAULT_WAIT_SECS.to_string(),
+            devnet::DEFAULT_PATCHES.to_string(),
+            devnet::DEFAULT_BLOCK_GAS_LIMIT.to_string(),
+        ];
+        for value in defaults {
+            assert!(
+                help.contains(&format!("[default: {value}")),
+                "{value}:\n{help}"
+            );
+        }
     }
 
     #[test]

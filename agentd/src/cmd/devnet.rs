@@ -196,9 +196,11 @@ impl ChainArgs {
             let (name, port) = parse_port(item)?;
             fixed.insert(name, port);
         }
-        let mut overrides = Overrides::default();
-        let comet = flags.comet.iter().chain(&args.set);
-        let settings = comet.map(|s| format!("comet:{s}"));
+        let mut overrides = Overrides {
+            comet: flags.comet,
+            ..Overrides::default()
+        };
+        let settings = args.set.iter().map(|s| format!("comet:{s}"));
         let app = self.app.iter().map(|s| format!("app:{s}"));
         let genesis = self.genesis.iter().map(|s| format!("genesis:{s}"));
         for setting in settings.chain(app).chain(genesis) {
@@ -377,8 +379,8 @@ enum LogFormatArg {
 /// What `up`'s flags of abcid's own devnet set on a recipe devnet.
 #[derive(Debug, Default, PartialEq)]
 struct RecipeSettings {
-    /// `config.toml` settings, as KEY=VALUE: CometBFT's own keys.
-    comet: Vec<String>,
+    /// `config.toml` settings: CometBFT's own keys.
+    comet: Vec<(String, toml::Value)>,
     /// The recipe's vars, as NAME=VALUE.
     vars: Vec<String>,
 }
@@ -391,27 +393,33 @@ impl DevnetArgs {
     /// come after these, so they win.
     fn recipe_settings(&self, recipe: &Recipe) -> Result<RecipeSettings> {
         let mut out = RecipeSettings::default();
-        let comet = [
+        if let Some(d) = self.timeout_commit {
+            let value = toml::Value::String(d.to_string());
+            out.comet.push(("consensus.timeout_commit".into(), value));
+        }
+        let counts = [
+            ("--mempool-size", "mempool.size", self.mempool_size),
             (
-                "consensus.timeout_commit",
-                self.timeout_commit.map(|d| format!("\"{d}\"")),
-            ),
-            ("mempool.size", self.mempool_size.map(|n| n.to_string())),
-            (
+                "--mempool-max-txs-bytes",
                 "mempool.max_txs_bytes",
-                self.mempool_max_txs_bytes.map(|n| n.to_string()),
+                self.mempool_max_txs_bytes,
             ),
             (
+                "--rpc-max-body-bytes",
                 "rpc.max_body_bytes",
-                self.rpc_max_body_bytes.map(|n| n.to_string()),
+                self.rpc_max_body_bytes,
             ),
             (
+                "--rpc-max-open-connections",
                 "rpc.max_open_connections",
-                self.rpc_max_open_connections.map(|n| n.to_string()),
+                self.rpc_max_open_connections,
             ),
         ];
-        for (key, value) in comet {
-            out.comet.extend(value.map(|v| format!("{key}={v}")));
+        for (flag, key, value) in counts {
+            let Some(n) = value else { continue };
+            let n = i64::try_from(n)
+                .with_context(|| format!("{flag} {n}: TOML holds integers up to {}", i64::MAX))?;
+            out.comet.push((key.into(), toml::Value::Integer(n)));
         }
         let vars = [
             (
@@ -856,8 +864,20 @@ mod tests {
         ];
         let given = parse(&[&flags[..], &["--block-gas-limit", "30000000"]].concat());
         let settings = given.recipe_settings(&kvstore).unwrap();
-        let comet = ["consensus.timeout_commit=\"1s\"", "mempool.size=300"];
+        let comet = [
+            (
+                "consensus.timeout_commit".into(),
+                toml::Value::String("1s".into()),
+            ),
+            ("mempool.size".into(), toml::Value::Integer(300)),
+        ];
         assert_eq!(settings.comet, comet);
+        let huge = parse(&["--mempool-size", &u64::MAX.to_string()]).recipe_settings(&kvstore);
+        let err = huge.unwrap_err().to_string();
+        assert!(
+            err.contains("--mempool-size 18446744073709551615: TOML holds"),
+            "{err}"
+        );
         assert_eq!(settings.vars, ["block_gas=30000000"]);
         let err = parse(&["--patches", "none"]).recipe_settings(&kvstore);
         let err = err.unwrap_err().to_string();
@@ -876,13 +896,8 @@ mod tests {
         let (recipe, opts) =
             chain(&[&["--chain", "abcid", "--patches", "all"][..], &more].concat());
         assert_eq!(opts.vars, ["patches=all", "patches=none"]);
-        let sizes: Vec<_> = opts
-            .overrides
-            .comet
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        assert_eq!(sizes, ["mempool.size=5"]);
+        let sizes = [("mempool.size".into(), toml::Value::Integer(5))];
+        assert_eq!(opts.overrides.comet, sizes);
         assert_eq!(recipe.spec.ready_secs, 60, "the recipe's own");
         let (recipe, opts) = chain(&["--chain", "kvstore", "--wait", "9", "--mempool-size", "7"]);
         assert_eq!(recipe.spec.ready_secs, 9);

@@ -104,9 +104,9 @@ type Found = Result<(Vec<(u64, BlockFacts)>, Missing), RpcError>;
 pub struct Rpc {
     http: reqwest::Client,
     base: String,
-    batch: usize,
-    /// The most heights a `/block_results` batch may ask for now: `batch`,
-    /// lowered when the node cut off the answer to a larger one.
+    /// The most heights a `/block_results` batch may ask for now: the
+    /// `batch` given, lowered when the node cut off the answer to a larger
+    /// one.
     batch_cap: Arc<AtomicUsize>,
     concurrency: Arc<Semaphore>,
     retries: Arc<RetryCounter>,
@@ -271,7 +271,6 @@ impl Rpc {
         Ok(Self {
             http,
             base,
-            batch: batch.max(1),
             batch_cap: Arc::new(AtomicUsize::new(batch.max(1))),
             concurrency: Arc::new(Semaphore::new(concurrency.max(1))),
             retries: Arc::new(RetryCounter::default()),
@@ -544,7 +543,7 @@ impl Rpc {
             let me = self.clone();
             set.spawn(async move { me.headers_of(wanted).await });
         }
-        for chunk in need_results.chunks(self.batch) {
+        for chunk in need_results.chunks(self.batch_cap.load(Ordering::Relaxed)) {
             let (me, chunk) = (self.clone(), chunk.to_vec());
             set.spawn(async move {
                 let _permit = me.permit("block_results").await?;

@@ -107,9 +107,9 @@ tests() {
 # CI shows, however long the output before it.
 summarise() {
   awk '
-    function flush() { if (line != "") print substr(line, 1, 400); line = ""; grab = 0 }
+    function flush() { if (line != "") print substr(line, 1, 1200); line = ""; grab = 0 }
     /^---- .* stdout ----$/ { flush(); name = $2; next }
-    name != "" && /panicked at/ { line = name ": " $0; grab = 3; name = ""; next }
+    name != "" && /panicked at/ { line = name ": " $0; grab = 6; name = ""; next }
     grab > 0 && /^note: run with/ { flush(); next }
     grab > 0 { line = line " | " $0; if (--grab == 0) flush(); next }
     /^test .* \.\.\. FAILED$/ || /^error: .*(failed|signal)/ { flush(); failures = failures $0 "\n" }

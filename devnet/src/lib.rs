@@ -47,7 +47,8 @@ pub enum LogFormat {
 }
 
 impl LogFormat {
-    fn as_str(self) -> &'static str {
+    /// Its name in CometBFT's `log_format` and `abcid --log-format`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Plain => "plain",
             Self::Json => "json",

@@ -140,12 +140,16 @@ pub struct ChainArgs {
     /// or a recipe file (see docs/RECIPES.md). The devnet is a new chain
     /// made by the recipe; `--set` edits its `config.toml`.
     #[arg(long, value_name = "RECIPE", conflicts_with_all = [
-        "validators", "full_nodes", "abcid", "fee_market", "root_balance",
-        "log_format", "no_profiler", "abci_tcp",
+        "validators", "full_nodes", "no_profiler",
     ])]
     chain: Option<String>,
     /// The chain's node binary (default: the recipe's).
-    #[arg(long, value_name = "PATH", requires = "chain")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "chain",
+        conflicts_with = "abcid"
+    )]
     binary: Option<PathBuf>,
     /// A recipe var, as NAME=VALUE (repeatable): `timeout_commit=500ms`.
     #[arg(long = "var", value_name = "NAME=VALUE", requires = "chain")]
@@ -206,9 +210,13 @@ impl ChainArgs {
         for setting in settings.chain(app).chain(genesis) {
             overrides.add(&setting)?;
         }
+        let binary = match (self.binary, &args.abcid) {
+            (None, Some(build)) => Some(abcid_build(&recipe, build)?),
+            (binary, _) => binary,
+        };
         let options = RecipeOptions {
             dir: args.dir.clone(),
-            binary: self.binary,
+            binary,
             vars: flags.vars.into_iter().chain(self.vars).collect(),
             overrides,
             fresh: args.fresh,
@@ -216,6 +224,19 @@ impl ChainArgs {
         };
         Ok(Some((recipe, options)))
     }
+}
+
+/// `--abcid BUILD` beside `--chain`: the binary of a recipe whose node
+/// binary is abcid (its default is `${abcid}`), refused for any other.
+fn abcid_build(recipe: &Recipe, build: &std::path::Path) -> Result<PathBuf> {
+    if recipe.spec.binary.default.as_deref() != Some("${abcid}") {
+        bail!(
+            "--abcid gives an abcid build, and recipe `{}` does not run abcid: give its \
+             node's binary with --binary",
+            recipe.spec.name
+        );
+    }
+    devnet::tools::build(build)
 }
 
 /// `--port NAME=PORT`.
@@ -287,7 +308,8 @@ pub struct DevnetArgs {
     #[arg(long, default_value_t = devnet::Ports::DEFAULT.abci)]
     abci_port: u16,
     /// Connect CometBFT and abcid over TCP on --abci-port instead of the
-    /// unix socket `DIR/abcid/abci.sock` (mode 0600).
+    /// unix socket `DIR/abcid/abci.sock` (mode 0600). With --chain: the
+    /// recipe's var `abci_addr`, as `127.0.0.1:${abci_port}`.
     #[arg(long)]
     abci_tcp: bool,
     /// abcid's web3 JSON-RPC port.
@@ -330,12 +352,15 @@ pub struct DevnetArgs {
     /// must be one `cometbft init` wrote.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Root account's genesis balance, in wei.
-    #[arg(long, default_value = devnet::DEFAULT_ROOT_BALANCE)]
-    root_balance: String,
-    /// Log layout of both processes.
-    #[arg(long, value_enum, default_value_t = LogFormatArg::Plain)]
-    log_format: LogFormatArg,
+    /// Root account's genesis balance, in wei [default:
+    /// 1000000000000000000000000000]. With --chain: the recipe's var
+    /// `root_balance`.
+    #[arg(long, value_name = "WEI")]
+    root_balance: Option<String>,
+    /// Log layout of both processes [default: plain]. With --chain: the
+    /// recipe's var `log_format`.
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormatArg>,
     /// Delete the folder first and start a new chain.
     #[arg(long)]
     fresh: bool,
@@ -359,10 +384,12 @@ pub struct DevnetArgs {
     /// Give a new chain an EIP-1559 base fee that follows the gas used
     /// (target: half the block gas limit; at most 1/8 per block; never below
     /// the 1 gwei it starts at). Off: the base fee is 1 gwei, constant.
+    /// With --chain: the recipe's var `fee_market`, as that JSON object.
     #[arg(long)]
     fee_market: bool,
     /// Run this abcid build: the binary, or a folder holding it (a checkout
     /// with `target/release/abcid` will do); default: the one next to feth.
+    /// With --chain: the binary of a recipe that runs abcid.
     #[arg(long, value_name = "BINARY_OR_DIR")]
     abcid: Option<PathBuf>,
 }
@@ -375,6 +402,19 @@ enum LogFormatArg {
     /// One JSON object per line.
     Json,
 }
+
+impl From<LogFormatArg> for LogFormat {
+    fn from(f: LogFormatArg) -> Self {
+        match f {
+            LogFormatArg::Plain => LogFormat::Plain,
+            LogFormatArg::Json => LogFormat::Json,
+        }
+    }
+}
+
+/// abcid's EIP-1559 base fee of `--fee-market`, as its genesis
+/// `app_state.fee_market` (the recipe's var `fee_market`).
+const FEE_MARKET_JSON: &str = r#"{"elasticity": 2, "max_change_denominator": 8}"#;
 
 /// What `up`'s flags of abcid's own devnet set on a recipe devnet.
 #[derive(Debug, Default, PartialEq)]
@@ -433,6 +473,23 @@ impl DevnetArgs {
                 self.block_gas_limit.map(|n| n.to_string()),
             ),
             ("--patches", "patches", self.patches.clone()),
+            ("--root-balance", "root_balance", self.root_balance_wei()?),
+            (
+                "--log-format",
+                "log_format",
+                self.log_format
+                    .map(|f| LogFormat::from(f).as_str().to_string()),
+            ),
+            (
+                "--fee-market",
+                "fee_market",
+                self.fee_market.then(|| FEE_MARKET_JSON.to_string()),
+            ),
+            (
+                "--abci-tcp",
+                "abci_addr",
+                self.abci_tcp.then(|| "127.0.0.1:${abci_port}".to_string()),
+            ),
         ];
         for (flag, var, value) in vars {
             let Some(value) = value else { continue };
@@ -446,6 +503,18 @@ impl DevnetArgs {
             out.vars.push(format!("{var}={value}"));
         }
         Ok(out)
+    }
+
+    /// `--root-balance` checked to be a number of wei (decimal or `0x`
+    /// hex), as given.
+    fn root_balance_wei(&self) -> Result<Option<String>> {
+        let Some(given) = &self.root_balance else {
+            return Ok(None);
+        };
+        given.parse::<alloy_primitives::U256>().with_context(|| {
+            format!("--root-balance {given}: not a number of wei (decimal, or hex with 0x)")
+        })?;
+        Ok(Some(given.clone()))
     }
 
     /// Whether a flag other than `--dir` and `--fresh` is given a value
@@ -487,11 +556,10 @@ impl DevnetArgs {
                 .rpc_max_open_connections
                 .unwrap_or(devnet::DEFAULT_RPC_MAX_OPEN_CONNECTIONS),
             set: self.set,
-            root_balance: self.root_balance,
-            log_format: match self.log_format {
-                LogFormatArg::Plain => LogFormat::Plain,
-                LogFormatArg::Json => LogFormat::Json,
-            },
+            root_balance: self
+                .root_balance
+                .unwrap_or_else(|| devnet::DEFAULT_ROOT_BALANCE.to_string()),
+            log_format: self.log_format.map_or(LogFormat::Plain, LogFormat::from),
             fresh: self.fresh,
             wait: self.wait.unwrap_or(devnet::DEFAULT_WAIT_SECS),
             no_profiler: self.no_profiler,
@@ -908,6 +976,70 @@ mod tests {
     }
 
     #[test]
+    fn abcid_genesis_log_and_transport_flags_set_the_abcid_recipes_vars() {
+        let parse = |args: &[&str]| {
+            let up = Up::try_parse_from([&["up"][..], args].concat()).expect("parses");
+            up.args
+        };
+        let abcid = Recipe::find("abcid").unwrap();
+        let kvstore = Recipe::find("kvstore").unwrap();
+        let flags = [
+            "--root-balance",
+            "0x10",
+            "--log-format",
+            "json",
+            "--fee-market",
+            "--abci-tcp",
+        ];
+        let settings = parse(&flags).recipe_settings(&abcid).unwrap();
+        let fee = format!("fee_market={FEE_MARKET_JSON}");
+        let want = [
+            "root_balance=0x10",
+            "log_format=json",
+            &fee,
+            "abci_addr=127.0.0.1:${abci_port}",
+        ];
+        assert_eq!(settings.vars, want);
+        for (flag, var) in [
+            (&flags[..2], "root_balance"),
+            (&flags[2..4], "log_format"),
+            (&flags[4..5], "fee_market"),
+            (&flags[5..], "abci_addr"),
+        ] {
+            let err = parse(flag).recipe_settings(&kvstore).unwrap_err();
+            let err = err.to_string();
+            let want = format!("{} sets a recipe's var `{var}`", flag[0]);
+            assert!(err.contains(&want), "{err}");
+        }
+        let err = parse(&["--root-balance", "1e18"]).recipe_settings(&abcid);
+        let err = err.unwrap_err().to_string();
+        assert!(
+            err.contains("--root-balance 1e18: not a number of wei"),
+            "{err}"
+        );
+
+        // `--abcid` is the binary of a recipe that runs abcid, a folder
+        // holding it will do; no other recipe takes it, nor `--binary` too.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("abcid"), "").unwrap();
+        let d = dir.path().to_str().unwrap();
+        let chain = |args: &[&str]| {
+            let up = UpChain::try_parse_from([&["up"][..], args].concat()).expect("parses");
+            up.chain.recipe(&up.args)
+        };
+        let (_, opts) = chain(&["--chain", "abcid", "--abcid", d]).unwrap().unwrap();
+        assert_eq!(opts.binary, Some(dir.path().join("abcid")));
+        let err = chain(&["--chain", "kvstore", "--abcid", d]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("recipe `kvstore` does not run abcid"),
+            "{err}"
+        );
+        let both = ["up", "--chain", "abcid", "--abcid", d, "--binary", d];
+        assert!(UpChain::try_parse_from(both).is_err());
+    }
+
+    #[test]
     fn the_defaults_help_names_are_the_ones_used() {
         use clap::CommandFactory;
         let help = Up::command().render_long_help().to_string();
@@ -921,6 +1053,8 @@ mod tests {
             devnet::DEFAULT_WAIT_SECS.to_string(),
             devnet::DEFAULT_PATCHES.to_string(),
             devnet::DEFAULT_BLOCK_GAS_LIMIT.to_string(),
+            devnet::DEFAULT_ROOT_BALANCE.to_string(),
+            LogFormat::Plain.as_str().to_string(),
         ];
         for value in defaults {
             assert!(

@@ -98,6 +98,9 @@ pub(super) fn strings(spec: &Spec) -> Vec<(String, String)> {
             toml_strings(value, &mut |t| push(format!("{table}.\"{key}\""), t));
         }
     }
+    if let Some(logs) = &spec.logs {
+        push("logs.format".into(), &logs.format);
+    }
     for edit in &spec.genesis {
         let place = format!("genesis `{}`", edit.pointer);
         edit.json.iter().for_each(|t| push(place.clone(), t));

@@ -125,12 +125,10 @@ impl Recipe {
                 "`logs.process = \"{}\"` names no process",
                 logs.process
             );
-            ensure!(
-                LOG_FORMATS.contains(&logs.format.as_str()),
-                "`logs.format = \"{}\"`: not one of {}",
-                logs.format,
-                LOG_FORMATS.join(", ")
-            );
+            // A var's default is checked here, a value given when planned.
+            if let Ok(format) = template::expand(&logs.format, &s.vars) {
+                check_log_format(&logs.format, &format)?;
+            }
         }
         ensure!(
             s.app.is_empty() || s.files.app.is_some(),
@@ -225,6 +223,22 @@ pub(super) fn var_uses_no_var(spec: &Spec, name: &str, value: &str) -> Result<()
              the ports, `dir`, `home`, the tools and `root_address`, not another var"
         );
     }
+    Ok(())
+}
+
+/// `logs.format` as written (`written`) is, once expanded, one the etl
+/// reads.
+pub(super) fn check_log_format(written: &str, format: &str) -> Result<()> {
+    let shown = if written == format {
+        format!("`logs.format = \"{format}\"`")
+    } else {
+        format!("`logs.format = \"{written}\"` (`{format}` once expanded)")
+    };
+    ensure!(
+        LOG_FORMATS.contains(&format),
+        "{shown}: not one of {}",
+        LOG_FORMATS.join(", ")
+    );
     Ok(())
 }
 

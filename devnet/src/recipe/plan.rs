@@ -155,6 +155,9 @@ impl Plan {
             pprof: e.pprof.as_deref().map(x).transpose()?,
             profiler: e.profiler.as_deref().map(x).transpose()?,
         };
+        if let Some(logs) = &spec.logs {
+            super::check_log_format(&logs.format, &x(&logs.format)?)?;
+        }
         if !overrides.app.is_empty() && spec.files.app.is_none() {
             bail!("app: settings given, but the recipe names no app config file (`files.app`)");
         }
@@ -417,6 +420,37 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
         let looped = text.replace("node.sock", "${timeout_commit}");
         let err = format!("{:#}", Recipe::parse(&looped, "test").unwrap_err());
         assert!(err.contains("`vars.addr`"), "{err}");
+    }
+
+    #[test]
+    fn a_log_format_held_in_a_var_is_checked_with_its_default_and_when_given() {
+        let text = SH.replace(
+            "timeout_commit = \"1s\"",
+            "timeout_commit = \"1s\"\nlog = \"plain\"",
+        );
+        let text = format!("{text}[logs]\nprocess = \"node\"\nformat = \"${{log}}\"\n");
+        let recipe = Recipe::parse(&text, "test").unwrap();
+        let planned = |var: &str| {
+            let vars = [var.to_string()];
+            let inputs = Inputs {
+                dir: Path::new("/tmp/feth-plan"),
+                binary: None,
+                vars: &vars,
+                overrides: &Overrides::default(),
+                ports: vec![100, 200],
+                root_address: None,
+            };
+            Plan::new(&recipe, inputs).map(|_| ())
+        };
+        planned("log=json").unwrap();
+        let err = format!("{:#}", planned("log=xml").unwrap_err());
+        assert!(
+            err.contains("`logs.format = \"${log}\"` (`xml` once expanded): not one of plain"),
+            "{err}"
+        );
+        let bad_default = text.replace("log = \"plain\"", "log = \"xml\"");
+        let err = format!("{:#}", Recipe::parse(&bad_default, "test").unwrap_err());
+        assert!(err.contains("(`xml` once expanded)"), "{err}");
     }
 
     #[test]

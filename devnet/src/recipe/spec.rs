@@ -207,6 +207,7 @@ pub struct Endpoints {
 pub struct LogsSpec {
     /// The process whose log holds CometBFT's lines.
     pub process: String,
-    /// Its format, as `feth etl --format` names it.
+    /// Its format, as `feth etl --format` names it, or a var holding it
+    /// (`${log_format}`).
     pub format: String,
 }

@@ -316,6 +316,11 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
     let err = feth_up(&net, &["--chain", "kvstore", "--set", "mempool.sise=1"]);
     assert!(err.contains("no key `mempool.sise`"), "{err}");
     let err = feth_up(&net, &["--chain", "kvstore", "--root-balance", "1"]);
+    assert!(
+        err.contains("--root-balance sets a recipe's var `root_balance`"),
+        "{err}"
+    );
+    let err = feth_up(&net, &["--chain", "abcid", "--no-profiler"]);
     assert!(err.contains("cannot be used with"), "{err}");
     let err = feth_up(&net, &["--chain", "kvstore", "--patches", "none"]);
     assert!(
@@ -327,6 +332,67 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
     let err = feth_up(&net, &["--chain", recipe.to_str().unwrap()]);
     assert!(err.contains("missing field"), "{err}");
     assert!(!net.join("recipe.json").exists(), "nothing was started");
+}
+
+/// `feth devnet up --chain abcid` with abcid's own devnet flags for the
+/// genesis, the logs and the ABCI transport: the root account holds the
+/// balance given, the genesis has the fee market, CometBFT reaches abcid
+/// over TCP, and both processes log JSON lines.
+#[tokio::test]
+async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("net");
+    let d = dir.to_str().unwrap();
+    let ports: Vec<String> = feth::devnet::free_ports(8)
+        .unwrap()
+        .iter()
+        .map(u16::to_string)
+        .collect();
+    let flags = [
+        "--rpc-port",
+        "--p2p-port",
+        "--abci-port",
+        "--web3-port",
+        "--profiler-port",
+        "--metrics-port",
+        "--cometbft-metrics-port",
+        "--cometbft-pprof-port",
+    ];
+    let mut args = vec!["up", "--chain", "abcid", "--dir", d, "--json"];
+    for (flag, port) in flags.iter().zip(&ports) {
+        args.extend([*flag, port.as_str()]);
+    }
+    let balance = "123456789000000000000";
+    args.extend(["--root-balance", balance, "--fee-market", "--abci-tcp"]);
+    args.extend(["--log-format", "json", "--timeout-commit", "200ms"]);
+    let (ok, out) = feth_devnet(&args);
+    assert!(ok, "{out}");
+    let state: serde_json::Value = serde_json::from_str(&out).unwrap();
+
+    let web3 = state["urls"]["web3"].as_str().unwrap();
+    let client = EthClient::new(web3, Duration::from_secs(10)).unwrap();
+    let root = feth::keys::read_key_file(&dir.join("root.key")).unwrap();
+    let address = feth::keys::address_of(&root);
+    let held = client.balances(&[address]).await.remove(0).unwrap();
+    assert_eq!(held, balance.parse::<U256>().unwrap());
+    let home = dir.join("home/config");
+    let genesis = std::fs::read_to_string(home.join("genesis.json")).unwrap();
+    let genesis: serde_json::Value = serde_json::from_str(&genesis).unwrap();
+    let fee = serde_json::json!({"elasticity": 2, "max_change_denominator": 8});
+    assert_eq!(genesis["app_state"]["fee_market"], fee);
+    let config = std::fs::read_to_string(home.join("config.toml")).unwrap();
+    let config: toml::Table = config.parse().unwrap();
+    let abci = format!("127.0.0.1:{}", ports[2]);
+    assert_eq!(config["proxy_app"].as_str(), Some(abci.as_str()));
+    assert_eq!(config["log_format"].as_str(), Some("json"));
+    for name in ["cometbft", "abcid"] {
+        let log = std::fs::read_to_string(dir.join(format!("logs/{name}.log"))).unwrap();
+        let first = log.lines().find(|l| !l.trim().is_empty()).unwrap();
+        let line: Result<serde_json::Value, _> = serde_json::from_str(first);
+        assert!(line.is_ok_and(|v| v.is_object()), "{name}: {first}");
+    }
+    let (ok, out) = feth_devnet(&["down", "--dir", d]);
+    assert!(ok && out.contains("stopped 2 process"), "{out}");
 }
 
 /// A short comparison of two settings of CometBFT's kvstore, both devnets

@@ -79,21 +79,39 @@ pub fn parse_override(text: &str) -> Result<(String, toml::Value)> {
 pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     let (path, mut doc) = read_config(home)?;
     let s = |v: String| toml::Value::String(v);
-    let i = |v: u64| toml::Value::Integer(v as i64);
+    // TOML's integers (and CometBFT's) end at i64::MAX.
+    let i = |flag: &str, v: u64| {
+        i64::try_from(v)
+            .map(toml::Value::Integer)
+            .with_context(|| format!("{flag} {v}: TOML holds integers up to {}", i64::MAX))
+    };
+    let cache = opts.mempool_size.max(10_000).saturating_mul(2);
     let settings = [
         ("moniker", s("feth-devnet".into())),
         ("proxy_app", s(opts.abci_addr()?)),
         ("log_format", s(opts.log_format.as_str().into())),
         ("rpc.laddr", s(format!("tcp://127.0.0.1:{}", opts.rpc_port))),
-        ("rpc.max_body_bytes", i(opts.rpc_max_body_bytes)),
-        ("rpc.max_open_connections", i(opts.rpc_max_open_connections)),
+        (
+            "rpc.max_body_bytes",
+            i("--rpc-max-body-bytes", opts.rpc_max_body_bytes)?,
+        ),
+        (
+            "rpc.max_open_connections",
+            i("--rpc-max-open-connections", opts.rpc_max_open_connections)?,
+        ),
         ("rpc.timeout_broadcast_tx_commit", s("30s".into())),
         ("p2p.laddr", s(format!("tcp://127.0.0.1:{}", opts.p2p_port))),
         ("p2p.pex", toml::Value::Boolean(false)),
         ("p2p.addr_book_strict", toml::Value::Boolean(false)),
-        ("mempool.size", i(opts.mempool_size)),
-        ("mempool.max_txs_bytes", i(opts.mempool_max_txs_bytes)),
-        ("mempool.cache_size", i(opts.mempool_size.max(10_000) * 2)),
+        ("mempool.size", i("--mempool-size", opts.mempool_size)?),
+        (
+            "mempool.max_txs_bytes",
+            i("--mempool-max-txs-bytes", opts.mempool_max_txs_bytes)?,
+        ),
+        (
+            "mempool.cache_size",
+            i("--mempool-size", cache.min(i64::MAX.unsigned_abs()))?,
+        ),
         (
             "consensus.timeout_commit",
             s(opts.timeout_commit.to_string()),
@@ -212,6 +230,22 @@ mod tests {
         write_config(home.path(), &with(&["mempool.recheck=false"])).unwrap();
         let read = read_settings(home.path(), &["mempool.recheck", "mempool.size"]).unwrap();
         assert_eq!(read, ["mempool.recheck=false", "mempool.size=10000"]);
+        let huge = DevnetOptions {
+            mempool_size: u64::MAX,
+            ..with(&[])
+        };
+        let err = write_config(home.path(), &huge).unwrap_err().to_string();
+        assert!(
+            err.contains("--mempool-size 18446744073709551615: TOML holds integers up to"),
+            "{err}"
+        );
+        let big = DevnetOptions {
+            mempool_size: i64::MAX.unsigned_abs(),
+            ..with(&[])
+        };
+        write_config(home.path(), &big).unwrap();
+        let read = read_settings(home.path(), &["mempool.cache_size"]).unwrap();
+        assert_eq!(read, [format!("mempool.cache_size={}", i64::MAX)]);
         let err = read_settings(home.path(), &["mempool.sise"]).unwrap_err();
         assert!(err.to_string().contains("no key `mempool.sise`"), "{err}");
     }

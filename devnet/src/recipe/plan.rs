@@ -330,19 +330,21 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
 "#;
 
     fn plan(vars: &[&str], binary: Option<&Path>) -> Result<Plan> {
-        let recipe = Recipe::parse(SH, "test").unwrap();
+        plan_of(&Recipe::parse(SH, "test").unwrap(), vars, binary)
+    }
+
+    /// `recipe` planned in `/tmp/feth-plan` with `vars`, ports 100 and 200.
+    fn plan_of(recipe: &Recipe, vars: &[&str], binary: Option<&Path>) -> Result<Plan> {
         let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
-        Plan::new(
-            &recipe,
-            Inputs {
-                dir: Path::new("/tmp/feth-plan"),
-                binary,
-                vars: &vars,
-                overrides: &Overrides::default(),
-                ports: vec![100, 200],
-                root_address: None,
-            },
-        )
+        let inputs = Inputs {
+            dir: Path::new("/tmp/feth-plan"),
+            binary,
+            vars: &vars,
+            overrides: &Overrides::default(),
+            ports: vec![100, 200],
+            root_address: None,
+        };
+        Plan::new(recipe, inputs)
     }
 
     #[test]
@@ -388,18 +390,8 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
         let text = text.replace("\"sleep 60\"", "\"${addr}\"");
         let text = text.replace("name = \"node\"", "name = \"node\"\nlistens = \"${addr}\"");
         let recipe = Recipe::parse(&text, "test").unwrap();
-        let args = |vars: &[&str]| {
-            let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
-            let inputs = Inputs {
-                dir: Path::new("/tmp/feth-plan"),
-                binary: None,
-                vars: &vars,
-                overrides: &Overrides::default(),
-                ports: vec![100, 200],
-                root_address: None,
-            };
-            Plan::new(&recipe, inputs).map(|p| p.processes[0].args.clone())
-        };
+        let args =
+            |vars: &[&str]| plan_of(&recipe, vars, None).map(|p| p.processes[0].args.clone());
         let own = args(&[]).unwrap();
         assert_eq!(own, ["-c", "unix:///tmp/feth-plan/node.sock", "200"]);
         let given = args(&["addr=127.0.0.1:${p2p_port}"]).unwrap();
@@ -430,18 +422,7 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
         );
         let text = format!("{text}[logs]\nprocess = \"node\"\nformat = \"${{log}}\"\n");
         let recipe = Recipe::parse(&text, "test").unwrap();
-        let planned = |var: &str| {
-            let vars = [var.to_string()];
-            let inputs = Inputs {
-                dir: Path::new("/tmp/feth-plan"),
-                binary: None,
-                vars: &vars,
-                overrides: &Overrides::default(),
-                ports: vec![100, 200],
-                root_address: None,
-            };
-            Plan::new(&recipe, inputs).map(|_| ())
-        };
+        let planned = |var: &str| plan_of(&recipe, &[var], None).map(|_| ());
         planned("log=json").unwrap();
         let err = format!("{:#}", planned("log=xml").unwrap_err());
         assert!(

@@ -96,6 +96,11 @@ pub struct IngestArgs {
     /// times of a Cosmos SDK console log, whose clock has no date.
     #[arg(long, visible_alias = "rpc", value_name = "URL")]
     pub comet_rpc: Option<String>,
+    /// Ask the RPC about these heights only (`FROM..TO`, both included):
+    /// a window of a long-running node's log, without reading every
+    /// height's results since its chain began. The log is read whole.
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_heights, requires = "comet_rpc")]
+    pub rpc_heights: Option<std::ops::RangeInclusive<u64>>,
     /// Redis URL, e.g. redis://127.0.0.1:6379/0 (required).
     #[arg(long, value_name = "URL", env = "FETH_REDIS")]
     pub redis: Option<String>,
@@ -139,6 +144,22 @@ pub struct IngestArgs {
     pub no_progress: bool,
 }
 
+/// `--rpc-heights FROM..TO`.
+fn parse_heights(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let usage = || format!("`{text}`: expected FROM..TO, two heights, e.g. 100..200");
+    let (from, to) = text.split_once("..").ok_or_else(usage)?;
+    let (from, to): (u64, u64) = match (from.trim().parse(), to.trim().parse()) {
+        (Ok(from), Ok(to)) => (from, to),
+        _ => return Err(usage()),
+    };
+    if from > to {
+        return Err(format!(
+            "`{text}`: {from} is above {to}; give the lower height first"
+        ));
+    }
+    Ok(from..=to)
+}
+
 impl IngestArgs {
     /// The library's configuration.
     pub fn ingest_config(&self) -> ingest::IngestConfig {
@@ -146,6 +167,7 @@ impl IngestArgs {
             tendermint: self.tendermint.clone(),
             abcid: self.abcid.clone(),
             comet_rpc: self.comet_rpc.clone(),
+            rpc_heights: self.rpc_heights.clone(),
             redis: self.redis.clone(),
             chain_id: self.chain_id.clone(),
             node: self.node.clone(),
@@ -391,6 +413,18 @@ mod tests {
     }
 
     #[test]
+    fn rpc_heights_are_two_heights_the_lower_first() {
+        assert_eq!(parse_heights("100..200"), Ok(100..=200));
+        assert_eq!(parse_heights("7..7"), Ok(7..=7));
+        for bad in ["100", "a..b", "100..", "-1..5"] {
+            let err = parse_heights(bad).unwrap_err();
+            assert!(err.contains("expected FROM..TO"), "{bad}: {err}");
+        }
+        let err = parse_heights("9..5").unwrap_err();
+        assert!(err.contains("give the lower height first"), "{err}");
+    }
+
+    #[test]
     fn every_ingest_flag_reaches_the_config() {
         let a = ingest(&[
             "--tendermint",
@@ -400,6 +434,8 @@ mod tests {
             "app.log",
             "--comet-rpc",
             "http://127.0.0.1:26657",
+            "--rpc-heights",
+            "5..9",
             "--redis",
             "redis://x",
             "--chain-id",
@@ -425,6 +461,7 @@ mod tests {
             tendermint: vec!["a.log".into(), "b.log.gz".into()],
             abcid: vec!["app.log".into()],
             comet_rpc: Some("http://127.0.0.1:26657".into()),
+            rpc_heights: Some(5..=9),
             redis: Some("redis://x".into()),
             chain_id: Some("c".into()),
             node: Some("n0".into()),

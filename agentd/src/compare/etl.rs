@@ -60,6 +60,8 @@ pub async fn window(source: &EtlSource, from: u64, to: u64) -> Result<EtlFigures
     let cfg = IngestConfig {
         tendermint: vec![source.tendermint.clone()],
         comet_rpc: Some(source.comet_rpc.clone()),
+        // Only the window's blocks are asked about, not the chain's past.
+        rpc_heights: Some(from..=to),
         redis: Some(redis.url.clone()),
         progress: false,
         ..IngestConfig::default()

@@ -1,5 +1,6 @@
 //! What an ingest run reads, where it writes, and how.
 
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,6 +25,9 @@ pub struct IngestConfig {
     pub abcid: Vec<PathBuf>,
     /// CometBFT RPC URL for header times and tx results.
     pub comet_rpc: Option<String>,
+    /// The heights the RPC is asked about (header times, results); `None`:
+    /// every height read. The logs are read whole either way.
+    pub rpc_heights: Option<RangeInclusive<u64>>,
     /// Redis URL (required; `None` is reported as an error).
     pub redis: Option<String>,
     /// Chain id; `None`: from the RPC, else from the logs.
@@ -52,6 +56,7 @@ impl Default for IngestConfig {
             tendermint: Vec::new(),
             abcid: Vec::new(),
             comet_rpc: None,
+            rpc_heights: None,
             redis: None,
             chain_id: None,
             node: None,

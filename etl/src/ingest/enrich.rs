@@ -2,6 +2,7 @@
 //! node, written to Redis in their own task.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 
 use tokio::sync::mpsc;
 
@@ -16,25 +17,33 @@ async fn enrich(
     rpc: Rpc,
     store: Store,
     rx: mpsc::Receiver<RpcRequest>,
+    only: Option<RangeInclusive<u64>>,
 ) -> (RpcSummary, Option<RpcError>) {
     let mut sum = RpcSummary {
         url: rpc.url().to_string(),
         ..RpcSummary::default()
     };
-    let error = enrich_into(&mut sum, &rpc, &store, rx).await;
+    let error = enrich_into(&mut sum, &rpc, &store, rx, only).await;
     sum.retries = rpc.retries();
     (sum, error)
 }
 
-/// Fetches and writes every request's heights until the channel closes;
-/// the first failure ends it.
+/// Fetches and writes every request's heights (those in `only`, when
+/// given) until the channel closes; the first failure ends it.
 async fn enrich_into(
     sum: &mut RpcSummary,
     rpc: &Rpc,
     store: &Store,
     mut rx: mpsc::Receiver<RpcRequest>,
+    only: Option<RangeInclusive<u64>>,
 ) -> Option<RpcError> {
-    while let Some((heights, need_results)) = rx.recv().await {
+    let asked = |h: &u64| only.as_ref().is_none_or(|r| r.contains(h));
+    while let Some((mut heights, mut need_results)) = rx.recv().await {
+        heights.retain(asked);
+        need_results.retain(asked);
+        if heights.is_empty() {
+            continue;
+        }
         let (facts, missing) = match rpc.fetch(&heights, &need_results).await {
             Ok(r) => r,
             Err(e) => return Some(e),
@@ -68,11 +77,16 @@ pub(super) struct Enrichment {
 }
 
 impl Enrichment {
-    /// Starts the task; written heights go to the returned sender.
-    pub(super) fn start(rpc: Rpc, store: Store) -> (Self, mpsc::Sender<RpcRequest>) {
+    /// Starts the task, asking about the heights in `only` (all when
+    /// `None`); written heights go to the returned sender.
+    pub(super) fn start(
+        rpc: Rpc,
+        store: Store,
+        only: Option<RangeInclusive<u64>>,
+    ) -> (Self, mpsc::Sender<RpcRequest>) {
         let (tx, rx) = mpsc::channel(4);
         let url = rpc.url().to_string();
-        let task = tokio::spawn(enrich(rpc, store, rx));
+        let task = tokio::spawn(enrich(rpc, store, rx, only));
         (Self { url, task }, tx)
     }
 

@@ -72,7 +72,7 @@ pub async fn run(
 
     let (enrichment, rpc_tx) = match setup.rpc.clone() {
         Some(r) => {
-            let (e, tx) = Enrichment::start(r, store.clone());
+            let (e, tx) = Enrichment::start(r, store.clone(), cfg.rpc_heights.clone());
             (Some(e), Some(tx))
         }
         None => (None, None),

@@ -455,6 +455,40 @@ async fn dropped_rpc_connections_are_retried_and_counted() {
     );
 }
 
+/// A window of heights asked of the RPC: only those are read from it (the
+/// log is still read whole), and the window's blocks after its first (no
+/// parent in it) have their block times from the headers.
+#[tokio::test]
+async fn only_the_heights_asked_for_are_read_from_the_rpc() {
+    let (truth, name, lo, hi) = first_console_capture();
+    assert!(hi >= lo + 5, "{name}: {lo}..={hi}");
+    let redis = Redis::start();
+    let mut args = ingest_args(&redis.url, &[&fixture(name)]);
+    args.comet_rpc = Some(serve_truth(&truth).await);
+    args.rpc_heights = Some(lo + 2..=lo + 5);
+    let out = ingest(&args).await;
+    let rpc = out.report.rpc.as_ref().expect("rpc summary");
+    assert_eq!(
+        (rpc.headers, rpc.results, rpc.missing),
+        (4, 4, 0),
+        "{rpc:?}"
+    );
+    assert_eq!(out.report.heights, Some((lo, hi)), "the log, whole");
+    let got = stored(&redis, &truth.chain_id).await;
+    for (h, v) in &got {
+        let from_rpc = v[4].as_deref() == Some("rpc");
+        assert_eq!(from_rpc, (lo + 2..=lo + 5).contains(h), "height {h}: {v:?}");
+    }
+    let window = feth_etl::stats::StatsQuery {
+        from: Some(lo + 3),
+        to: Some(lo + 5),
+        ..stats_args(&redis.url, &truth.chain_id)
+    };
+    let s = stats(&window).await;
+    let sources = (s.time_sources.header_rpc, s.time_sources.unknown);
+    assert_eq!((s.blocks, sources), (3, (2, 1)), "{s:?}");
+}
+
 #[tokio::test]
 async fn sdk_console_without_rpc_guesses_no_day() {
     let (truth, name, lo, hi) = first_console_capture();

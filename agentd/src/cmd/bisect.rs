@@ -271,6 +271,7 @@ fn compare_config(args: &BisectArgs, out: &std::path::Path) -> Result<CompareCon
             search,
             until_resolved: Some((args.max_regression / 200.0, probe_budget)),
             max_lost: args.max_busy / 100.0,
+            every_step: Vec::new(),
         },
         chain,
         rate: None,

@@ -251,6 +251,26 @@ pub struct StepsArgs {
     /// The patch set both builds run.
     #[arg(long, default_value = "all", requires = "build_a")]
     patches: String,
+    /// Every step's devnet: a recipe var, as NAME=VALUE (repeatable;
+    /// `--var block_gas=30000000`), after --timeout-commit and
+    /// --block-gas-limit, before a step's own (its patch set).
+    #[arg(long = "var", value_name = "NAME=VALUE", conflicts_with = "network")]
+    vars: Vec<String>,
+    /// Every step's devnet: a CometBFT `config.toml` key, as KEY=VALUE
+    /// (repeatable), before a step's own `+comet:` settings.
+    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "network")]
+    set: Vec<String>,
+    /// Every step's devnet: a key of the app's own config (`app.toml`), as
+    /// KEY=VALUE (repeatable), before a step's own `+app:` settings.
+    #[arg(long = "app", value_name = "KEY=VALUE", conflicts_with = "network")]
+    app: Vec<String>,
+    /// Every step's devnet: a genesis edit, as /POINTER=JSON (repeatable).
+    #[arg(
+        long = "genesis",
+        value_name = "/POINTER=JSON",
+        conflicts_with = "network"
+    )]
+    genesis: Vec<String>,
     /// A running node's web3 endpoint, measured as it is (one step).
     #[arg(long, value_name = "URL", requires = "keys")]
     network: Option<String>,
@@ -404,6 +424,49 @@ fn steps(s: &StepsArgs, deploys: &[Deploy]) -> Result<(Kind, Vec<Step>)> {
     })
 }
 
+/// What every step's devnet is given beyond the recipe (`--var`, `--set`,
+/// `--app`, `--genesis`), as `var:NAME=VALUE`, `comet:KEY=VALUE`,
+/// `app:KEY=VALUE` and `genesis:/POINTER=JSON`; each checked against
+/// `recipe` (the chain's, else abcid's) before any devnet starts.
+fn every_step(s: &StepsArgs, recipe: Option<&Recipe>) -> Result<Vec<String>> {
+    let recipe = match recipe {
+        Some(r) => r.clone(),
+        None => Recipe::find("abcid")?,
+    };
+    let mut out = Vec::new();
+    for var in &s.vars {
+        let name = var
+            .split_once('=')
+            .map(|(n, _)| n)
+            .with_context(|| format!("--var {var}: expected NAME=VALUE (`block_gas=30000000`)"))?;
+        if !recipe.spec.vars.contains_key(name) {
+            let names: Vec<&str> = recipe.spec.vars.keys().map(String::as_str).collect();
+            bail!(
+                "--var {var}: recipe `{}` has no var `{name}` (its vars: {})",
+                recipe.spec.name,
+                names.join(", ")
+            );
+        }
+        out.push(format!("var:{var}"));
+    }
+    let settings = [("comet", &s.set), ("app", &s.app), ("genesis", &s.genesis)];
+    let mut check = devnet::recipe::Overrides::default();
+    for (kind, given) in settings {
+        for item in given {
+            let setting = format!("{kind}:{item}");
+            check.add(&setting)?;
+            out.push(setting);
+        }
+    }
+    if !check.app.is_empty() && recipe.spec.files.app.is_none() {
+        bail!(
+            "--app: recipe `{}` names no app config file; give CometBFT's keys with --set",
+            recipe.spec.name
+        );
+    }
+    Ok(out)
+}
+
 /// The live node's deploy commands, one per step: `--deploy-a/-b` (steps
 /// `a` and `b`) or `--deploy STEP=CMD`s (at least two, names distinct).
 fn deploys(s: &StepsArgs) -> Result<Vec<Deploy>> {
@@ -551,6 +614,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
     let warmup = args.search.warmup()?;
     let scenario = r.scenario.as_deref().map(Scenario::load).transpose()?;
     let chain = args.steps.chain.as_deref().map(Recipe::find).transpose()?;
+    let every_step = every_step(&args.steps, chain.as_ref())?;
     if chain.as_ref().is_some_and(|r| r.spec.load != LoadKind::Evm) && scenario.is_some() {
         bail!("--scenario is EVM traffic; a kvstore recipe's load is key=value transactions");
     }
@@ -584,6 +648,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
             search,
             until_resolved,
             max_lost: r.max_busy / 100.0,
+            every_step,
         },
         rate: r.rate,
         max_rounds: rounds,
@@ -601,4 +666,67 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
         out: r.out.clone(),
         progress: !r.quiet,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Compare {
+        #[command(flatten)]
+        args: CompareArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<CompareConfig> {
+        let builds = ["--build-a", "/bin/true", "--build-b", "/bin/true"];
+        let all = [&["compare"][..], &builds, args].concat();
+        let parsed = Compare::try_parse_from(all).expect("parses");
+        compare_config(&parsed.args)
+    }
+
+    #[test]
+    fn every_steps_settings_are_checked_against_the_recipe_and_kept_in_the_report() {
+        let kv = ["--chain", "kvstore"];
+        let given = [
+            "--var",
+            "timeout_commit=200ms",
+            "--set",
+            "mempool.size=300",
+            "--genesis",
+            "/consensus/params/block/max_bytes=\"4194304\"",
+        ];
+        let cfg = config(&[&kv[..], &given].concat()).unwrap();
+        let want = [
+            "var:timeout_commit=200ms",
+            "comet:mempool.size=300",
+            "genesis:/consensus/params/block/max_bytes=\"4194304\"",
+        ];
+        assert_eq!(cfg.settings.every_step, want);
+        let refused = |args: &[&str]| format!("{:#}", config(args).unwrap_err());
+        let err = refused(&[&kv[..], &["--var", "patches=none"]].concat());
+        assert!(
+            err.contains(
+                "recipe `kvstore` has no var `patches` (its vars: block_gas, timeout_commit)"
+            ),
+            "{err}"
+        );
+        let err = refused(&[&kv[..], &["--app", "a.b=1"]].concat());
+        assert!(
+            err.contains("recipe `kvstore` names no app config file"),
+            "{err}"
+        );
+        let err = refused(&[&kv[..], &["--genesis", "max_gas=1"]].concat());
+        assert!(err.contains("a JSON pointer starts with `/`"), "{err}");
+        let err = refused(&[&kv[..], &["--var", "timeout_commit"]].concat());
+        assert!(err.contains("expected NAME=VALUE"), "{err}");
+        // Without --chain the steps are abcid's: its recipe's vars.
+        let cfg = config(&["--var", "fee_market={\"elasticity\": 2}"]).unwrap();
+        assert_eq!(
+            cfg.settings.every_step,
+            ["var:fee_market={\"elasticity\": 2}"]
+        );
+    }
 }

@@ -210,6 +210,7 @@ fn differences(baseline: &CompareReport, candidate: &CompareReport) -> Vec<Strin
         ),
         check("fixed_rate", &a.fixed_rate, &b.fixed_rate),
         check("search", &a.search, &b.search),
+        check("every step's settings", &a.every_step, &b.every_step),
     ]
     .into_iter()
     .flatten()
@@ -347,8 +348,15 @@ mod tests {
         cand.environment.cometbft_version = "v1.0.1".into();
         cand.settings.search.resolution = 0.2;
         cand.settings.warmup_secs = 1.0;
+        cand.settings.every_step = vec!["comet:mempool.size=300".into()];
         let err = format!("{:#}", gate(Some(&base), &cand, &cfg()).unwrap_err());
-        for what in ["cores", "cometbft_version", "search", "warmup_secs"] {
+        for what in [
+            "cores",
+            "cometbft_version",
+            "search",
+            "warmup_secs",
+            "every step's settings: baseline [], candidate [\"comet:mempool.size=300\"]",
+        ] {
             assert!(err.contains(what), "{what} not in {err}");
         }
         let forced = GateConfig {

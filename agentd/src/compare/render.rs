@@ -449,7 +449,7 @@ fn conditions(report: &CompareReport) -> Vec<String> {
         Some(rate) => format!("from {} tx/s given, no knee searched", tps(rate)),
         None => format!("{:.2} × the highest rate a step fell behind at", s.overload),
     };
-    vec![
+    let mut lines = vec![
         format!(
             "machine: {}, {} cores, {:.1} GiB, host {}, kernel {}; feth {}",
             e.cpu_model, e.cores, e.memory_gib, e.host, e.kernel, e.feth_version
@@ -467,7 +467,14 @@ fn conditions(report: &CompareReport) -> Vec<String> {
             if clocks.is_empty() { "none".to_string() } else { clocks.join(" + ") },
             report.wall_secs / 60.0
         ),
-    ]
+    ];
+    if !s.every_step.is_empty() {
+        lines.push(format!(
+            "every step's devnet, beyond its recipe: {}",
+            s.every_step.join(", ")
+        ));
+    }
+    lines
 }
 
 /// The kvstore ceiling and the best step as a share of it.
@@ -565,6 +572,12 @@ mod tests {
             text.contains("(from 8000 tx/s given, no knee searched, raised by the pilot"),
             "{text}"
         );
+        let shared = "every step's devnet, beyond its recipe:";
+        assert!(!text.contains(shared), "none given: {text}");
+        report.settings.every_step = vec!["var:block_gas=30000000".into()];
+        let text = table(&report);
+        let said = format!("{shared} var:block_gas=30000000");
+        assert!(text.contains(&said), "{text}");
     }
 
     #[test]

@@ -190,6 +190,11 @@ pub struct Settings {
     /// processes and steal makes the comparison inconclusive (0.1: 10 %).
     #[serde(default = "default_max_lost")]
     pub max_lost: f64,
+    /// What every step's devnet was given beyond its recipe:
+    /// `var:NAME=VALUE`, `comet:KEY=VALUE`, `app:KEY=VALUE`,
+    /// `genesis:/POINTER=JSON` (`feth compare --var/--set/--app/--genesis`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub every_step: Vec<String>,
 }
 
 fn default_max_lost() -> f64 {

@@ -527,6 +527,11 @@ fn recipe_options(
     if let Some(gas) = settings.block_gas_limit.filter(|_| has("block_gas")) {
         vars.push(format!("block_gas={gas}"));
     }
+    let (shared_vars, shared): (Vec<&String>, Vec<&String>) = settings
+        .every_step
+        .iter()
+        .partition(|s| s.starts_with("var:"));
+    vars.extend(shared_vars.iter().map(|s| s["var:".len()..].to_string()));
     match step.patches.as_str() {
         "base" => {}
         patches if has("patches") => vars.push(format!("patches={patches}")),
@@ -545,7 +550,8 @@ fn recipe_options(
     }
     let mut overrides = Overrides::default();
     let comet = step.comet.iter().map(|s| format!("comet:{s}"));
-    for setting in comet.chain(step.recipe.iter().cloned()) {
+    let own = comet.chain(step.recipe.iter().cloned());
+    for setting in shared.into_iter().cloned().chain(own) {
         overrides.add(&setting)?;
     }
     Ok(RecipeOptions {
@@ -631,6 +637,31 @@ mod tests {
         ];
         assert_eq!(steps[2], with(&grpc));
         assert_eq!(steps[3], with(&["patches=all"]));
+    }
+
+    #[test]
+    fn every_steps_settings_come_before_each_steps_own() {
+        let recipe = Recipe::find("abcid").unwrap();
+        let mut settings = testing::settings(Kind::Patches, 1);
+        settings.every_step = vec![
+            "var:patches=none".into(),
+            "var:root_balance=5".into(),
+            "comet:mempool.size=300".into(),
+        ];
+        let steps = ladder("all,+comet:mempool.size=7").unwrap();
+        let options = |step| recipe_options(&recipe, step, &settings, Path::new("/x")).unwrap();
+        let first = options(&steps[0]);
+        let vars = [
+            "timeout_commit=500ms",
+            "block_gas=150000000",
+            "patches=none",
+            "root_balance=5",
+            "patches=all",
+        ];
+        assert_eq!(first.vars, vars, "the step's patch set wins");
+        let size = |n| ("mempool.size".to_string(), toml::Value::Integer(n));
+        assert_eq!(first.overrides.comet, [size(300)]);
+        assert_eq!(options(&steps[1]).overrides.comet, [size(300), size(7)]);
     }
 
     #[test]

@@ -110,6 +110,7 @@ pub fn settings(kind: Kind, rounds: usize) -> Settings {
         until_resolved: None,
         max_lost: 0.10,
         given_overload_tps: None,
+        every_step: Vec::new(),
     }
 }
 

@@ -96,6 +96,7 @@ fn builds(a: &[f64], b: &[f64], cores: usize) -> CompareReport {
         until_resolved: None,
         max_lost: 0.10,
         given_overload_tps: None,
+        every_step: Vec::new(),
     };
     let environment = Environment {
         cores,

@@ -396,10 +396,11 @@ async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport()
 }
 
 /// A short comparison of two settings of CometBFT's kvstore, both devnets
-/// made by its recipe: each step's conditions are read from its own node,
-/// and a 300-transaction mempool is seen to hold at most 300 and every
-/// block to at most that many, where the default 10,000 backs up past it
-/// under the overload. Each step's first round profiles CometBFT per block
+/// made by its recipe with settings every step shares (`--var`, `--set`):
+/// each step's conditions are read from its own node, and a 300-transaction
+/// mempool (the step's own setting, over the shared 5,000) is seen to hold
+/// at most 300 and every block to at most that many, where 5,000 backs up
+/// past it under the overload. Each step's first round profiles CometBFT per block
 /// (its Go pprof): both steps' CPU split by role, and the second step's
 /// differential flamegraph against the first.
 #[test]
@@ -413,6 +414,7 @@ fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
             "--ladder",
             "base,+comet:mempool.size=300",
         ])
+        .args(["--var", "block_gas=100000000", "--set", "mempool.size=5000"])
         .args([
             "--timeout-commit",
             "200ms",
@@ -450,11 +452,13 @@ fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
         .iter()
         .map(|s| s.conditions.as_ref().unwrap().mempool.clone().unwrap())
         .collect();
-    assert_eq!(mempools, ["flood, size 10000", "flood, size 300"]);
+    assert_eq!(mempools, ["flood, size 5000", "flood, size 300"]);
+    let shared = ["var:block_gas=100000000", "comet:mempool.size=5000"];
+    assert_eq!(r.settings.every_step, shared);
     for setup in &r.setups {
         let c = setup.conditions.as_ref().unwrap();
         assert_eq!(c.timeout_commit.as_deref(), Some("200ms"), "{c:?}");
-        assert_eq!(c.block_max_gas, Some(-1), "the recipe's block gas: {c:?}");
+        assert_eq!(c.block_max_gas, Some(100_000_000), "--var block_gas: {c:?}");
     }
     assert_eq!(r.runs.len(), 4, "2 steps × 2 rounds");
     for run in &r.runs {
@@ -479,7 +483,7 @@ fn a_compare_of_two_kvstore_settings_runs_on_recipe_devnets() {
     let most = base.map(|run| pooled(&run.measure)).max().unwrap();
     assert!(
         most as f64 > 300.0 * 1.25,
-        "the default mempool backs up past 300 under the overload: {:?}",
+        "a 5,000-transaction mempool backs up past 300 under the overload: {:?}",
         r.runs
     );
     check_role_splits(&r);

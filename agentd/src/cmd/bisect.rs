@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{emit, SearchArgs};
 use super::compare::{compare_search_defaults, positive_duration, GateMetric, INCONCLUSIVE_STATUS};
+use super::every_step::EveryStepArgs;
 use super::Exit;
 use crate::bisect::build::{BuildConfig, Builder};
 use crate::bisect::judge::DevnetJudge;
@@ -55,6 +56,8 @@ pub struct BisectArgs {
     /// abcid's patch set every build runs (without --chain).
     #[arg(long, default_value = "all", conflicts_with = "chain")]
     patches: String,
+    #[command(flatten)]
+    every_step: EveryStepArgs,
     /// The figure a probe is judged on: node CPU per committed transaction
     /// by default (the low-noise one: fewer rounds per probe), or committed
     /// TPS under overload.
@@ -271,7 +274,7 @@ fn compare_config(args: &BisectArgs, out: &std::path::Path) -> Result<CompareCon
             search,
             until_resolved: Some((args.max_regression / 200.0, probe_budget)),
             max_lost: args.max_busy / 100.0,
-            every_step: Vec::new(),
+            every_step: args.every_step.settings(chain.as_ref())?,
         },
         chain,
         rate: None,
@@ -321,4 +324,41 @@ fn progress(quiet: bool, commits: &[commits::Commit]) -> ProgressBar {
     );
     bar.set_message(format!("{} commits", commits.len()));
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Bisect {
+        #[command(flatten)]
+        args: BisectArgs,
+    }
+
+    #[test]
+    fn every_probes_devnets_share_the_settings_given_checked_against_the_recipe() {
+        let parse = |extra: &[&str]| {
+            let base = ["bisect", "--good", "a", "--bad", "b", "--build", "true"];
+            let all = [
+                &base[..],
+                &["--chain", "kvstore", "--binary-path", "x"],
+                extra,
+            ];
+            Bisect::try_parse_from(all.concat()).expect("parses").args
+        };
+        let out = std::path::Path::new("/tmp/feth-bisect-test");
+        let given = parse(&["--var", "block_gas=30000000", "--set", "mempool.size=300"]);
+        let cfg = compare_config(&given, out).unwrap();
+        let want = ["var:block_gas=30000000", "comet:mempool.size=300"];
+        assert_eq!(cfg.settings.every_step, want);
+        let err = compare_config(&parse(&["--var", "patches=none"]), out).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("recipe `kvstore` has no var `patches`"),
+            "{err}"
+        );
+    }
 }

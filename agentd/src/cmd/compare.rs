@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::args::{emit, load_senders, SearchArgs};
+use super::every_step::EveryStepArgs;
 use super::Exit;
 use crate::compare::deploy::Deploy;
 use crate::compare::gate::Undecidable;
@@ -251,26 +252,8 @@ pub struct StepsArgs {
     /// The patch set both builds run.
     #[arg(long, default_value = "all", requires = "build_a")]
     patches: String,
-    /// Every step's devnet: a recipe var, as NAME=VALUE (repeatable;
-    /// `--var block_gas=30000000`), after --timeout-commit and
-    /// --block-gas-limit, before a step's own (its patch set).
-    #[arg(long = "var", value_name = "NAME=VALUE", conflicts_with = "network")]
-    vars: Vec<String>,
-    /// Every step's devnet: a CometBFT `config.toml` key, as KEY=VALUE
-    /// (repeatable), before a step's own `+comet:` settings.
-    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "network")]
-    set: Vec<String>,
-    /// Every step's devnet: a key of the app's own config (`app.toml`), as
-    /// KEY=VALUE (repeatable), before a step's own `+app:` settings.
-    #[arg(long = "app", value_name = "KEY=VALUE", conflicts_with = "network")]
-    app: Vec<String>,
-    /// Every step's devnet: a genesis edit, as /POINTER=JSON (repeatable).
-    #[arg(
-        long = "genesis",
-        value_name = "/POINTER=JSON",
-        conflicts_with = "network"
-    )]
-    genesis: Vec<String>,
+    #[command(flatten)]
+    every_step: EveryStepArgs,
     /// A running node's web3 endpoint, measured as it is (one step).
     #[arg(long, value_name = "URL", requires = "keys")]
     network: Option<String>,
@@ -424,49 +407,6 @@ fn steps(s: &StepsArgs, deploys: &[Deploy]) -> Result<(Kind, Vec<Step>)> {
     })
 }
 
-/// What every step's devnet is given beyond the recipe (`--var`, `--set`,
-/// `--app`, `--genesis`), as `var:NAME=VALUE`, `comet:KEY=VALUE`,
-/// `app:KEY=VALUE` and `genesis:/POINTER=JSON`; each checked against
-/// `recipe` (the chain's, else abcid's) before any devnet starts.
-fn every_step(s: &StepsArgs, recipe: Option<&Recipe>) -> Result<Vec<String>> {
-    let recipe = match recipe {
-        Some(r) => r.clone(),
-        None => Recipe::find("abcid")?,
-    };
-    let mut out = Vec::new();
-    for var in &s.vars {
-        let name = var
-            .split_once('=')
-            .map(|(n, _)| n)
-            .with_context(|| format!("--var {var}: expected NAME=VALUE (`block_gas=30000000`)"))?;
-        if !recipe.spec.vars.contains_key(name) {
-            let names: Vec<&str> = recipe.spec.vars.keys().map(String::as_str).collect();
-            bail!(
-                "--var {var}: recipe `{}` has no var `{name}` (its vars: {})",
-                recipe.spec.name,
-                names.join(", ")
-            );
-        }
-        out.push(format!("var:{var}"));
-    }
-    let settings = [("comet", &s.set), ("app", &s.app), ("genesis", &s.genesis)];
-    let mut check = devnet::recipe::Overrides::default();
-    for (kind, given) in settings {
-        for item in given {
-            let setting = format!("{kind}:{item}");
-            check.add(&setting)?;
-            out.push(setting);
-        }
-    }
-    if !check.app.is_empty() && recipe.spec.files.app.is_none() {
-        bail!(
-            "--app: recipe `{}` names no app config file; give CometBFT's keys with --set",
-            recipe.spec.name
-        );
-    }
-    Ok(out)
-}
-
 /// The live node's deploy commands, one per step: `--deploy-a/-b` (steps
 /// `a` and `b`) or `--deploy STEP=CMD`s (at least two, names distinct).
 fn deploys(s: &StepsArgs) -> Result<Vec<Deploy>> {
@@ -546,6 +486,12 @@ pub fn compare_search_defaults() -> SearchConfig {
 }
 
 fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
+    if args.steps.network.is_some() && !args.steps.every_step.is_empty() {
+        bail!(
+            "--var, --set, --app and --genesis give feth's devnets settings; a node given by \
+             --network runs with its own"
+        );
+    }
     let deploys = deploys(&args.steps)?;
     let (kind, steps) = steps(&args.steps, &deploys)?;
     if args.steps.chain.is_none() && matches!(kind, Kind::Patches | Kind::Builds) {
@@ -614,7 +560,7 @@ fn compare_config(args: &CompareArgs) -> Result<CompareConfig> {
     let warmup = args.search.warmup()?;
     let scenario = r.scenario.as_deref().map(Scenario::load).transpose()?;
     let chain = args.steps.chain.as_deref().map(Recipe::find).transpose()?;
-    let every_step = every_step(&args.steps, chain.as_ref())?;
+    let every_step = args.steps.every_step.settings(chain.as_ref())?;
     if chain.as_ref().is_some_and(|r| r.spec.load != LoadKind::Evm) && scenario.is_some() {
         bail!("--scenario is EVM traffic; a kvstore recipe's load is key=value transactions");
     }
@@ -722,6 +668,13 @@ mod tests {
         assert!(err.contains("a JSON pointer starts with `/`"), "{err}");
         let err = refused(&[&kv[..], &["--var", "timeout_commit"]].concat());
         assert!(err.contains("expected NAME=VALUE"), "{err}");
+        let live = ["compare", "--network", "http://127.0.0.1:9", "--keys", "k"];
+        let parsed = Compare::try_parse_from([&live[..], &["--set", "a=1"]].concat()).unwrap();
+        let err = compare_config(&parsed.args).unwrap_err().to_string();
+        assert!(
+            err.contains("a node given by --network runs with its own"),
+            "{err}"
+        );
         // Without --chain the steps are abcid's: its recipe's vars.
         let cfg = config(&["--var", "fee_market={\"elasticity\": 2}"]).unwrap();
         assert_eq!(

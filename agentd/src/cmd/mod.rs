@@ -7,6 +7,7 @@ pub mod bisect;
 pub mod compare;
 pub mod devnet;
 pub mod etl;
+pub mod every_step;
 pub mod flamegraph;
 pub mod fund;
 pub mod go_blocks;

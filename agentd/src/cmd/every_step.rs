@@ -1,7 +1,7 @@
 //! `--var`, `--set`, `--app` and `--genesis` of `feth compare` and `feth
 //! bisect`: what every step's devnet is given beyond its recipe.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
 use crate::devnet::recipe::{Overrides, Recipe};
@@ -45,7 +45,7 @@ impl EveryStepArgs {
         };
         let mut out = Vec::new();
         for var in &self.vars {
-            check_var(&recipe, var)?;
+            recipe.given_var(var)?;
             out.push(format!("var:{var}"));
         }
         let settings = [
@@ -69,21 +69,4 @@ impl EveryStepArgs {
         }
         Ok(out)
     }
-}
-
-/// `--var NAME=VALUE` names one of `recipe`'s vars.
-fn check_var(recipe: &Recipe, var: &str) -> Result<()> {
-    let name = var
-        .split_once('=')
-        .map(|(n, _)| n)
-        .with_context(|| format!("--var {var}: expected NAME=VALUE (`block_gas=30000000`)"))?;
-    if !recipe.spec.vars.contains_key(name) {
-        let names: Vec<&str> = recipe.spec.vars.keys().map(String::as_str).collect();
-        bail!(
-            "--var {var}: recipe `{}` has no var `{name}` (its vars: {})",
-            recipe.spec.name,
-            names.join(", ")
-        );
-    }
-    Ok(())
 }

@@ -92,6 +92,28 @@ impl Recipe {
         Ok(recipe)
     }
 
+    /// A given var, `NAME=VALUE`, split; refused unless `NAME` is one of
+    /// the recipe's vars (the error lists them).
+    pub fn given_var<'a>(&self, item: &'a str) -> Result<(&'a str, &'a str)> {
+        let s = &self.spec;
+        let (name, value) = item
+            .split_once('=')
+            .with_context(|| format!("--var {item}: expected NAME=VALUE"))?;
+        if !s.vars.contains_key(name) {
+            let names: Vec<&str> = s.vars.keys().map(String::as_str).collect();
+            bail!(
+                "--var {item}: recipe `{}` has no var `{name}` (its vars: {})",
+                s.name,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+        Ok((name, value))
+    }
+
     /// The names placeholders may use: the built-ins, the recipe's vars, its
     /// ports (`NAME_port`) and `root_address` when feth makes the key.
     pub fn known_names(&self) -> BTreeSet<String> {

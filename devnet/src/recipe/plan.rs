@@ -77,7 +77,7 @@ impl Plan {
         let mut values = BTreeMap::new();
         values.insert("dir".to_string(), text(&dir));
         values.insert("home".to_string(), text(&home));
-        set_vars(spec, inputs.vars, &mut values)?;
+        set_vars(recipe, inputs.vars, &mut values)?;
         if inputs.ports.len() != spec.ports.len() {
             bail!(
                 "{} ports for a recipe that needs {}",
@@ -183,25 +183,15 @@ fn text(path: &Path) -> String {
 }
 
 /// The recipe's vars with `NAME=VALUE` overrides; an unknown name is
-/// refused with the recipe's own.
-fn set_vars(spec: &Spec, given: &[String], values: &mut BTreeMap<String, String>) -> Result<()> {
-    values.extend(spec.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+/// refused with the recipe's own ([`Recipe::given_var`]).
+fn set_vars(
+    recipe: &Recipe,
+    given: &[String],
+    values: &mut BTreeMap<String, String>,
+) -> Result<()> {
+    values.extend(recipe.spec.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
     for item in given {
-        let (name, value) = item
-            .split_once('=')
-            .with_context(|| format!("--var {item}: expected NAME=VALUE"))?;
-        if !spec.vars.contains_key(name) {
-            let names: Vec<&str> = spec.vars.keys().map(String::as_str).collect();
-            bail!(
-                "--var {item}: recipe `{}` has no var `{name}` (its vars: {})",
-                spec.name,
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            );
-        }
+        let (name, value) = recipe.given_var(item)?;
         values.insert(name.to_string(), value.to_string());
     }
     Ok(())

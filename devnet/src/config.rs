@@ -75,16 +75,19 @@ pub fn parse_override(text: &str) -> Result<(String, toml::Value)> {
     Ok((key.trim().to_string(), value))
 }
 
+/// A count given by `flag` as a TOML integer; refused above `i64::MAX`,
+/// where TOML's integers (and CometBFT's) end.
+pub fn toml_integer(flag: &str, v: u64) -> Result<toml::Value> {
+    i64::try_from(v)
+        .map(toml::Value::Integer)
+        .with_context(|| format!("{flag} {v}: TOML holds integers up to {}", i64::MAX))
+}
+
 /// Rewrites `config.toml` with the devnet's ports and tuning.
 pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     let (path, mut doc) = read_config(home)?;
     let s = |v: String| toml::Value::String(v);
-    // TOML's integers (and CometBFT's) end at i64::MAX.
-    let i = |flag: &str, v: u64| {
-        i64::try_from(v)
-            .map(toml::Value::Integer)
-            .with_context(|| format!("{flag} {v}: TOML holds integers up to {}", i64::MAX))
-    };
+    let i = toml_integer;
     let cache = opts.mempool_size.max(10_000).saturating_mul(2);
     let settings = [
         ("moniker", s("feth-devnet".into())),

@@ -457,9 +457,8 @@ impl DevnetArgs {
         ];
         for (flag, key, value) in counts {
             let Some(n) = value else { continue };
-            let n = i64::try_from(n)
-                .with_context(|| format!("{flag} {n}: TOML holds integers up to {}", i64::MAX))?;
-            out.comet.push((key.into(), toml::Value::Integer(n)));
+            out.comet
+                .push((key.into(), devnet::config::toml_integer(flag, n)?));
         }
         let vars = [
             (

@@ -10,7 +10,9 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::devnet::links::{self, LinkShape};
 use crate::devnet::network::{self, NetworkOptions, NetworkState, NetworkStatus, PortPlan};
-use crate::devnet::recipe::{Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState};
+use crate::devnet::recipe::{
+    Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState, ABCI_TCP_ADDR,
+};
 use crate::devnet::{self, DevnetOptions, LogFormat};
 
 /// `feth devnet …`
@@ -487,7 +489,7 @@ impl DevnetArgs {
             (
                 "--abci-tcp",
                 "abci_addr",
-                self.abci_tcp.then(|| "127.0.0.1:${abci_port}".to_string()),
+                self.abci_tcp.then(|| ABCI_TCP_ADDR.to_string()),
             ),
         ];
         for (flag, var, value) in vars {

@@ -22,7 +22,7 @@ use super::profile::{self, EmbeddedNode};
 use super::report::Settings;
 use crate::accounts::KeySet;
 use crate::devnet::recipe::{
-    LoadKind, Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState,
+    LoadKind, Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState, ABCI_TCP_ADDR,
 };
 use crate::eth::EthClient;
 use crate::go_profile::blocks::BlocksConfig;
@@ -544,7 +544,7 @@ fn recipe_options(
     }
     if let Some(abci) = abci_transport(&step.comet)?.filter(|_| has("abci")) {
         if abci == "grpc" && has("abci_addr") {
-            vars.push("abci_addr=127.0.0.1:${abci_port}".to_string());
+            vars.push(format!("abci_addr={ABCI_TCP_ADDR}"));
         }
         vars.push(format!("abci={abci}"));
     }

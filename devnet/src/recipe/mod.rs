@@ -36,6 +36,10 @@ const BUILTIN: [(&str, &str); 4] = [
     ),
 ];
 
+/// The value of a recipe's `abci_addr` var that has CometBFT reach the app
+/// over TCP on the devnet's `abci` port (gRPC dials TCP; `--abci-tcp`).
+pub const ABCI_TCP_ADDR: &str = "127.0.0.1:${abci_port}";
+
 /// Placeholders every recipe may use.
 const BUILTIN_NAMES: [&str; 5] = ["binary", "cometbft", "abcid", "home", "dir"];
 

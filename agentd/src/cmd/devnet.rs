@@ -141,9 +141,7 @@ pub struct ChainArgs {
     /// A chain recipe: a built-in one's name (`abcid`, `kvstore`, `evmd`)
     /// or a recipe file (see docs/RECIPES.md). The devnet is a new chain
     /// made by the recipe; `--set` edits its `config.toml`.
-    #[arg(long, value_name = "RECIPE", conflicts_with_all = [
-        "validators", "full_nodes", "no_profiler",
-    ])]
+    #[arg(long, value_name = "RECIPE", conflicts_with_all = ["validators", "full_nodes"])]
     chain: Option<String>,
     /// The chain's node binary (default: the recipe's).
     #[arg(
@@ -370,7 +368,8 @@ pub struct DevnetArgs {
     /// 60; with --chain, the recipe's `ready_secs`].
     #[arg(long, value_name = "SECS")]
     wait: Option<u64>,
-    /// Run abcid without its block profiler (`abcid --no-profiler`).
+    /// Run abcid without its block profiler (`abcid --no-profiler`). With
+    /// --chain: the recipe's var `profiler`, as `false`.
     #[arg(long)]
     no_profiler: bool,
     /// abcid's tunings in force (`abcid --patches`): `all`, `none`, names
@@ -490,6 +489,11 @@ impl DevnetArgs {
                 "--abci-tcp",
                 "abci_addr",
                 self.abci_tcp.then(|| ABCI_TCP_ADDR.to_string()),
+            ),
+            (
+                "--no-profiler",
+                "profiler",
+                self.no_profiler.then(|| "false".to_string()),
             ),
         ];
         for (flag, var, value) in vars {
@@ -991,6 +995,7 @@ mod tests {
             "json",
             "--fee-market",
             "--abci-tcp",
+            "--no-profiler",
         ];
         let settings = parse(&flags).recipe_settings(&abcid).unwrap();
         let fee = format!("fee_market={FEE_MARKET_JSON}");
@@ -999,13 +1004,15 @@ mod tests {
             "log_format=json",
             &fee,
             "abci_addr=127.0.0.1:${abci_port}",
+            "profiler=false",
         ];
         assert_eq!(settings.vars, want);
         for (flag, var) in [
             (&flags[..2], "root_balance"),
             (&flags[2..4], "log_format"),
             (&flags[4..5], "fee_market"),
-            (&flags[5..], "abci_addr"),
+            (&flags[5..6], "abci_addr"),
+            (&flags[6..], "profiler"),
         ] {
             let err = parse(flag).recipe_settings(&kvstore).unwrap_err();
             let err = err.to_string();

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::spec::{CommandSpec, Spec};
+use super::spec::{ArgSpec, CommandSpec, Spec};
 use super::template;
 use crate::config::{get_key, parse_override, set_key};
 
@@ -78,7 +78,14 @@ pub(super) fn strings(spec: &Spec) -> Vec<(String, String)> {
         p.program
             .iter()
             .for_each(|t| push(format!("{place}.program"), t));
-        p.args.iter().for_each(|t| push(format!("{place}.args"), t));
+        for arg in &p.args {
+            match arg {
+                ArgSpec::One(t) => push(format!("{place}.args"), t),
+                ArgSpec::Switched(g) => {
+                    g.args.iter().for_each(|t| push(format!("{place}.args"), t))
+                }
+            }
+        }
         p.listens
             .iter()
             .for_each(|t| push(format!("{place}.listens"), t));

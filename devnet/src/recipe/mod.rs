@@ -13,6 +13,7 @@ mod edit;
 mod plan;
 mod run;
 mod spec;
+mod switch;
 mod template;
 
 pub use edit::Overrides;
@@ -156,6 +157,7 @@ impl Recipe {
                 check_log_format(&logs.format, &format)?;
             }
         }
+        self.check_switches()?;
         ensure!(
             s.app.is_empty() || s.files.app.is_some(),
             "`app` edits need `files.app`, the app's config file"
@@ -173,6 +175,41 @@ impl Recipe {
             );
         }
         self.check_placeholders()
+    }
+
+    /// Every switch names one recipe var whose default is `true` or
+    /// `false`; only an endpoint the recipe has, and a node can do without,
+    /// is switched.
+    fn check_switches(&self) -> Result<()> {
+        let s = &self.spec;
+        for p in &s.process {
+            for arg in &p.args {
+                let spec::ArgSpec::Switched(group) = arg else {
+                    continue;
+                };
+                let place = format!("process `{}`'s arguments {:?}", p.name, group.args);
+                let (var, _) = group.switch().with_context(|| place.clone())?;
+                switch::is_on(var, &s.vars, &place)?;
+            }
+        }
+        let e = &s.endpoints;
+        for (endpoint, var) in &e.when {
+            let place = format!("`endpoints.{endpoint}`");
+            let given = match endpoint.as_str() {
+                "pprof" => e.pprof.is_some(),
+                "profiler" => e.profiler.is_some(),
+                _ => bail!(
+                    "`endpoints.when.{endpoint}`: only {} may be switched off",
+                    switch::SWITCHED_ENDPOINTS.join(" and ")
+                ),
+            };
+            ensure!(
+                given,
+                "`endpoints.when.{endpoint}`: the recipe has no {place}"
+            );
+            switch::is_on(var, &s.vars, &place)?;
+        }
+        Ok(())
     }
 
     fn check_names(&self) -> Result<()> {

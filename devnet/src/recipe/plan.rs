@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::command::{check_executable, resolve_program, Expanded};
 use super::edit::{expand_toml, Overrides};
 use super::spec::{CommandSpec, Spec};
-use super::{template, Recipe};
+use super::{switch, template, Recipe};
 use crate::tools;
 
 /// Where a running node answers, expanded.
@@ -144,16 +144,24 @@ impl Plan {
             processes.push(ProcessPlan {
                 name: p.name.clone(),
                 program,
-                args: p.args.iter().map(|a| x(a)).collect::<Result<_>>()?,
+                args: switch::process_args(p, v)?,
                 listens,
             });
         }
         let e = &spec.endpoints;
+        let switched = |name: &str, url: &Option<String>| -> Result<Option<String>> {
+            if let Some(var) = e.when.get(name) {
+                if !switch::is_on(var, v, &format!("`endpoints.{name}`"))? {
+                    return Ok(None);
+                }
+            }
+            url.as_deref().map(x).transpose()
+        };
         let urls = Urls {
             comet_rpc: x(&e.comet_rpc)?,
             web3: e.web3.as_deref().map(x).transpose()?,
-            pprof: e.pprof.as_deref().map(x).transpose()?,
-            profiler: e.profiler.as_deref().map(x).transpose()?,
+            pprof: switched("pprof", &e.pprof)?,
+            profiler: switched("profiler", &e.profiler)?,
         };
         if let Some(logs) = &spec.logs {
             super::check_log_format(&logs.format, &x(&logs.format)?)?;
@@ -422,6 +430,28 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
         let bad_default = text.replace("log = \"plain\"", "log = \"xml\"");
         let err = format!("{:#}", Recipe::parse(&bad_default, "test").unwrap_err());
         assert!(err.contains("(`xml` once expanded)"), "{err}");
+    }
+
+    #[test]
+    fn a_switch_var_turns_a_processs_arguments_and_an_endpoint_on_and_off() {
+        let text = SH.replace(
+            "timeout_commit = \"1s\"",
+            "timeout_commit = \"1s\"\nprof = \"true\"",
+        );
+        let group = r#"{ when = "prof", args = ["--prof", "${p2p_port}"] },
+            { unless = "prof", args = ["--no-prof"] }]"#;
+        let text = text.replace("\"${p2p_port}\"]", group);
+        let endpoint = "profiler = \"http://127.0.0.1:${p2p_port}\"\n";
+        let text = format!("{text}{endpoint}[endpoints.when]\nprofiler = \"prof\"\n");
+        let recipe = Recipe::parse(&text, "test").unwrap();
+        let on = plan_of(&recipe, &[], None).unwrap();
+        assert_eq!(on.processes[0].args, ["-c", "sleep 60", "--prof", "200"]);
+        assert_eq!(on.urls.profiler.as_deref(), Some("http://127.0.0.1:200"));
+        let off = plan_of(&recipe, &["prof=false"], None).unwrap();
+        assert_eq!(off.processes[0].args, ["-c", "sleep 60", "--no-prof"]);
+        assert_eq!(off.urls.profiler, None);
+        let err = format!("{:#}", plan_of(&recipe, &["prof=no"], None).unwrap_err());
+        assert!(err.contains("var `prof` is `no`"), "{err}");
     }
 
     #[test]

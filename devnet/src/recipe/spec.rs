@@ -176,12 +176,61 @@ pub struct ProcessSpec {
     /// The program; `${binary}` when absent.
     #[serde(default)]
     pub program: Option<String>,
-    /// Its arguments.
-    pub args: Vec<String>,
+    /// Its arguments: each a string, or a group taken only as a switch var
+    /// says (`{ when = "profiler", args = [...] }`).
+    pub args: Vec<ArgSpec>,
     /// An address it listens on before the next process may start:
     /// `127.0.0.1:PORT` or `unix:///path`.
     #[serde(default)]
     pub listens: Option<String>,
+}
+
+/// One entry of a process's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ArgSpec {
+    /// One argument.
+    One(String),
+    /// Arguments given only when a switch var is `true` (`when`) or
+    /// `false` (`unless`).
+    Switched(SwitchedArgs),
+}
+
+/// A string is one argument; a table is a group, read as [`SwitchedArgs`]
+/// so that a misspelt key in it is named.
+impl<'de> Deserialize<'de> for ArgSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ArgSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an argument (a string) or a group { when|unless = VAR, args = [...] }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ArgSpec, E> {
+                Ok(ArgSpec::One(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ArgSpec, A::Error> {
+                let group = serde::de::value::MapAccessDeserializer::new(map);
+                SwitchedArgs::deserialize(group).map(ArgSpec::Switched)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// Arguments a switch var turns on or off: exactly one of `when` and
+/// `unless` names a var whose value is `true` or `false`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchedArgs {
+    /// Given when this var is `true`.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// Given when this var is `false`.
+    #[serde(default)]
+    pub unless: Option<String>,
+    /// The arguments.
+    pub args: Vec<String>,
 }
 
 /// Where a running node answers (placeholders allowed).
@@ -199,6 +248,10 @@ pub struct Endpoints {
     /// An embedded `profiler-rpc` server.
     #[serde(default)]
     pub profiler: Option<String>,
+    /// Endpoints (`pprof`, `profiler`) a node has only while a switch var
+    /// is `true`: `profiler = "profiler"` names the var.
+    #[serde(default)]
+    pub when: BTreeMap<String, String>,
 }
 
 /// The node's log for the etl.

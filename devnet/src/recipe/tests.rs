@@ -104,3 +104,36 @@ fn genesis_edits_take_one_value_and_app_edits_need_the_file() {
     let app = format!("{MINIMAL}[app]\n\"json-rpc.enable\" = true\n");
     assert!(refusal(&app).contains("need `files.app`"));
 }
+
+#[test]
+fn a_switch_names_a_var_that_is_true_or_false_and_an_endpoint_a_node_can_lack() {
+    let group = "{ when = \"prof\", args = [\"--prof\"] }, \"--commit\"";
+    let switched = MINIMAL.replace("\"--commit\"", group);
+    let err = refusal(&switched);
+    assert!(
+        err.contains("switches on `prof`, which is not one of the recipe's vars"),
+        "{err}"
+    );
+    let var = "timeout_commit = \"1s\"\nprof = \"on\"";
+    let with_var = switched.replace("timeout_commit = \"1s\"", var);
+    let err = refusal(&with_var);
+    assert!(err.contains("var `prof` is `on`"), "{err}");
+    let ok = with_var.replace("\"on\"", "\"true\"");
+    Recipe::parse(&ok, "test").unwrap();
+    let err = refusal(&ok.replace("when =", "whn ="));
+    assert!(err.contains("unknown field `whn`"), "{err}");
+    let err = refusal(&ok.replace("\"start\"", "7"));
+    assert!(err.contains("an argument (a string) or a group"), "{err}");
+
+    let web3 = format!("{ok}web3 = \"http://x\"\n[endpoints.when]\nweb3 = \"prof\"\n");
+    let err = refusal(&web3);
+    assert!(
+        err.contains("only pprof and profiler may be switched off"),
+        "{err}"
+    );
+    let absent = format!("{ok}[endpoints.when]\nprofiler = \"prof\"\n");
+    let err = refusal(&absent);
+    assert!(err.contains("has no `endpoints.profiler`"), "{err}");
+    let given = format!("{ok}profiler = \"http://x\"\n[endpoints.when]\nprofiler = \"prof\"\n");
+    Recipe::parse(&given, "test").unwrap();
+}

@@ -320,8 +320,11 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
         err.contains("--root-balance sets a recipe's var `root_balance`"),
         "{err}"
     );
-    let err = feth_up(&net, &["--chain", "abcid", "--no-profiler"]);
-    assert!(err.contains("cannot be used with"), "{err}");
+    let err = feth_up(&net, &["--chain", "kvstore", "--no-profiler"]);
+    assert!(
+        err.contains("--no-profiler sets a recipe's var `profiler`, and recipe `kvstore` has none"),
+        "{err}"
+    );
     let err = feth_up(&net, &["--chain", "kvstore", "--patches", "none"]);
     assert!(
         err.contains("--patches sets a recipe's var `patches`, and recipe `kvstore` has none"),
@@ -337,7 +340,8 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
 /// `feth devnet up --chain abcid` with abcid's own devnet flags for the
 /// genesis, the logs and the ABCI transport: the root account holds the
 /// balance given, the genesis has the fee market, CometBFT reaches abcid
-/// over TCP, and both processes log JSON lines.
+/// over TCP, both processes log JSON lines, and abcid runs without its
+/// profiler (nothing listens on its port; the devnet has no profiler URL).
 #[tokio::test]
 async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport() {
     let tmp = tempfile::tempdir().unwrap();
@@ -365,9 +369,18 @@ async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport()
     let balance = "123456789000000000000";
     args.extend(["--root-balance", balance, "--fee-market", "--abci-tcp"]);
     args.extend(["--log-format", "json", "--timeout-commit", "200ms"]);
+    args.push("--no-profiler");
     let (ok, out) = feth_devnet(&args);
     assert!(ok, "{out}");
     let state: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(state["urls"]["profiler"], serde_json::Value::Null, "{out}");
+    let profiler = format!("127.0.0.1:{}", ports[4]);
+    let refused = std::net::TcpStream::connect(&profiler).map(|_| ());
+    assert_eq!(
+        refused.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionRefused),
+        "abcid runs without its profiler; nothing listens on {profiler}"
+    );
 
     let web3 = state["urls"]["web3"].as_str().unwrap();
     let client = EthClient::new(web3, Duration::from_secs(10)).unwrap();

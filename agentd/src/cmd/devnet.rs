@@ -11,7 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::devnet::links::{self, LinkShape};
 use crate::devnet::network::{self, NetworkOptions, NetworkState, NetworkStatus, PortPlan};
 use crate::devnet::recipe::{
-    Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState, ABCI_TCP_ADDR,
+    Overrides, Recipe, RecipeDevnet, RecipeOptions, RecipeState, Redeploy, ABCI_TCP_ADDR,
 };
 use crate::devnet::{self, DevnetOptions, LogFormat};
 
@@ -169,21 +169,13 @@ pub struct ChainArgs {
 }
 
 impl ChainArgs {
-    /// Whether a recipe setting is given beside `--chain` (`--set` is
-    /// [`DevnetArgs::differs_from_defaults`]'s).
-    fn changes_the_chain(&self) -> bool {
-        let lists = [&self.vars, &self.app, &self.genesis, &self.ports];
-        self.binary.is_some() || lists.iter().any(|l| !l.is_empty())
-    }
-
     /// The recipe and its options, when `--chain` is given, with what the
     /// devnet's own flags in `args` mean for it ([`DevnetArgs::recipe_settings`]).
     fn recipe(self, args: &DevnetArgs) -> Result<Option<(Recipe, RecipeOptions)>> {
-        let Some(chain) = self.chain else {
+        let Some(chain) = &self.chain else {
             return Ok(None);
         };
-        let mut recipe = Recipe::find(&chain)?;
-        let flags = args.recipe_settings(&recipe)?;
+        let mut recipe = Recipe::find(chain)?;
         if let Some(secs) = args.wait {
             recipe.spec.ready_secs = secs;
         }
@@ -200,6 +192,23 @@ impl ChainArgs {
             let (name, port) = parse_port(item)?;
             fixed.insert(name, port);
         }
+        let change = self.change(args, &recipe)?;
+        let options = RecipeOptions {
+            dir: args.dir.clone(),
+            binary: change.binary,
+            vars: change.vars,
+            overrides: change.overrides,
+            fresh: args.fresh,
+            ports: fixed,
+        };
+        Ok(Some((recipe, options)))
+    }
+
+    /// What the flags set on `recipe`'s devnet beside its ports: the
+    /// binary (`--binary`, `--abcid`), vars (abcid's devnet flags', then
+    /// `--var`) and settings (theirs, then `--set`, `--app`, `--genesis`).
+    fn change(&self, args: &DevnetArgs, recipe: &Recipe) -> Result<Redeploy> {
+        let flags = args.recipe_settings(recipe)?;
         let mut overrides = Overrides {
             comet: flags.comet,
             ..Overrides::default()
@@ -210,19 +219,15 @@ impl ChainArgs {
         for setting in settings.chain(app).chain(genesis) {
             overrides.add(&setting)?;
         }
-        let binary = match (self.binary, &args.abcid) {
-            (None, Some(build)) => Some(abcid_build(&recipe, build)?),
-            (binary, _) => binary,
+        let binary = match (&self.binary, &args.abcid) {
+            (None, Some(build)) => Some(abcid_build(recipe, build)?),
+            (binary, _) => binary.clone(),
         };
-        let options = RecipeOptions {
-            dir: args.dir.clone(),
+        Ok(Redeploy {
             binary,
-            vars: flags.vars.into_iter().chain(self.vars).collect(),
+            vars: flags.vars.into_iter().chain(self.vars.clone()).collect(),
             overrides,
-            fresh: args.fresh,
-            ports: fixed,
-        };
-        Ok(Some((recipe, options)))
+        })
     }
 }
 
@@ -522,17 +527,6 @@ impl DevnetArgs {
         Ok(Some(given.clone()))
     }
 
-    /// Whether a flag other than `--dir` and `--fresh` is given a value
-    /// other than its default (`--patches none`, `--rpc-port 26700`).
-    fn differs_from_defaults(&self) -> Result<bool> {
-        let command = Self::augment_args(clap::Command::new("up"));
-        let matches = command.try_get_matches_from(["up"])?;
-        let mut defaults = <Self as clap::FromArgMatches>::from_arg_matches(&matches)?;
-        defaults.dir.clone_from(&self.dir);
-        defaults.fresh = self.fresh;
-        Ok(defaults.options() != self.clone().options())
-    }
-
     /// The plain options these arguments ask for.
     pub fn options(self) -> DevnetOptions {
         DevnetOptions {
@@ -610,17 +604,52 @@ async fn up_recipe(
             );
         }
     }
-    if several || options.differs_from_defaults()? || chain.changes_the_chain() {
+    if several {
         bail!(
-            "{} holds a devnet of `{old}`, started again as it was made: --fresh makes a new \
-             chain with the settings given",
+            "{} holds a devnet of one node of `{old}`: --fresh makes a new chain",
             dir.display()
         );
     }
-    let net = RecipeDevnet::restart(dir)
+    let state = RecipeState::load(dir)?;
+    refuse_other_ports(options, &chain, &state)?;
+    let recipe = Recipe {
+        spec: state.recipe,
+        source: state.source,
+    };
+    let change = chain.change(options, &recipe)?;
+    let net = RecipeDevnet::redeploy(dir, &change)
         .await
         .with_context(|| format!("cannot start the devnet in {} again", dir.display()))?;
     Ok(Some(net.detach()))
+}
+
+/// A port given (other than its flag's default) that is not the one the
+/// devnet in `state` was made with: its ports are kept as made.
+fn refuse_other_ports(options: &DevnetArgs, chain: &ChainArgs, state: &RecipeState) -> Result<()> {
+    let defaults = devnet::Ports::DEFAULT.named();
+    let flags = options.clone().options().ports().named();
+    let given = flags.into_iter().filter(|named| !defaults.contains(named));
+    let mut given: Vec<(String, u16)> = given.map(|(n, p)| (n.to_string(), p)).collect();
+    for item in &chain.ports {
+        given.push(parse_port(item)?);
+    }
+    for (name, port) in given {
+        match state.ports.get(&name) {
+            Some(&made) if made == port => {}
+            Some(&made) => bail!(
+                "{} holds a devnet whose `{name}` port is {made}, not {port}: its ports stay \
+                 as it was made (--fresh makes a new chain on the ports given)",
+                state.dir.display()
+            ),
+            None if state.recipe.ports.contains(&name) => bail!(
+                "{} holds a devnet made by a feth that recorded no ports: --fresh makes a \
+                 new chain on the ports given",
+                state.dir.display()
+            ),
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// abcid's metrics URL, or why there is none.
@@ -901,17 +930,32 @@ mod tests {
     }
 
     #[test]
-    fn a_flag_given_a_value_other_than_its_default_is_told_apart() {
-        let differs = |args: &[&str]| {
-            let up = Up::try_parse_from([&["up"][..], args].concat()).expect("parses");
-            up.args.differs_from_defaults().unwrap()
+    fn a_port_other_than_the_one_a_devnet_was_made_with_is_refused_when_started_again() {
+        let spec = Recipe::find("kvstore").unwrap().spec;
+        let state: RecipeState = serde_json::from_value(serde_json::json!({
+            "recipe": spec, "source": "builtin:kvstore", "dir": "/tmp/net",
+            "binary": "/bin/true", "binary_version": null,
+            "urls": {"comet_rpc": "http://x", "web3": null, "pprof": null, "profiler": null},
+            "processes": [], "root_key": null, "settings": [],
+            "ports": {"rpc": 26700, "p2p": 26656}
+        }))
+        .unwrap();
+        let refused = |args: &[&str]| {
+            let up = UpChain::try_parse_from([&["up"][..], args].concat()).expect("parses");
+            refuse_other_ports(&up.args, &up.chain, &state)
+                .err()
+                .map(|e| e.to_string())
         };
-        assert!(!differs(&[]));
-        assert!(!differs(&["--dir", "/tmp/x", "--fresh"]), "where, not what");
-        assert!(!differs(&["--patches", "all"]), "the default, given");
-        assert!(differs(&["--patches", "none"]));
-        assert!(differs(&["--rpc-port", "26700"]));
-        assert!(differs(&["--log-format", "json"]));
+        assert_eq!(refused(&[]), None, "a default is not given");
+        assert_eq!(refused(&["--rpc-port", "26700"]), None, "as made");
+        let err = refused(&["--rpc-port", "26701"]).unwrap();
+        assert!(
+            err.contains("whose `rpc` port is 26700, not 26701"),
+            "{err}"
+        );
+        let err = refused(&["--chain", "kvstore", "--port", "p2p=1"]).unwrap();
+        assert!(err.contains("whose `p2p` port is 26656, not 1"), "{err}");
+        assert_eq!(refused(&["--web3-port", "1"]), None, "kvstore has none");
     }
 
     #[test]

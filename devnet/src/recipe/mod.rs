@@ -12,6 +12,7 @@ mod command;
 mod edit;
 mod plan;
 mod run;
+mod same_chain;
 mod spec;
 mod switch;
 mod template;
@@ -19,6 +20,7 @@ mod template;
 pub use edit::Overrides;
 pub use plan::Urls;
 pub use run::{RecipeDevnet, RecipeOptions, RecipeState, RunningProcess, STATE_FILE};
+pub use same_chain::Redeploy;
 pub use spec::{LoadKind, Spec};
 
 use std::collections::BTreeSet;

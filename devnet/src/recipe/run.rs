@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::edit::{apply_genesis, apply_toml, Overrides};
 use super::plan::{Inputs, Plan, ProcessPlan, Urls};
+use super::same_chain::{self, Redeploy};
 use super::spec::Spec;
 use super::Recipe;
 use crate::process;
@@ -267,6 +268,36 @@ impl RecipeDevnet {
         Self::start(state).await
     }
 
+    /// Starts the stopped devnet in `dir` again on its chain with `change`
+    /// (another build, vars or settings that leave the chain as it is:
+    /// [`Redeploy`]), its `config.toml` and app config edited again; with
+    /// no change, as it was made. Waits as [`RecipeDevnet::up`] does.
+    pub async fn redeploy(dir: &Path, change: &Redeploy) -> Result<Self> {
+        if change.is_empty() {
+            return Self::restart(dir).await;
+        }
+        refuse_running(dir)?;
+        let mut state = RecipeState::load(dir)?;
+        let (recipe, made) = same_chain::made_with(&state)?;
+        // The old build may be gone: the chain is compared under the new one.
+        let build = Redeploy {
+            binary: change.binary.clone(),
+            ..Redeploy::default()
+        };
+        let old = same_chain::plan(&state, &recipe, &same_chain::changed(&made, &build))?;
+        let opts = same_chain::changed(&made, change);
+        let new = same_chain::plan(&state, &recipe, &opts)?;
+        same_chain::same_chain(&old, &new)?;
+        apply_configs(&recipe, &new)?;
+        state.binary = PathBuf::from(&new.values["binary"]);
+        state.binary_version = binary_version(&recipe, &new, &state.dir);
+        state.urls = new.urls;
+        state.settings = settings_text(&opts);
+        state.commands = new.processes;
+        state.processes.clear();
+        Self::start(state).await
+    }
+
     /// Starts `state`'s processes, once its ports are seen free, and
     /// records them; a failure stops what was started.
     async fn start(mut state: RecipeState) -> Result<Self> {
@@ -422,6 +453,12 @@ fn make_chain(recipe: &Recipe, plan: &Plan, dir: &Path) -> Result<()> {
 pub(super) fn apply_edits(recipe: &Recipe, plan: &Plan) -> Result<()> {
     let files = &recipe.spec.files;
     apply_genesis(&plan.home.join(&files.genesis), &plan.genesis)?;
+    apply_configs(recipe, plan)
+}
+
+/// The `config.toml` and app config edits.
+fn apply_configs(recipe: &Recipe, plan: &Plan) -> Result<()> {
+    let files = &recipe.spec.files;
     apply_toml(&plan.home.join(&files.comet), "comet", &plan.comet)?;
     if let Some(app) = &files.app {
         apply_toml(&plan.home.join(app), "app", &plan.app)?;

@@ -157,8 +157,10 @@ async fn kv_value(rpc: &str, key: &str) -> String {
 /// A kvstore devnet on the ports given by `feth devnet up`'s flags, stopped
 /// and started again by `feth devnet up` on its folder: the same chain (a
 /// transaction committed before is there), the same ports, its logs and Go
-/// pprof found from its folder; a restart that would change the chain,
-/// another recipe, or a second devnet on a port taken, is refused.
+/// pprof found from its folder; started again with another build and
+/// settings of how it runs, on the same chain; a restart that would change
+/// the chain or its ports, another recipe, or a second devnet on a port
+/// taken, is refused.
 #[tokio::test]
 async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
     let tmp = tempfile::tempdir().unwrap();
@@ -199,23 +201,46 @@ async fn a_stopped_recipe_devnet_starts_again_as_it_was_made() {
 
     let (ok, out) = feth_devnet(&["down", "--dir", d]);
     assert!(ok && out.contains("stopped 1 process"), "{out}");
-    for changed in [&["--set", "mempool.size=5"][..], &["--p2p-port", "1"]] {
-        let (ok, err) = feth_devnet(&[&["up", "--dir", d][..], changed].concat());
-        assert!(
-            !ok && err.contains("started again as it was made: --fresh"),
-            "{err}"
-        );
-    }
+    let (ok, err) = feth_devnet(&["up", "--dir", d, "--p2p-port", "1"]);
+    let made = format!("whose `p2p` port is {}, not 1", p[1]);
+    assert!(!ok && err.contains(&made), "{err}");
+    let (ok, err) = feth_devnet(&[
+        "up",
+        "--dir",
+        d,
+        "--chain",
+        "kvstore",
+        "--var",
+        "block_gas=5",
+    ]);
+    let genesis = "changes the chain's genesis (at `/consensus_params/block/max_gas`)";
+    assert!(!ok && err.contains(genesis), "{err}");
     let (ok, err) = feth_devnet(&["up", "--dir", d, "--chain", "abcid"]);
     assert!(
         !ok && err.contains("holds a devnet of `kvstore`, not `abcid`"),
         "{err}"
     );
 
-    let (ok, out) = feth_devnet(&["up", "--dir", d, "--json"]);
+    // Another build of the node and settings of how it runs, on the same
+    // chain (a pipeline's redeploy): a copy of CometBFT under another name.
+    let build = tmp.path().join("cometbft-b");
+    std::fs::copy(feth::devnet::tools::cometbft(false).unwrap(), &build).unwrap();
+    let b = build.to_str().unwrap();
+    let mut redeploy = vec![
+        "up", "--dir", d, "--json", "--chain", "kvstore", "--binary", b,
+    ];
+    redeploy.extend(["--timeout-commit", "300ms", "--set", "mempool.size=5"]);
+    let (ok, out) = feth_devnet(&redeploy);
     assert!(ok, "{out}");
     let again: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(again["ports"], want);
+    assert_eq!(again["binary"], b);
+    assert_eq!(again["processes"][0]["program"], b, "{again}");
+    let config = std::fs::read_to_string(dir.join("home/config/config.toml")).unwrap();
+    let config: toml::Table = config.parse().unwrap();
+    let consensus = config["consensus"]["timeout_commit"].as_str();
+    assert_eq!(consensus, Some("300ms"));
+    assert_eq!(config["mempool"]["size"].as_integer(), Some(5));
     assert_eq!(kv_value(&rpc, "feth").await, "kept", "the same chain");
     let status: serde_json::Value = reqwest::get(format!("{rpc}/status"))
         .await

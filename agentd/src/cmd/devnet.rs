@@ -578,7 +578,8 @@ impl DevnetArgs {
 }
 
 /// `feth devnet up` of a recipe devnet: a new one (`--chain`), or the
-/// stopped one in `--dir` started again as it was made; `None` when the
+/// stopped one in `--dir` started again on its chain, as it was made or
+/// with the build and settings given ([`RecipeDevnet::redeploy`]); `None` when the
 /// folder holds none and no `--chain` is given. Left running: `feth devnet
 /// down` stops it by PID.
 async fn up_recipe(

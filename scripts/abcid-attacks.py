@@ -132,6 +132,19 @@ def read_load(log, offset, seconds):
     return summary(rows), sum(counts), end
 
 
+def process_pid(dir, name):
+    """The PID of process `name` of the devnet in `dir`: a recipe devnet's
+    (`recipe.json`, what `feth devnet up` makes of one node) or one of abcid's
+    own devnet code (`devnet.json`)."""
+    recipe = os.path.join(dir, "recipe.json")
+    if os.path.exists(recipe):
+        for p in json.load(open(recipe))["processes"]:
+            if p["name"] == name:
+                return p["pid"]
+        raise SystemExit(f"{recipe} has no process {name}")
+    return json.load(open(os.path.join(dir, "devnet.json")))[f"{name}_pid"]
+
+
 def case(patches):
     with tempfile.TemporaryDirectory() as d:
         home = os.path.join(d, "net")
@@ -140,8 +153,7 @@ def case(patches):
         try:
             while height() < 30:
                 time.sleep(0.5)
-            state = json.load(open(os.path.join(home, "devnet.json")))
-            pid = state["abcid_pid"]
+            pid = process_pid(home, "abcid")
             log = os.path.join(home, "logs", "abcid.log")
             fees = fee_history(pid)
             offset = os.path.getsize(log)

@@ -251,6 +251,20 @@ def receipts(status, pid, home):
     return out
 
 
+
+def process_pid(dir, name):
+    """The PID of process `name` of the devnet in `dir`: a recipe devnet's
+    (`recipe.json`, what `feth devnet up` makes of one node) or one of abcid's
+    own devnet code (`devnet.json`)."""
+    recipe = os.path.join(dir, "recipe.json")
+    if os.path.exists(recipe):
+        for p in json.load(open(recipe))["processes"]:
+            if p["name"] == name:
+                return p["pid"]
+        raise SystemExit(f"{recipe} has no process {name}")
+    return json.load(open(os.path.join(dir, "devnet.json")))[f"{name}_pid"]
+
+
 def devnet(timeout_commit, measure):
     with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
         home = os.path.join(d, "net")
@@ -260,7 +274,7 @@ def devnet(timeout_commit, measure):
         try:
             while int(call("eth_blockNumber", []), 16) < 5:
                 time.sleep(0.5)
-            pid = json.load(open(os.path.join(home, "devnet.json")))["abcid_pid"]
+            pid = process_pid(home, "abcid")
             return measure(status, pid, d)
         finally:
             feth(["devnet", "down", "--dir", home])

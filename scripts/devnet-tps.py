@@ -36,13 +36,25 @@ def cpu(pid):
         return 0.0
 
 
+def process_pid(dir, name):
+    """The PID of process `name` of the devnet in `dir`: a recipe devnet's
+    (`recipe.json`, what `feth devnet up` makes of one node) or one of abcid's
+    own devnet code (`devnet.json`)."""
+    recipe = os.path.join(dir, "recipe.json")
+    if os.path.exists(recipe):
+        for p in json.load(open(recipe))["processes"]:
+            if p["name"] == name:
+                return p["pid"]
+        raise SystemExit(f"{recipe} has no process {name}")
+    return json.load(open(os.path.join(dir, "devnet.json")))[f"{name}_pid"]
+
+
 def pids(status):
     nodes = status.get("nodes") or [status]
     out = {"cometbft": [], "abcid": [], "toxiproxy": []}
     for n in nodes:
-        st = json.load(open(os.path.join(n["dir"], "devnet.json")))
-        out["cometbft"].append(st["cometbft_pid"])
-        out["abcid"].append(st["abcid_pid"])
+        for name in ("cometbft", "abcid"):
+            out[name].append(process_pid(n["dir"], name))
     net = os.path.join(status["dir"], "network.json")
     if os.path.exists(net):
         out["toxiproxy"].append(json.load(open(net))["toxiproxy_pid"])

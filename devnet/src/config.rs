@@ -83,12 +83,20 @@ pub fn toml_integer(flag: &str, v: u64) -> Result<toml::Value> {
         .with_context(|| format!("{flag} {v}: TOML holds integers up to {}", i64::MAX))
 }
 
+/// CometBFT's `mempool.cache_size` for a mempool of `size` transactions:
+/// twice the size, at least 20,000, at most what TOML holds.
+pub fn mempool_cache_size(size: u64) -> u64 {
+    size.max(10_000)
+        .saturating_mul(2)
+        .min(i64::MAX.unsigned_abs())
+}
+
 /// Rewrites `config.toml` with the devnet's ports and tuning.
 pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
     let (path, mut doc) = read_config(home)?;
     let s = |v: String| toml::Value::String(v);
     let i = toml_integer;
-    let cache = opts.mempool_size.max(10_000).saturating_mul(2);
+    let cache = mempool_cache_size(opts.mempool_size);
     let settings = [
         ("moniker", s("feth-devnet".into())),
         ("proxy_app", s(opts.abci_addr()?)),
@@ -111,10 +119,7 @@ pub fn write_config(home: &Path, opts: &DevnetOptions) -> Result<()> {
             "mempool.max_txs_bytes",
             i("--mempool-max-txs-bytes", opts.mempool_max_txs_bytes)?,
         ),
-        (
-            "mempool.cache_size",
-            i("--mempool-size", cache.min(i64::MAX.unsigned_abs()))?,
-        ),
+        ("mempool.cache_size", i("--mempool-size", cache)?),
         (
             "consensus.timeout_commit",
             s(opts.timeout_commit.to_string()),

@@ -58,6 +58,8 @@ impl LogFormat {
 
 /// Default folder of a devnet.
 pub const DEFAULT_DIR: &str = ".devnet";
+/// The state file of a devnet of abcid's own devnet code, in its folder.
+pub const STATE_FILE: &str = "devnet.json";
 /// Default EIP-155 chain id.
 pub const DEFAULT_CHAIN_ID: u64 = 9000;
 /// Default CometBFT `consensus.timeout_commit`.
@@ -480,14 +482,14 @@ impl DevnetState {
     }
 
     fn save(&self) -> Result<()> {
-        let path = self.options.dir.join("devnet.json");
+        let path = self.options.dir.join(STATE_FILE);
         let text = serde_json::to_string_pretty(self)?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Reads `devnet.json` from `dir`.
     pub fn load(dir: &Path) -> Result<Self> {
-        let path = dir.join("devnet.json");
+        let path = dir.join(STATE_FILE);
         let text = std::fs::read_to_string(&path).with_context(|| {
             format!(
                 "no devnet in {} (missing devnet.json); start one with `feth devnet up`",

@@ -119,7 +119,7 @@ pub fn abcid() -> Result<PathBuf> {
 
 /// Whether the abcid binary `abcid` has the option `flag` (`--metrics`):
 /// an older build, run by `feth compare --build-a`, may not.
-pub(crate) fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
+pub fn abcid_has_flag(abcid: &Path, flag: &str) -> bool {
     abcid_help(abcid)
         .split_whitespace()
         .any(|word| word == flag)

@@ -333,8 +333,8 @@ pub struct DevnetArgs {
     /// cometbft`.
     #[arg(long, default_value_t = devnet::Ports::DEFAULT.cometbft_pprof)]
     cometbft_pprof_port: u16,
-    /// CometBFT `consensus.timeout_commit` [default: 1s; with --chain, the
-    /// recipe's].
+    /// CometBFT `consensus.timeout_commit` [default: 500ms, the abcid
+    /// recipe's; several nodes: 1s; with --chain, the recipe's].
     #[arg(long, value_name = "DURATION")]
     timeout_commit: Option<devnet::GoDuration>,
     /// CometBFT `mempool.size`, in transactions [default: 10000; with
@@ -461,6 +461,10 @@ impl DevnetArgs {
                 self.rpc_max_open_connections,
             ),
         ];
+        let cache = self.mempool_size.map(devnet::config::mempool_cache_size);
+        let counts = counts
+            .into_iter()
+            .chain([("--mempool-size", "mempool.cache_size", cache)]);
         for (flag, key, value) in counts {
             let Some(n) = value else { continue };
             out.comet
@@ -512,7 +516,28 @@ impl DevnetArgs {
             }
             out.vars.push(format!("{var}={value}"));
         }
+        out.vars.extend(self.app_pool_bounds(recipe));
         Ok(out)
+    }
+
+    /// `--mempool-size` and `--mempool-max-txs-bytes` bound abcid's own pool
+    /// too (the app-mempool patch's), as on abcid's devnet, in a recipe with
+    /// the vars for it (`app_mempool_bounds` switches them on).
+    fn app_pool_bounds(&self, recipe: &Recipe) -> Vec<String> {
+        let vars = &recipe.spec.vars;
+        let given = [
+            ("app_mempool_size", self.mempool_size),
+            ("app_mempool_max_bytes", self.mempool_max_txs_bytes),
+        ];
+        let mut out: Vec<String> = given
+            .into_iter()
+            .filter(|(var, _)| vars.contains_key(*var))
+            .filter_map(|(var, n)| Some(format!("{var}={}", n?)))
+            .collect();
+        if !out.is_empty() && vars.contains_key("app_mempool_bounds") {
+            out.insert(0, "app_mempool_bounds=true".into());
+        }
+        out
     }
 
     /// `--root-balance` checked to be a number of wei (decimal or `0x`
@@ -653,6 +678,35 @@ fn refuse_other_ports(options: &DevnetArgs, chain: &ChainArgs, state: &RecipeSta
     Ok(())
 }
 
+/// Whether `feth devnet up` of one node without `--chain` makes the abcid
+/// recipe's devnet: yes, unless the folder holds a devnet of abcid's own
+/// devnet code (that code starts it again, or with `--fresh` replaces it)
+/// or the abcid build predates the recipe (no `--abci-protocol`, before
+/// 2bf6a78: that code runs it, as said on stderr). A recipe devnet in the
+/// folder is started again by its recipe.
+fn runs_the_abcid_recipe(options: &DevnetArgs) -> Result<bool> {
+    let dir = &options.dir;
+    if dir.join(devnet::recipe::STATE_FILE).is_file() && !options.fresh {
+        return Ok(false);
+    }
+    if dir.join(devnet::STATE_FILE).is_file() || network::is_network(dir) {
+        return Ok(false);
+    }
+    let build = match &options.abcid {
+        Some(given) => devnet::tools::build(given)?,
+        None => devnet::tools::abcid()?,
+    };
+    if !devnet::tools::abcid_has_flag(&build, "--abci-protocol") {
+        eprintln!(
+            "{}: an abcid build from before 2bf6a78 (no --abci-protocol), which the abcid \
+             recipe cannot start: abcid's own devnet runs it",
+            build.display()
+        );
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// abcid's metrics URL, or why there is none.
 fn metrics_line(url: Option<&str>) -> &str {
     url.unwrap_or("off (this abcid build has no --metrics)")
@@ -664,10 +718,13 @@ pub async fn run(command: DevnetCommand) -> Result<()> {
         Action::Up {
             options,
             network,
-            chain,
+            mut chain,
             json,
         } => {
             let several = network.validators != 1 || network.full_nodes != 0;
+            if chain.chain.is_none() && !several && runs_the_abcid_recipe(&options)? {
+                chain.chain = Some("abcid".into());
+            }
             if let Some(state) = up_recipe(&options, chain, several).await? {
                 return print_recipe(&state, json);
             }
@@ -988,6 +1045,7 @@ mod tests {
                 toml::Value::String("1s".into()),
             ),
             ("mempool.size".into(), toml::Value::Integer(300)),
+            ("mempool.cache_size".into(), toml::Value::Integer(20_000)),
         ];
         assert_eq!(settings.comet, comet);
         let huge = parse(&["--mempool-size", &u64::MAX.to_string()]).recipe_settings(&kvstore);
@@ -1019,10 +1077,24 @@ mod tests {
         assert_eq!(recipe.spec.ready_secs, 60, "the recipe's own");
         let (recipe, opts) = chain(&["--chain", "kvstore", "--wait", "9", "--mempool-size", "7"]);
         assert_eq!(recipe.spec.ready_secs, 9);
-        assert_eq!(
-            opts.overrides.comet,
-            [("mempool.size".into(), toml::Value::Integer(7))]
-        );
+        let sizes = [
+            ("mempool.size".into(), toml::Value::Integer(7)),
+            ("mempool.cache_size".into(), toml::Value::Integer(20_000)),
+        ];
+        assert_eq!(opts.overrides.comet, sizes);
+        assert!(opts.vars.is_empty(), "kvstore has no app pool");
+
+        // abcid's own pool is bounded as CometBFT's, as on abcid's devnet.
+        let pool = ["--mempool-size", "30000", "--mempool-max-txs-bytes", "4096"];
+        let (_, opts) = chain(&[&["--chain", "abcid"][..], &pool].concat());
+        let bounds = [
+            "app_mempool_bounds=true",
+            "app_mempool_size=30000",
+            "app_mempool_max_bytes=4096",
+        ];
+        assert_eq!(opts.vars, bounds);
+        let cache = ("mempool.cache_size".into(), toml::Value::Integer(60_000));
+        assert!(opts.overrides.comet.contains(&cache), "{opts:?}");
     }
 
     #[test]
@@ -1096,9 +1168,12 @@ mod tests {
     fn the_defaults_help_names_are_the_ones_used() {
         use clap::CommandFactory;
         let help = Up::command().render_long_help().to_string();
+        let abcid = Recipe::find("abcid").unwrap().spec;
+        let several = format!("several nodes: {}", devnet::DEFAULT_TIMEOUT_COMMIT);
+        assert!(help.contains(&several), "{help}");
         let defaults = [
             devnet::DEFAULT_CHAIN_ID.to_string(),
-            devnet::DEFAULT_TIMEOUT_COMMIT.to_string(),
+            abcid.vars["timeout_commit"].clone(),
             devnet::DEFAULT_MEMPOOL_SIZE.to_string(),
             devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES.to_string(),
             devnet::DEFAULT_RPC_MAX_BODY_BYTES.to_string(),
@@ -1115,6 +1190,82 @@ mod tests {
                 "{value}:\n{help}"
             );
         }
+    }
+
+    /// One node's devnet is the abcid recipe's, several nodes' abcid's own
+    /// devnet code's: every default but `timeout_commit` is the same in both.
+    #[test]
+    fn the_abcid_recipe_has_abcid_devnets_defaults() {
+        let abcid = Recipe::find("abcid").unwrap().spec;
+        let vars = [
+            ("evm_chain_id", devnet::DEFAULT_CHAIN_ID.to_string()),
+            ("block_gas", devnet::DEFAULT_BLOCK_GAS_LIMIT.to_string()),
+            ("patches", devnet::DEFAULT_PATCHES.to_string()),
+            ("root_balance", devnet::DEFAULT_ROOT_BALANCE.to_string()),
+            ("log_format", LogFormat::Plain.as_str().to_string()),
+            ("app_mempool_size", devnet::DEFAULT_MEMPOOL_SIZE.to_string()),
+            (
+                "app_mempool_max_bytes",
+                devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES.to_string(),
+            ),
+        ];
+        for (var, value) in vars {
+            assert_eq!(abcid.vars[var], value, "{var}");
+        }
+        let comet = [
+            ("mempool.size", devnet::DEFAULT_MEMPOOL_SIZE),
+            (
+                "mempool.max_txs_bytes",
+                devnet::DEFAULT_MEMPOOL_MAX_TXS_BYTES,
+            ),
+            (
+                "mempool.cache_size",
+                devnet::config::mempool_cache_size(devnet::DEFAULT_MEMPOOL_SIZE),
+            ),
+            ("rpc.max_body_bytes", devnet::DEFAULT_RPC_MAX_BODY_BYTES),
+            (
+                "rpc.max_open_connections",
+                devnet::DEFAULT_RPC_MAX_OPEN_CONNECTIONS,
+            ),
+        ];
+        for (key, value) in comet {
+            let value = toml::Value::Integer(value.try_into().unwrap());
+            assert_eq!(abcid.comet[key], value, "{key}");
+        }
+        assert_eq!(abcid.ready_secs, devnet::DEFAULT_WAIT_SECS);
+    }
+
+    #[test]
+    fn one_node_is_the_abcid_recipes_unless_a_folder_or_a_build_says_otherwise() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let build = |name: &str, help: &str| {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\necho '{help}'\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        };
+        let new = build("abcid", "--abci <ADDR>  --abci-protocol <PROTOCOL>");
+        let old = build("abcid-old", "--abci <ADDR>  --patches <PATCHES>");
+        let dir = tmp.path().join("net");
+        let runs = |build: &std::path::Path, fresh: bool| {
+            let d = dir.to_str().unwrap();
+            let mut args = vec!["up", "--dir", d, "--abcid", build.to_str().unwrap()];
+            if fresh {
+                args.push("--fresh");
+            }
+            let up = Up::try_parse_from(args).expect("parses");
+            runs_the_abcid_recipe(&up.args).unwrap()
+        };
+        assert!(runs(&new, false), "a new folder");
+        assert!(!runs(&old, false), "a build before --abci-protocol");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(devnet::recipe::STATE_FILE), "{}").unwrap();
+        assert!(!runs(&new, false), "its recipe starts it again");
+        assert!(runs(&new, true), "a new chain");
+        std::fs::write(dir.join(devnet::STATE_FILE), "{}").unwrap();
+        std::fs::remove_file(dir.join(devnet::recipe::STATE_FILE)).unwrap();
+        assert!(!runs(&new, true), "abcid's own devnet code's folder");
     }
 
     #[test]

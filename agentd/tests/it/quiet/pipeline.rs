@@ -254,12 +254,12 @@ impl OwnNode {
 # deploy.sh BUILD PATCHES: the node restarted with abcid BUILD and PATCHES.
 set -euo pipefail
 node={node}
-if [ -f "$node/devnet.json" ]; then {feth} devnet down --dir "$node" >/dev/null; fi
+if [ -f "$node/recipe.json" ]; then {feth} devnet down --dir "$node" >/dev/null; fi
 {feth} devnet up --dir "$node" --abcid "$1" --patches "$2" --timeout-commit 300ms \
   --rpc-port {rpc} --p2p-port {p2p} --web3-port {web3} --profiler-port {prof} \
-  --metrics-port {metrics} --cometbft-metrics-port {cmetrics} >/dev/null
-python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s["cometbft_pid"]); print(s["abcid_pid"])' \
-  "$node/devnet.json" > "${{FETH_PIDS_FILE:-/dev/null}}"
+  --metrics-port {metrics} --cometbft-metrics-port {cmetrics} --json \
+  | python3 -c 'import json, sys; [print(p["pid"]) for p in json.load(sys.stdin)["processes"]]' \
+  > "${{FETH_PIDS_FILE:-/dev/null}}"
 "#,
             node = dir.display(),
             rpc = ports.rpc,
@@ -281,7 +281,7 @@ python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); print(s["cometbf
 
 impl Drop for OwnNode {
     fn drop(&mut self) {
-        if self.dir.join("devnet.json").is_file() {
+        if self.dir.join("recipe.json").is_file() {
             let _ = Command::new(env!("CARGO_BIN_EXE_feth"))
                 .args(["devnet", "down", "--dir"])
                 .arg(&self.dir)

@@ -365,8 +365,9 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
 /// `feth devnet up --chain abcid` with abcid's own devnet flags for the
 /// genesis, the logs and the ABCI transport: the root account holds the
 /// balance given, the genesis has the fee market, CometBFT reaches abcid
-/// over TCP, both processes log JSON lines, and abcid runs without its
-/// profiler (nothing listens on its port; the devnet has no profiler URL).
+/// over TCP, both processes log JSON lines, abcid runs without its
+/// profiler (nothing listens on its port; the devnet has no profiler URL)
+/// and its own pool is bounded by `--mempool-size`.
 #[tokio::test]
 async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport() {
     let tmp = tempfile::tempdir().unwrap();
@@ -394,10 +395,28 @@ async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport()
     let balance = "123456789000000000000";
     args.extend(["--root-balance", balance, "--fee-market", "--abci-tcp"]);
     args.extend(["--log-format", "json", "--timeout-commit", "200ms"]);
-    args.push("--no-profiler");
+    args.extend(["--no-profiler", "--mempool-size", "3000"]);
     let (ok, out) = feth_devnet(&args);
     assert!(ok, "{out}");
     let state: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let abcid = state["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "abcid")
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", abcid["pid"])).unwrap();
+    let cmdline: Vec<_> = cmdline
+        .split(|b| *b == 0)
+        .map(String::from_utf8_lossy)
+        .collect();
+    let pool = cmdline
+        .windows(2)
+        .any(|w| w[0] == "--app-mempool-size" && w[1] == "3000");
+    assert!(
+        pool,
+        "abcid's own pool is bounded as CometBFT's: {cmdline:?}"
+    );
     assert_eq!(state["urls"]["profiler"], serde_json::Value::Null, "{out}");
     let profiler = format!("127.0.0.1:{}", ports[4]);
     let refused = std::net::TcpStream::connect(&profiler).map(|_| ());

@@ -25,6 +25,7 @@ set and a Markdown table.
 """
 import json, os, re, subprocess, sys, tempfile, threading, time, urllib.error, urllib.request
 from datetime import datetime
+from devnet_state import process_pid
 
 FETH = sys.argv[1] if len(sys.argv) > 1 else "target/debug/feth"
 PATCH_SETS = (sys.argv[2] if len(sys.argv) > 2 else "all,-snapshot-reads;all").split(";")
@@ -130,19 +131,6 @@ def read_load(log, offset, seconds):
         t.join()
     rows, end = window_lines(log, offset)
     return summary(rows), sum(counts), end
-
-
-def process_pid(dir, name):
-    """The PID of process `name` of the devnet in `dir`: a recipe devnet's
-    (`recipe.json`, what `feth devnet up` makes of one node) or one of abcid's
-    own devnet code (`devnet.json`)."""
-    recipe = os.path.join(dir, "recipe.json")
-    if os.path.exists(recipe):
-        for p in json.load(open(recipe))["processes"]:
-            if p["name"] == name:
-                return p["pid"]
-        raise SystemExit(f"{recipe} has no process {name}")
-    return json.load(open(os.path.join(dir, "devnet.json")))[f"{name}_pid"]
 
 
 def case(patches):

@@ -27,6 +27,7 @@ taken down at the end.
 """
 import base64, json, os, socket, statistics, struct, subprocess, sys, tempfile, threading, time
 import urllib.request
+from devnet_state import process_pid
 
 FETH = sys.argv[1] if len(sys.argv) > 1 else "target/debug/feth"
 PATCHES = sys.argv[2] if len(sys.argv) > 2 else "all"
@@ -249,20 +250,6 @@ def receipts(status, pid, home):
     hashes = (big["transactions"] * 4)[:4000]
     out.update(batches_under_probe(pid, hashes))
     return out
-
-
-
-def process_pid(dir, name):
-    """The PID of process `name` of the devnet in `dir`: a recipe devnet's
-    (`recipe.json`, what `feth devnet up` makes of one node) or one of abcid's
-    own devnet code (`devnet.json`)."""
-    recipe = os.path.join(dir, "recipe.json")
-    if os.path.exists(recipe):
-        for p in json.load(open(recipe))["processes"]:
-            if p["name"] == name:
-                return p["pid"]
-        raise SystemExit(f"{recipe} has no process {name}")
-    return json.load(open(os.path.join(dir, "devnet.json")))[f"{name}_pid"]
 
 
 def devnet(timeout_commit, measure):

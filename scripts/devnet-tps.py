@@ -15,6 +15,7 @@ Markdown table.
 """
 import json, os, subprocess, sys, tempfile, time, resource
 from datetime import datetime
+from devnet_state import process_pid
 
 FETH = sys.argv[1] if len(sys.argv) > 1 else "target/release/feth"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 4
@@ -34,19 +35,6 @@ def cpu(pid):
         return (int(fields[11]) + int(fields[12])) / TICK
     except OSError:
         return 0.0
-
-
-def process_pid(dir, name):
-    """The PID of process `name` of the devnet in `dir`: a recipe devnet's
-    (`recipe.json`, what `feth devnet up` makes of one node) or one of abcid's
-    own devnet code (`devnet.json`)."""
-    recipe = os.path.join(dir, "recipe.json")
-    if os.path.exists(recipe):
-        for p in json.load(open(recipe))["processes"]:
-            if p["name"] == name:
-                return p["pid"]
-        raise SystemExit(f"{recipe} has no process {name}")
-    return json.load(open(os.path.join(dir, "devnet.json")))[f"{name}_pid"]
 
 
 def pids(status):

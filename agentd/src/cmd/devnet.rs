@@ -887,6 +887,8 @@ fn print_recipe(s: &RecipeState, json: bool) -> Result<()> {
         ("web3", &s.urls.web3),
         ("Go pprof", &s.urls.pprof),
         ("profiler", &s.urls.profiler),
+        ("metrics", &s.urls.metrics),
+        ("CometBFT metr.", &s.urls.comet_metrics),
     ];
     for (name, url) in urls {
         if let Some(url) = url {

@@ -96,6 +96,8 @@ pub(super) fn strings(spec: &Spec) -> Vec<(String, String)> {
         ("web3", &e.web3),
         ("pprof", &e.pprof),
         ("profiler", &e.profiler),
+        ("comet_metrics", &e.comet_metrics),
+        ("metrics", &e.metrics),
     ] {
         url.iter()
             .for_each(|t| push(format!("endpoints.{name}"), t));

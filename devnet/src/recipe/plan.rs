@@ -25,6 +25,13 @@ pub struct Urls {
     pub pprof: Option<String>,
     /// An embedded profiler-rpc server.
     pub profiler: Option<String>,
+    /// CometBFT's Prometheus metrics (none recorded by a feth before
+    /// 2026-12-06).
+    #[serde(default)]
+    pub comet_metrics: Option<String>,
+    /// The app's own Prometheus metrics (likewise).
+    #[serde(default)]
+    pub metrics: Option<String>,
 }
 
 /// One process to start, expanded; kept in `recipe.json` so that a stopped
@@ -162,6 +169,8 @@ impl Plan {
             web3: e.web3.as_deref().map(x).transpose()?,
             pprof: switched("pprof", &e.pprof)?,
             profiler: switched("profiler", &e.profiler)?,
+            comet_metrics: e.comet_metrics.as_deref().map(x).transpose()?,
+            metrics: e.metrics.as_deref().map(x).transpose()?,
         };
         if let Some(logs) = &spec.logs {
             super::check_log_format(&logs.format, &x(&logs.format)?)?;
@@ -325,6 +334,7 @@ name = "node"
 args = ["-c", "sleep 60", "${p2p_port}"]
 [endpoints]
 comet_rpc = "http://127.0.0.1:${rpc_port}"
+comet_metrics = "http://127.0.0.1:${p2p_port}/metrics"
 "#;
 
     fn plan(vars: &[&str], binary: Option<&Path>) -> Result<Plan> {
@@ -377,6 +387,9 @@ comet_rpc = "http://127.0.0.1:${rpc_port}"
         assert_eq!(p.genesis, [("/gas".into(), serde_json::json!(100))]);
         assert_eq!(p.processes[0].args, ["-c", "sleep 60", "200"]);
         assert_eq!(p.urls.comet_rpc, "http://127.0.0.1:100");
+        let metrics = p.urls.comet_metrics.as_deref();
+        assert_eq!(metrics, Some("http://127.0.0.1:200/metrics"));
+        assert_eq!(p.urls.metrics, None, "none in the recipe");
     }
 
     #[test]

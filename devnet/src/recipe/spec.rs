@@ -248,6 +248,12 @@ pub struct Endpoints {
     /// An embedded `profiler-rpc` server.
     #[serde(default)]
     pub profiler: Option<String>,
+    /// CometBFT's Prometheus metrics (`…/metrics`).
+    #[serde(default)]
+    pub comet_metrics: Option<String>,
+    /// The app's own Prometheus metrics (`…/metrics`).
+    #[serde(default)]
+    pub metrics: Option<String>,
     /// Endpoints (`pprof`, `profiler`) a node has only while a switch var
     /// is `true`: `profiler = "profiler"` names the var.
     #[serde(default)]

@@ -367,7 +367,8 @@ fn feth_devnet_up_chain_refuses_bad_input_before_anything_starts() {
 /// balance given, the genesis has the fee market, CometBFT reaches abcid
 /// over TCP, both processes log JSON lines, abcid runs without its
 /// profiler (nothing listens on its port; the devnet has no profiler URL)
-/// and its own pool is bounded by `--mempool-size`.
+/// and its own pool is bounded by `--mempool-size`; both processes'
+/// metrics answer where the devnet says.
 #[tokio::test]
 async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport() {
     let tmp = tempfile::tempdir().unwrap();
@@ -426,6 +427,11 @@ async fn abcid_devnet_flags_reach_the_abcid_recipes_genesis_logs_and_transport()
         "abcid runs without its profiler; nothing listens on {profiler}"
     );
 
+    for name in ["metrics", "comet_metrics"] {
+        let url = state["urls"][name].as_str().unwrap();
+        let body = reqwest::get(url).await.unwrap().text().await.unwrap();
+        assert!(body.contains("# TYPE"), "{name} at {url}: {body}");
+    }
     let web3 = state["urls"]["web3"].as_str().unwrap();
     let client = EthClient::new(web3, Duration::from_secs(10)).unwrap();
     let root = feth::keys::read_key_file(&dir.join("root.key")).unwrap();

@@ -209,17 +209,8 @@ impl RecipeDevnet {
             .filter(|k| k.generate)
             .map(|_| keys::random_key());
         let ports = choose_ports(&recipe.spec, &opts.ports)?;
-        let plan = Plan::new(
-            recipe,
-            Inputs {
-                dir: &opts.dir,
-                binary: opts.binary.as_deref(),
-                vars: &opts.vars,
-                overrides: &opts.overrides,
-                ports: ports.clone(),
-                root_address: root.as_ref().map(|k| keys::address_of(k).to_string()),
-            },
-        )?;
+        let root_address = root.as_ref().map(|k| keys::address_of(k).to_string());
+        let plan = plan_of(recipe, opts, ports.clone(), root_address)?;
         let dir = plan
             .home
             .parent()
@@ -415,6 +406,27 @@ fn refuse_occupied(dir: &Path, fresh: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `recipe` planned with `opts`, on `ports` (in the recipe's order), its
+/// generated root account's address when it has one.
+pub(super) fn plan_of(
+    recipe: &Recipe,
+    opts: &RecipeOptions,
+    ports: Vec<u16>,
+    root_address: Option<String>,
+) -> Result<Plan> {
+    Plan::new(
+        recipe,
+        Inputs {
+            dir: &opts.dir,
+            binary: opts.binary.as_deref(),
+            vars: &opts.vars,
+            overrides: &opts.overrides,
+            ports,
+            root_address,
+        },
+    )
 }
 
 fn settings_text(opts: &RecipeOptions) -> Vec<String> {

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use super::command::Expanded;
 use super::edit::Overrides;
-use super::plan::{Inputs, Plan};
+use super::plan::Plan;
 use super::run::{RecipeOptions, RecipeState};
 use super::Recipe;
 use feth_chain::keys;
@@ -94,17 +94,7 @@ pub(super) fn plan(state: &RecipeState, recipe: &Recipe, opts: &RecipeOptions) -
             })
         })
         .collect::<Result<_>>()?;
-    Plan::new(
-        recipe,
-        Inputs {
-            dir: &opts.dir,
-            binary: opts.binary.as_deref(),
-            vars: &opts.vars,
-            overrides: &opts.overrides,
-            ports,
-            root_address,
-        },
-    )
+    super::run::plan_of(recipe, opts, ports, root_address)
 }
 
 /// Refused unless `new` makes the same chain as `old`: the same init,
@@ -155,6 +145,7 @@ fn first_difference(a: &[Expanded], b: &[Expanded]) -> Option<String> {
 mod tests {
     use std::path::Path;
 
+    use super::super::plan::Inputs;
     use super::*;
 
     const RECIPE: &str = r#"
